@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lumen/int_option.h - the lumen in-band network telemetry (INT) TCP option,
+ * wire format version 1: layout, encoder, parser, validation and
+ * wraparound-safe deltas. One definition shared by the eBPF sockops program,
+ * the software INT switch, the kernel module and the C++ tools.
+ *
+ * Why this format
+ * ---------------
+ * PowerTCP needs, for every egress port a data segment crosses, the queue
+ * length, a transmitted-byte counter, a timestamp and the link rate, all taken
+ * when the segment is dequeued (thesis §2.2.3, HPCC-style INT). The option must
+ * fit the 40-byte TCP option space next to the timestamp option, which Linux
+ * always writes as NOP,NOP,TS (12 bytes); options written from BPF are padded
+ * to 4 bytes, so 28 bytes are left: a 5-byte header plus three 7-byte hop
+ * records (26 bytes) fit, and four hops (33 bytes) or five (40 bytes) fit when
+ * timestamps are off.
+ *
+ * It is an RFC 6994 experimental option: kind 253 followed by a 16-bit
+ * experiment identifier (ExID), then a version, so the format can evolve and a
+ * parser can refuse what it does not understand.
+ *
+ * Header (5 bytes)
+ * ----------------
+ *    0                   1                   2                   3
+ *    0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *   +---------------+---------------+-------------------------------+
+ *   |  Kind = 253   |  Length       |        ExID = 0x4C55 ("LU")   |
+ *   +-----+-+-+-----+---------------+-------------------------------+
+ *   | Ver |E|O|Count|  hop record 0 ...  (7 bytes each)
+ *   +-----+-+-+-----+---------------------------------------------
+ *
+ *   Length   5 + 7 * slots, slots = number of hop records present (1..5 in a
+ *            request, 0..5 in an echo); Length <= 40.
+ *   Ver      3 bits, = 1 for this layout. Any other value is refused.
+ *   E        echo: 0 = request (carried by data segments; switches fill it),
+ *            1 = echo (carried by ACKs; the receiver copies the filled hops of
+ *            the latest request it received; switches leave it alone).
+ *   O        overflow: a switch found every slot filled and could not record
+ *            itself, so the telemetry does not cover the whole path.
+ *   Count    number of filled hop records, in path order. Request: the next
+ *            switch writes slot Count and increments Count. Echo: Count equals
+ *            slots (only filled records are echoed).
+ *
+ * Hop record (7 bytes = 56 bits, big-endian bit order)
+ * ----------------------------------------------------
+ *    0                   1                   2                   3
+ *    0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *   +-------------+-----+-----------------------------------+-------
+ *   | rate mant 7 |exp 3|   timestamp (18 bits)             | tx ...
+ *   +-------------+-----+-----------------------------------+-------
+ *    3                   4                   5
+ *    2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5
+ *   -----------------------+---------------------------+
+ *     tx bytes (14 bits)   |  queue length (14 bits)   |
+ *   -----------------------+---------------------------+
+ *
+ *   rate     link rate of the egress port in Mbit/s, as a decimal float:
+ *            rate = mant * 10^exp. Exact for every usual rate (10M, 100M, 1G,
+ *            2.5G, 10G, 12.5G, 25G, 40G, 100G, 400G, 800G, ...); any other
+ *            rate is rounded to nearest with at most 0.5% error. Code 0 means
+ *            "rate unknown" and makes the hop unusable. Rates above
+ *            LUMEN_INT_RATE_MAX_MBPS and non-canonical codes (mant = 0 with
+ *            exp != 0) are malformed.
+ *   ts       dequeue time, units of 16 ns, modulo 2^18 (wraps every 4.19 ms).
+ *   tx       bytes transmitted by the port so far, in units of 2^k bytes,
+ *            modulo 2^14.
+ *   qlen     egress queue length in units of 2^k bytes, saturating at
+ *            2^14 - 1 (= "at least this much").
+ *
+ *   The byte unit 2^k depends only on the hop's rate (lumen_int_unit_shift):
+ *   k is the smallest shift for which 2^14 units hold at least 2^22 ns
+ *   (4.19 ms) of traffic at line rate. Both the switch and the host derive it
+ *   from the rate code, so no bits are spent on it, and the precision of the
+ *   byte fields scales with the link: 4 B units at 100 Mbit/s, 32 B at 1 Gbit/s,
+ *   512 B at 10 Gbit/s, 4 KiB at 100 Gbit/s.
+ *
+ * Wraparound rules
+ * ----------------
+ * Only differences between two records of the same hop are meaningful (each
+ * switch has its own clock and counters; no synchronisation is needed):
+ *   dt  = (ts_cur - ts_prev) mod 2^18 ticks. A sample is usable only when
+ *         0 < dt < 2^17 ticks (2.1 ms): beyond half the wrap period the
+ *         difference is ambiguous, so the sample is stale.
+ *   dtx = (tx_cur - tx_prev) mod 2^14 units. Because the unit rule makes the
+ *         counter wrap no sooner than the timestamp at line rate, a usable dt
+ *         implies at most half a wrap of bytes; a dtx larger than the link
+ *         could have sent in dt (plus one unit of quantization) means the
+ *         counter is not trustworthy (switch restart, path change) and the
+ *         sample is refused.
+ *   qlen is not a counter and never wraps.
+ *   A change of the rate code between two records of a hop changes the
+ *   units: the sample is refused and the caller re-baselines.
+ */
+#ifndef LUMEN_INT_OPTION_H
+#define LUMEN_INT_OPTION_H
+
+#include "types.h"
+
+#define LUMEN_INT_KIND 253 /* RFC 4727 experimental, with RFC 6994 ExID */
+#define LUMEN_INT_EXID 0x4C55 /* "LU" */
+#define LUMEN_INT_VERSION 1
+
+#define LUMEN_INT_HDR_LEN 5
+#define LUMEN_INT_HOP_LEN 7
+#define LUMEN_INT_MAX_HOPS 5
+#define LUMEN_INT_MAX_LEN (LUMEN_INT_HDR_LEN + LUMEN_INT_MAX_HOPS * LUMEN_INT_HOP_LEN)
+#define LUMEN_INT_OPT_LEN(slots) (LUMEN_INT_HDR_LEN + (slots)*LUMEN_INT_HOP_LEN)
+
+/* Byte 4 of the header. */
+#define LUMEN_INT_VER_SHIFT 5
+#define LUMEN_INT_FLAG_ECHO 0x10
+#define LUMEN_INT_FLAG_OVERFLOW 0x08
+#define LUMEN_INT_COUNT_MASK 0x07
+
+/* Hop record field widths. */
+#define LUMEN_INT_RATE_BITS 10
+#define LUMEN_INT_TS_BITS 18
+#define LUMEN_INT_TX_BITS 14
+#define LUMEN_INT_QLEN_BITS 14
+#define LUMEN_INT_TS_MASK ((1u << LUMEN_INT_TS_BITS) - 1)
+#define LUMEN_INT_TX_MASK ((1u << LUMEN_INT_TX_BITS) - 1)
+#define LUMEN_INT_QLEN_MAX ((1u << LUMEN_INT_QLEN_BITS) - 1)
+#define LUMEN_INT_TS_UNIT_SHIFT 4 /* 16 ns per tick */
+#define LUMEN_INT_TS_UNIT_NS (1u << LUMEN_INT_TS_UNIT_SHIFT)
+/* Period covered by 2^14 byte units at line rate and by 2^18 ts ticks. */
+#define LUMEN_INT_WRAP_NS (1ull << (LUMEN_INT_TS_BITS + LUMEN_INT_TS_UNIT_SHIFT))
+
+#define LUMEN_INT_RATE_EXP_BITS 3
+#define LUMEN_INT_RATE_MANT_MAX 127
+#define LUMEN_INT_RATE_MAX_MBPS 1600000u /* 1.6 Tbit/s */
+
+enum lumen_int_error {
+	LUMEN_INT_OK = 0,
+	LUMEN_INT_ETRUNCATED = 1, /* buffer shorter than the option */
+	LUMEN_INT_EKIND = 2, /* not kind 253 */
+	LUMEN_INT_ELENGTH = 3, /* length not 5 + 7n, or above 40 */
+	LUMEN_INT_EEXID = 4, /* another experiment's option */
+	LUMEN_INT_EVERSION = 5, /* a version this code does not speak */
+	LUMEN_INT_EHOPS = 6, /* more hop slots than LUMEN_INT_MAX_HOPS */
+	LUMEN_INT_ECOUNT = 7, /* count beyond slots; echo with empty slots */
+	LUMEN_INT_ERATE = 8, /* a filled hop has a malformed rate code */
+	LUMEN_INT_ENOSPACE = 9, /* encoder: destination too small */
+	LUMEN_INT_EFULL = 10, /* switch: no free slot (overflow flagged) */
+	LUMEN_INT_EINVAL = 11, /* encoder: bad argument */
+	LUMEN_INT_ERROR_COUNT
+};
+
+/* One hop record, fields as on the wire (already masked to their widths). */
+struct lumen_int_hop {
+	__u32 ts; /* 16 ns ticks mod 2^18 */
+	__u16 tx; /* 2^k byte units mod 2^14 */
+	__u16 qlen; /* 2^k byte units, saturating */
+	__u16 rate; /* rate code, 0 = unknown */
+	__u16 pad;
+};
+
+/* A parsed option. */
+struct lumen_int_opt {
+	__u8 version;
+	__u8 flags; /* LUMEN_INT_FLAG_ECHO | LUMEN_INT_FLAG_OVERFLOW */
+	__u8 slots; /* hop records present on the wire */
+	__u8 count; /* hop records filled, <= slots */
+	struct lumen_int_hop hops[LUMEN_INT_MAX_HOPS];
+};
+
+/* Difference between two records of one hop, in natural units. */
+struct lumen_int_delta {
+	__u64 dt_ns; /* time between the two dequeues, > 0 */
+	__u64 tx_bytes; /* bytes the port sent in between */
+	__u64 qlen_prev_bytes; /* queue at the earlier record */
+	__u64 qlen_bytes; /* queue at the later record */
+	__u32 rate_mbps; /* link rate, > 0 */
+	__u32 saturated; /* qlen field hit its maximum in either record */
+};
+
+enum lumen_int_delta_error {
+	LUMEN_INT_DELTA_OK = 0,
+	LUMEN_INT_DELTA_ERATE = 1, /* rate unknown, or changed between records */
+	LUMEN_INT_DELTA_ETIME = 2, /* dt == 0 or beyond half the wrap period */
+	LUMEN_INT_DELTA_ECOUNTER = 3, /* more bytes than the link could send */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Link rate code                                                          */
+
+LUMEN_INLINE __u32 lumen_int_rate_mbps(__u16 code)
+{
+	__u32 mant = code >> LUMEN_INT_RATE_EXP_BITS;
+	__u32 exp = code & ((1u << LUMEN_INT_RATE_EXP_BITS) - 1);
+	__u64 rate = mant;
+	__u32 i;
+
+	/* exp <= 7 and mant <= 127: at most 1.27e9, no overflow in u64. */
+	for (i = 0; i < (1u << LUMEN_INT_RATE_EXP_BITS); i++) {
+		if (i >= exp)
+			break;
+		rate *= 10;
+	}
+	if (rate > LUMEN_INT_RATE_MAX_MBPS)
+		return 0;
+	return (__u32)rate;
+}
+
+/* A rate code is valid when it is 0 (unknown) or canonical and in range. */
+LUMEN_INLINE int lumen_int_rate_code_valid(__u16 code)
+{
+	if (code == 0)
+		return 1;
+	if (code >> LUMEN_INT_RATE_BITS)
+		return 0;
+	if ((code >> LUMEN_INT_RATE_EXP_BITS) == 0)
+		return 0;
+	return lumen_int_rate_mbps(code) != 0;
+}
+
+/*
+ * Encode a rate in Mbit/s; rounds to nearest with the smallest exponent that
+ * keeps the mantissa within 7 bits. Returns 0 for rates of 0 or above the
+ * maximum (0 is "unknown" on the wire, so callers must check).
+ */
+LUMEN_INLINE __u16 lumen_int_rate_encode(__u32 mbps)
+{
+	__u64 scale = 1;
+	__u32 exp;
+
+	if (mbps == 0 || mbps > LUMEN_INT_RATE_MAX_MBPS)
+		return 0;
+	for (exp = 0; exp < (1u << LUMEN_INT_RATE_EXP_BITS); exp++) {
+		__u64 mant = lumen_div64((__u64)mbps + scale / 2, scale);
+
+		if (mant <= LUMEN_INT_RATE_MANT_MAX)
+			return (__u16)((mant << LUMEN_INT_RATE_EXP_BITS) | exp);
+		scale *= 10;
+	}
+	return 0; /* unreachable for mbps <= LUMEN_INT_RATE_MAX_MBPS */
+}
+
+/*
+ * Shift k of the byte unit 2^k for a link of rate_mbps: the smallest k with
+ * 2^(14+k) bytes >= rate * 2^22 ns, i.e. 125 * 2^k >= 4 * rate_mbps.
+ */
+LUMEN_INLINE __u32 lumen_int_unit_shift(__u32 rate_mbps)
+{
+	__u64 need = (__u64)rate_mbps * 4;
+	__u32 k;
+
+	for (k = 0; k < 32; k++) {
+		if ((125ull << k) >= need)
+			break;
+	}
+	return k;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Hop records                                                             */
+
+/*
+ * Build a hop record from natural units: a switch's clock in ns, its total
+ * transmitted bytes (any width; only the low bits are kept), its queue in
+ * bytes and its rate code. Queue lengths beyond the field saturate.
+ */
+LUMEN_INLINE void lumen_int_hop_make(struct lumen_int_hop *hop, __u64 now_ns, __u64 tx_bytes, __u64 qlen_bytes,
+				     __u16 rate_code)
+{
+	__u32 shift = lumen_int_unit_shift(lumen_int_rate_mbps(rate_code));
+	__u64 qlen_units = qlen_bytes >> shift;
+
+	hop->ts = (__u32)(now_ns >> LUMEN_INT_TS_UNIT_SHIFT) & LUMEN_INT_TS_MASK;
+	hop->tx = (__u16)((tx_bytes >> shift) & LUMEN_INT_TX_MASK);
+	hop->qlen = (__u16)lumen_min_u64(qlen_units, LUMEN_INT_QLEN_MAX);
+	hop->rate = rate_code;
+	hop->pad = 0;
+}
+
+LUMEN_INLINE void lumen_int_hop_pack(const struct lumen_int_hop *hop, __u8 *out)
+{
+	__u64 v = ((__u64)(hop->rate & ((1u << LUMEN_INT_RATE_BITS) - 1)) << 46) |
+		  ((__u64)(hop->ts & LUMEN_INT_TS_MASK) << 28) | ((__u64)(hop->tx & LUMEN_INT_TX_MASK) << 14) |
+		  (__u64)(hop->qlen & LUMEN_INT_QLEN_MAX);
+	__u32 i;
+
+	for (i = 0; i < LUMEN_INT_HOP_LEN; i++)
+		out[i] = (__u8)(v >> (8 * (LUMEN_INT_HOP_LEN - 1 - i)));
+}
+
+LUMEN_INLINE void lumen_int_hop_unpack(const __u8 *in, struct lumen_int_hop *hop)
+{
+	__u64 v = 0;
+	__u32 i;
+
+	for (i = 0; i < LUMEN_INT_HOP_LEN; i++)
+		v = (v << 8) | in[i];
+	hop->rate = (__u16)(v >> 46) & ((1u << LUMEN_INT_RATE_BITS) - 1);
+	hop->ts = (__u32)(v >> 28) & LUMEN_INT_TS_MASK;
+	hop->tx = (__u16)((v >> 14) & LUMEN_INT_TX_MASK);
+	hop->qlen = (__u16)(v & LUMEN_INT_QLEN_MAX);
+	hop->pad = 0;
+}
+
+/*
+ * Wraparound-safe difference between two records of the same hop.
+ * Returns LUMEN_INT_DELTA_OK and fills *d, or a lumen_int_delta_error.
+ */
+LUMEN_INLINE int lumen_int_hop_delta(const struct lumen_int_hop *prev, const struct lumen_int_hop *cur,
+				     struct lumen_int_delta *d)
+{
+	__u32 rate, shift, dts, dtx;
+	__u64 max_bytes;
+
+	if (cur->rate != prev->rate)
+		return LUMEN_INT_DELTA_ERATE;
+	rate = lumen_int_rate_mbps(cur->rate);
+	if (rate == 0)
+		return LUMEN_INT_DELTA_ERATE;
+	shift = lumen_int_unit_shift(rate);
+
+	dts = (cur->ts - prev->ts) & LUMEN_INT_TS_MASK;
+	if (dts == 0 || dts >= (1u << (LUMEN_INT_TS_BITS - 1)))
+		return LUMEN_INT_DELTA_ETIME;
+	dtx = (__u32)(cur->tx - prev->tx) & LUMEN_INT_TX_MASK;
+
+	d->dt_ns = (__u64)dts << LUMEN_INT_TS_UNIT_SHIFT;
+	d->tx_bytes = (__u64)dtx << shift;
+	/*
+	 * Plausibility: a port cannot send more than rate * dt. Allow one unit
+	 * of quantization on each record and one tick of timestamp rounding.
+	 */
+	max_bytes = lumen_div64((__u64)rate * (d->dt_ns + LUMEN_INT_TS_UNIT_NS), 8000) + (2ull << shift);
+	if (d->tx_bytes > max_bytes)
+		return LUMEN_INT_DELTA_ECOUNTER;
+	d->qlen_prev_bytes = (__u64)prev->qlen << shift;
+	d->qlen_bytes = (__u64)cur->qlen << shift;
+	d->rate_mbps = rate;
+	d->saturated = prev->qlen == LUMEN_INT_QLEN_MAX || cur->qlen == LUMEN_INT_QLEN_MAX;
+	return LUMEN_INT_DELTA_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Whole option                                                            */
+
+/*
+ * Parse and validate an option. buf points at the kind byte, buf_len is how
+ * many bytes are readable there. Returns 0 and fills *opt, or a negative
+ * lumen_int_error; on error *opt is left untouched.
+ */
+LUMEN_INLINE int lumen_int_parse(const __u8 *buf, __u32 buf_len, struct lumen_int_opt *opt)
+{
+	struct lumen_int_opt tmp;
+	__u32 len, slots, i;
+	__u8 ver, flags, count;
+
+	if (buf_len < 2)
+		return -LUMEN_INT_ETRUNCATED;
+	if (buf[0] != LUMEN_INT_KIND)
+		return -LUMEN_INT_EKIND;
+	len = buf[1];
+	if (len < 4)
+		return -LUMEN_INT_ELENGTH;
+	if (len > buf_len)
+		return -LUMEN_INT_ETRUNCATED;
+	if (((__u32)buf[2] << 8 | buf[3]) != LUMEN_INT_EXID)
+		return -LUMEN_INT_EEXID;
+	if (len < LUMEN_INT_HDR_LEN || len > 40 || (len - LUMEN_INT_HDR_LEN) % LUMEN_INT_HOP_LEN)
+		return -LUMEN_INT_ELENGTH;
+	ver = buf[4] >> LUMEN_INT_VER_SHIFT;
+	if (ver != LUMEN_INT_VERSION)
+		return -LUMEN_INT_EVERSION;
+	slots = (len - LUMEN_INT_HDR_LEN) / LUMEN_INT_HOP_LEN;
+	if (slots > LUMEN_INT_MAX_HOPS)
+		return -LUMEN_INT_EHOPS;
+	flags = buf[4] & (LUMEN_INT_FLAG_ECHO | LUMEN_INT_FLAG_OVERFLOW);
+	count = buf[4] & LUMEN_INT_COUNT_MASK;
+	if (count > slots)
+		return -LUMEN_INT_ECOUNT;
+	if (flags & LUMEN_INT_FLAG_ECHO) {
+		if (count != slots)
+			return -LUMEN_INT_ECOUNT;
+	} else if (slots == 0) {
+		return -LUMEN_INT_ELENGTH; /* a request must leave room */
+	}
+
+	tmp.version = ver;
+	tmp.flags = flags;
+	tmp.slots = (__u8)slots;
+	tmp.count = count;
+	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
+		struct lumen_int_hop *hop = &tmp.hops[i];
+
+		if (i >= slots) {
+			hop->ts = 0;
+			hop->tx = 0;
+			hop->qlen = 0;
+			hop->rate = 0;
+			hop->pad = 0;
+			continue;
+		}
+		lumen_int_hop_unpack(buf + LUMEN_INT_HDR_LEN + i * LUMEN_INT_HOP_LEN, hop);
+		if (i < count && !lumen_int_rate_code_valid(hop->rate))
+			return -LUMEN_INT_ERATE;
+	}
+	*opt = tmp;
+	return 0;
+}
+
+LUMEN_INLINE __u8 lumen_int_hdr_byte(__u8 flags, __u8 count)
+{
+	return (__u8)((LUMEN_INT_VERSION << LUMEN_INT_VER_SHIFT) |
+		      (flags & (LUMEN_INT_FLAG_ECHO | LUMEN_INT_FLAG_OVERFLOW)) | (count & LUMEN_INT_COUNT_MASK));
+}
+
+LUMEN_INLINE void lumen_int_write_hdr(__u8 *buf, __u32 slots, __u8 flags, __u8 count)
+{
+	buf[0] = LUMEN_INT_KIND;
+	buf[1] = (__u8)LUMEN_INT_OPT_LEN(slots);
+	buf[2] = (__u8)(LUMEN_INT_EXID >> 8);
+	buf[3] = (__u8)(LUMEN_INT_EXID & 0xff);
+	buf[4] = lumen_int_hdr_byte(flags, count);
+}
+
+/*
+ * Write a request with room for `slots` hops (1..5), all empty.
+ * Returns the option length, or a negative lumen_int_error.
+ */
+LUMEN_INLINE int lumen_int_write_request(__u8 *buf, __u32 buf_len, __u32 slots)
+{
+	__u32 len, i;
+
+	if (slots == 0 || slots > LUMEN_INT_MAX_HOPS)
+		return -LUMEN_INT_EINVAL;
+	len = LUMEN_INT_OPT_LEN(slots);
+	if (buf_len < len)
+		return -LUMEN_INT_ENOSPACE;
+	lumen_int_write_hdr(buf, slots, 0, 0);
+	for (i = LUMEN_INT_HDR_LEN; i < LUMEN_INT_MAX_LEN; i++) {
+		if (i >= len)
+			break;
+		buf[i] = 0;
+	}
+	return (int)len;
+}
+
+/*
+ * Write the echo of a received request: only its filled hops, and its
+ * overflow flag. Returns the option length, or a negative lumen_int_error.
+ */
+LUMEN_INLINE int lumen_int_write_echo(__u8 *buf, __u32 buf_len, const struct lumen_int_opt *req)
+{
+	__u32 count = req->count, len, i;
+
+	if (count > LUMEN_INT_MAX_HOPS || count > req->slots)
+		return -LUMEN_INT_EINVAL;
+	len = LUMEN_INT_OPT_LEN(count);
+	if (buf_len < len)
+		return -LUMEN_INT_ENOSPACE;
+	lumen_int_write_hdr(buf, count, LUMEN_INT_FLAG_ECHO | (req->flags & LUMEN_INT_FLAG_OVERFLOW), (__u8)count);
+	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
+		if (i >= count)
+			break;
+		lumen_int_hop_pack(&req->hops[i], buf + LUMEN_INT_HDR_LEN + i * LUMEN_INT_HOP_LEN);
+	}
+	return (int)len;
+}
+
+/*
+ * Switch side: record `hop` in the next free slot of the request option in
+ * buf (already validated with lumen_int_parse). Returns the slot index used,
+ * or -LUMEN_INT_EFULL after setting the overflow flag, or another negative
+ * error when buf does not hold a request.
+ */
+LUMEN_INLINE int lumen_int_push_hop(__u8 *buf, __u32 buf_len, const struct lumen_int_hop *hop)
+{
+	__u32 len, slots, count;
+
+	if (buf_len < LUMEN_INT_HDR_LEN || buf[0] != LUMEN_INT_KIND)
+		return -LUMEN_INT_EINVAL;
+	len = buf[1];
+	if (len < LUMEN_INT_HDR_LEN || len > LUMEN_INT_MAX_LEN || len > buf_len ||
+	    (len - LUMEN_INT_HDR_LEN) % LUMEN_INT_HOP_LEN)
+		return -LUMEN_INT_EINVAL;
+	if (buf[4] & LUMEN_INT_FLAG_ECHO)
+		return -LUMEN_INT_EINVAL;
+	slots = (len - LUMEN_INT_HDR_LEN) / LUMEN_INT_HOP_LEN;
+	count = buf[4] & LUMEN_INT_COUNT_MASK;
+	if (count >= slots) {
+		buf[4] |= LUMEN_INT_FLAG_OVERFLOW;
+		return -LUMEN_INT_EFULL;
+	}
+	lumen_int_hop_pack(hop, buf + LUMEN_INT_HDR_LEN + count * LUMEN_INT_HOP_LEN);
+	buf[4] = lumen_int_hdr_byte(buf[4], (__u8)(count + 1));
+	return (int)count;
+}
+
+LUMEN_INLINE const char *lumen_int_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case LUMEN_INT_OK:
+		return "ok";
+	case LUMEN_INT_ETRUNCATED:
+		return "option truncated";
+	case LUMEN_INT_EKIND:
+		return "not an experimental option (kind 253)";
+	case LUMEN_INT_ELENGTH:
+		return "bad option length";
+	case LUMEN_INT_EEXID:
+		return "unknown experiment id";
+	case LUMEN_INT_EVERSION:
+		return "unsupported INT version";
+	case LUMEN_INT_EHOPS:
+		return "too many hops";
+	case LUMEN_INT_ECOUNT:
+		return "hop count beyond option length";
+	case LUMEN_INT_ERATE:
+		return "malformed link rate";
+	case LUMEN_INT_ENOSPACE:
+		return "no room for the option";
+	case LUMEN_INT_EFULL:
+		return "all hop slots filled";
+	case LUMEN_INT_EINVAL:
+		return "invalid argument";
+	default:
+		return "unknown error";
+	}
+}
+
+#endif /* LUMEN_INT_OPTION_H */
