@@ -57,8 +57,12 @@
  *
  *   rate     link rate of the egress port in Mbit/s, as a decimal float:
  *            rate = mant * 10^exp. Exact for every usual rate (10M, 100M, 1G,
- *            2.5G, 10G, 12.5G, 25G, 40G, 100G, 400G, 800G, ...); any other
- *            rate is rounded to nearest with at most 0.5% error. Code 0 means
+ *            2.5G, 10G, 12.5G, 25G, 40G, 100G, 400G, 800G, ...) and below
+ *            128M; any other rate is rounded to nearest at the smallest
+ *            exponent whose mantissa fits 7 bits: under 0.51% error when
+ *            that mantissa is >= 100, at most 3.71% in general (135M is sent
+ *            as 140M; no 10-bit code covers 1..1.6e6 Mbit/s to 0.5%, that
+ *            would take ~1440 log-spaced codes). Code 0 means
  *            "rate unknown" and makes the hop unusable. Rates above
  *            LUMEN_INT_RATE_MAX_MBPS and non-canonical codes (mant = 0 with
  *            exp != 0) are malformed.
@@ -80,14 +84,16 @@
  * Only differences between two records of the same hop are meaningful (each
  * switch has its own clock and counters; no synchronisation is needed):
  *   dt  = (ts_cur - ts_prev) mod 2^18 ticks. A sample is usable only when
- *         0 < dt < 2^17 ticks (2.1 ms): beyond half the wrap period the
- *         difference is ambiguous, so the sample is stale.
+ *         0 < dt < 15/16 * 2^17 ticks (1.97 ms): beyond half the wrap period
+ *         the difference is ambiguous, so the sample is stale (the 1/16
+ *         margin absorbs rate rounding, below).
  *   dtx = (tx_cur - tx_prev) mod 2^14 units. Because the unit rule makes the
  *         counter wrap no sooner than the timestamp at line rate, a usable dt
- *         implies at most half a wrap of bytes; a dtx larger than the link
- *         could have sent in dt (plus one unit of quantization) means the
- *         counter is not trustworthy (switch restart, path change) and the
- *         sample is refused.
+ *         implies less than half a wrap of bytes; a dtx larger than the link
+ *         could have sent in dt (rate + 1/16 for rate rounding, plus one
+ *         unit of quantization per record) means the counter is not
+ *         trustworthy (switch restart, path change) and the sample is
+ *         refused.
  *   qlen is not a counter and never wraps.
  *   A change of the rate code between two records of a hop changes the
  *   units: the sample is refused and the caller re-baselines.
@@ -125,6 +131,12 @@
 #define LUMEN_INT_TS_UNIT_NS (1u << LUMEN_INT_TS_UNIT_SHIFT)
 /* Period covered by 2^14 byte units at line rate and by 2^18 ts ticks. */
 #define LUMEN_INT_WRAP_NS (1ull << (LUMEN_INT_TS_BITS + LUMEN_INT_TS_UNIT_SHIFT))
+/*
+ * Largest usable dt, exclusive: 15/16 of half the wrap (1.97 ms). The margin
+ * keeps the byte counter below half a wrap even when the true link rate is
+ * up to 6.6% above the encoded one (rounding costs at most 3.71%).
+ */
+#define LUMEN_INT_DT_MAX_TICKS ((1u << (LUMEN_INT_TS_BITS - 1)) - (1u << (LUMEN_INT_TS_BITS - 5)))
 
 #define LUMEN_INT_RATE_EXP_BITS 3
 #define LUMEN_INT_RATE_MANT_MAX 127
@@ -134,10 +146,10 @@ enum lumen_int_error {
 	LUMEN_INT_OK = 0,
 	LUMEN_INT_ETRUNCATED = 1, /* buffer shorter than the option */
 	LUMEN_INT_EKIND = 2, /* not kind 253 */
-	LUMEN_INT_ELENGTH = 3, /* length not 5 + 7n, or above 40 */
+	LUMEN_INT_ELENGTH = 3, /* length not 5 + 7n */
 	LUMEN_INT_EEXID = 4, /* another experiment's option */
 	LUMEN_INT_EVERSION = 5, /* a version this code does not speak */
-	LUMEN_INT_EHOPS = 6, /* more hop slots than LUMEN_INT_MAX_HOPS */
+	LUMEN_INT_EHOPS = 6, /* more than 5 hop slots (length above 40) */
 	LUMEN_INT_ECOUNT = 7, /* count beyond slots; echo with empty slots */
 	LUMEN_INT_ERATE = 8, /* a filled hop has a malformed rate code */
 	LUMEN_INT_ENOSPACE = 9, /* encoder: destination too small */
@@ -177,19 +189,23 @@ struct lumen_int_delta {
 enum lumen_int_delta_error {
 	LUMEN_INT_DELTA_OK = 0,
 	LUMEN_INT_DELTA_ERATE = 1, /* rate unknown, or changed between records */
-	LUMEN_INT_DELTA_ETIME = 2, /* dt == 0 or beyond half the wrap period */
+	LUMEN_INT_DELTA_ETIME = 2, /* dt == 0 or dt >= LUMEN_INT_DT_MAX_TICKS */
 	LUMEN_INT_DELTA_ECOUNTER = 3, /* more bytes than the link could send */
 };
 
 /* ---------------------------------------------------------------------- */
 /* Link rate code                                                          */
 
+/* Rate in Mbit/s of a code; 0 for "unknown" and for anything malformed. */
 LUMEN_INLINE __u32 lumen_int_rate_mbps(__u16 code)
 {
 	__u32 mant = code >> LUMEN_INT_RATE_EXP_BITS;
 	__u32 exp = code & ((1u << LUMEN_INT_RATE_EXP_BITS) - 1);
 	__u64 rate = mant;
 	__u32 i;
+
+	if (code >> LUMEN_INT_RATE_BITS)
+		return 0; /* wider than the wire field */
 
 	/* exp <= 7 and mant <= 127: at most 1.27e9, no overflow in u64. */
 	for (i = 0; i < (1u << LUMEN_INT_RATE_EXP_BITS); i++) {
@@ -263,13 +279,15 @@ LUMEN_INLINE __u32 lumen_int_unit_shift(__u32 rate_mbps)
 LUMEN_INLINE void lumen_int_hop_make(struct lumen_int_hop *hop, __u64 now_ns, __u64 tx_bytes, __u64 qlen_bytes,
 				     __u16 rate_code)
 {
-	__u32 shift = lumen_int_unit_shift(lumen_int_rate_mbps(rate_code));
+	/* a code this format cannot carry is sent as "rate unknown" */
+	__u16 code = lumen_int_rate_code_valid(rate_code) ? rate_code : 0;
+	__u32 shift = lumen_int_unit_shift(lumen_int_rate_mbps(code));
 	__u64 qlen_units = qlen_bytes >> shift;
 
 	hop->ts = (__u32)(now_ns >> LUMEN_INT_TS_UNIT_SHIFT) & LUMEN_INT_TS_MASK;
 	hop->tx = (__u16)((tx_bytes >> shift) & LUMEN_INT_TX_MASK);
 	hop->qlen = (__u16)lumen_min_u64(qlen_units, LUMEN_INT_QLEN_MAX);
-	hop->rate = rate_code;
+	hop->rate = code;
 	hop->pad = 0;
 }
 
@@ -300,13 +318,14 @@ LUMEN_INLINE void lumen_int_hop_unpack(const __u8 *in, struct lumen_int_hop *hop
 
 /*
  * Wraparound-safe difference between two records of the same hop.
- * Returns LUMEN_INT_DELTA_OK and fills *d, or a lumen_int_delta_error.
+ * Returns LUMEN_INT_DELTA_OK and fills *d, or a lumen_int_delta_error and
+ * leaves *d untouched.
  */
 LUMEN_INLINE int lumen_int_hop_delta(const struct lumen_int_hop *prev, const struct lumen_int_hop *cur,
 				     struct lumen_int_delta *d)
 {
 	__u32 rate, shift, dts, dtx;
-	__u64 max_bytes;
+	__u64 dt_ns, tx_bytes, max_bytes;
 
 	if (cur->rate != prev->rate)
 		return LUMEN_INT_DELTA_ERATE;
@@ -316,19 +335,24 @@ LUMEN_INLINE int lumen_int_hop_delta(const struct lumen_int_hop *prev, const str
 	shift = lumen_int_unit_shift(rate);
 
 	dts = (cur->ts - prev->ts) & LUMEN_INT_TS_MASK;
-	if (dts == 0 || dts >= (1u << (LUMEN_INT_TS_BITS - 1)))
+	if (dts == 0 || dts >= LUMEN_INT_DT_MAX_TICKS)
 		return LUMEN_INT_DELTA_ETIME;
 	dtx = (__u32)(cur->tx - prev->tx) & LUMEN_INT_TX_MASK;
 
-	d->dt_ns = (__u64)dts << LUMEN_INT_TS_UNIT_SHIFT;
-	d->tx_bytes = (__u64)dtx << shift;
+	dt_ns = (__u64)dts << LUMEN_INT_TS_UNIT_SHIFT;
+	tx_bytes = (__u64)dtx << shift;
 	/*
-	 * Plausibility: a port cannot send more than rate * dt. Allow one unit
-	 * of quantization on each record and one tick of timestamp rounding.
+	 * Plausibility: a port cannot send more than rate * dt. The encoded
+	 * rate may be up to 3.71% below the true one (rounding), so allow
+	 * rate * (1 + 1/16), plus one tick of timestamp rounding and one unit
+	 * of quantization on each record.
 	 */
-	max_bytes = lumen_div64((__u64)rate * (d->dt_ns + LUMEN_INT_TS_UNIT_NS), 8000) + (2ull << shift);
-	if (d->tx_bytes > max_bytes)
+	max_bytes = lumen_div64((__u64)rate * (dt_ns + LUMEN_INT_TS_UNIT_NS), 8000);
+	max_bytes += (max_bytes >> 4) + (2ull << shift);
+	if (tx_bytes > max_bytes)
 		return LUMEN_INT_DELTA_ECOUNTER;
+	d->dt_ns = dt_ns;
+	d->tx_bytes = tx_bytes;
 	d->qlen_prev_bytes = (__u64)prev->qlen << shift;
 	d->qlen_bytes = (__u64)cur->qlen << shift;
 	d->rate_mbps = rate;
@@ -342,7 +366,10 @@ LUMEN_INLINE int lumen_int_hop_delta(const struct lumen_int_hop *prev, const str
 /*
  * Parse and validate an option. buf points at the kind byte, buf_len is how
  * many bytes are readable there. Returns 0 and fills *opt, or a negative
- * lumen_int_error; on error *opt is left untouched.
+ * lumen_int_error; on error *opt is left untouched. Checks, in order (the
+ * first failing one is reported): buffer >= 2 bytes, kind, length >= 4,
+ * length <= buffer, ExID, length >= 5, version, length = 5 + 7n, n <= 5,
+ * count <= n, echo count == n / request n >= 1, rate codes of filled hops.
  */
 LUMEN_INLINE int lumen_int_parse(const __u8 *buf, __u32 buf_len, struct lumen_int_opt *opt)
 {
@@ -361,13 +388,16 @@ LUMEN_INLINE int lumen_int_parse(const __u8 *buf, __u32 buf_len, struct lumen_in
 		return -LUMEN_INT_ETRUNCATED;
 	if (((__u32)buf[2] << 8 | buf[3]) != LUMEN_INT_EXID)
 		return -LUMEN_INT_EEXID;
-	if (len < LUMEN_INT_HDR_LEN || len > 40 || (len - LUMEN_INT_HDR_LEN) % LUMEN_INT_HOP_LEN)
+	if (len < LUMEN_INT_HDR_LEN)
 		return -LUMEN_INT_ELENGTH;
+	/* the version comes before any layout check: a later version may differ */
 	ver = buf[4] >> LUMEN_INT_VER_SHIFT;
 	if (ver != LUMEN_INT_VERSION)
 		return -LUMEN_INT_EVERSION;
+	if ((len - LUMEN_INT_HDR_LEN) % LUMEN_INT_HOP_LEN)
+		return -LUMEN_INT_ELENGTH;
 	slots = (len - LUMEN_INT_HDR_LEN) / LUMEN_INT_HOP_LEN;
-	if (slots > LUMEN_INT_MAX_HOPS)
+	if (slots > LUMEN_INT_MAX_HOPS) /* i.e. longer than 40 bytes */
 		return -LUMEN_INT_EHOPS;
 	flags = buf[4] & (LUMEN_INT_FLAG_ECHO | LUMEN_INT_FLAG_OVERFLOW);
 	count = buf[4] & LUMEN_INT_COUNT_MASK;
@@ -493,7 +523,8 @@ LUMEN_INLINE int lumen_int_push_hop(__u8 *buf, __u32 buf_len, const struct lumen
 
 LUMEN_INLINE const char *lumen_int_strerror(int err)
 {
-	switch (err < 0 ? -err : err) {
+	/* Negate in unsigned arithmetic: -INT_MIN would overflow. */
+	switch (err < 0 ? 0u - (__u32)err : (__u32)err) {
 	case LUMEN_INT_OK:
 		return "ok";
 	case LUMEN_INT_ETRUNCATED:

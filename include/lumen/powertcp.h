@@ -18,12 +18,12 @@
  * which is 1 when the link is exactly busy and its queue is empty. Per ACK,
  * PowerTCP computes Gamma_norm for every hop of the INT stack echoed in the
  * ACK (from the difference to the previous ACK's stack), takes the largest,
- * smooths it with weight dt/tau, and sets
+ * smooths it with weight dt/tau, and moves the window towards
  *
  *     cwnd = gamma * (cwnd_old / Gamma_smooth + beta) + (1 - gamma) * cwnd,
  *
- * where cwnd_old is the window one RTT ago (remembered once per RTT) and beta
- * the additive increase. The sender paces at cwnd / tau. A new flow starts
+ * where cwnd_old is the window the ACKed data was sent with and beta the
+ * additive increase (one gamma step per window of ACKs, see C2 below). The sender paces at cwnd / tau. A new flow starts
  * with one host BDP (HostBw * tau) and no slow start. At equilibrium a
  * bottleneck shared by flows with additive increases beta_i holds a queue of
  * sum(beta_i) and each flow gets a share proportional to beta_i (thesis
@@ -70,11 +70,33 @@
  *      per RTT, from RTT samples), and this is counted (fallback_updates).
  *   B1 Alg. 2 uses Delta-t without defining it: it is the dt between the two
  *      RTT samples, clamped to tau like A3.
- *   B2 Alg. 2 updates prevRTT on every ACK but the window once per RTT; here
- *      the RTT history advances once per RTT too, so the gradient spans one
- *      RTT instead of one noisy ACK interval.
+ *   B2 Alg. 2 takes the RTT gradient between consecutive ACKs (noisy) and
+ *      updates the window once per RTT. Both are kept as printed: the
+ *      EWMA with weight dt/tau telescopes the per-ACK gradients into the
+ *      gradient over the last tau, which filters the noise. (Advancing the
+ *      RTT history only once per RTT instead makes dt >= tau, so the EWMA
+ *      never smooths, and the fluid simulation showed theta-PowerTCP then
+ *      diverges at gamma = 0.9 with N = 10.) The RTT estimator has its own
+ *      EWMA (smooth_rtt_power) and runs in both modes, so a PowerTCP flow
+ *      that loses INT falls back with a warm estimate.
  *   B3 dRTT/dt < -1 would make the power negative: (1 + dRTT/dt) is clamped
  *      at zero (and the power floored as in A4).
+ *   C1 GETCWND(ack.seq) must return the window in force when the ACKed
+ *      data was sent (Eq. 2.16's w(t - theta)); the thesis approximates it
+ *      by remembering the window once per RTT. Here a history of 8
+ *      (sequence, window) records, one per 1/8 window of sent data, gives it
+ *      to within 1/8 RTT (lumen_ptcp_cwnd_at).
+ *   C2 Per-ACK gain. Alg. 1 applies the full blend (weight gamma) on every
+ *      ACK. With tens of ACKs per RTT the blend completes within a few ACKs,
+ *      so the loop gain per RTT is far above the gamma per update interval
+ *      that Theorems 1-2 analyse, and the fluid simulation showed limit
+ *      cycles (2 flows, N = 10: queue 1.9x sum(beta), CV 0.86) and long
+ *      ringing. Each ACK therefore moves the window gamma * acked/cwnd of
+ *      the way to cwnd_old / power + beta (lumen_ptcp_step_toward): one
+ *      window of ACKs makes one gamma step, the analysed law (Eq. 2.23 with
+ *      delta_t = RTT), while every ACK still reacts to the latest power.
+ *      Measured: every equilibrium within 1% of theory, queue CV <= 0.03,
+ *      99% of a perturbation gone within 2x of 5 RTT/gamma.
  * Further decisions the thesis leaves open:
  *   - cwnd is capped at host BDP + beta, the largest window a flow holds in
  *     the fluid equilibrium (w_i = beta_i * (1 + b*tau / sum(beta)) <=
@@ -89,8 +111,9 @@
  *     A stale or implausible delta on any hop discards the whole sample (the
  *     maximum over the remaining hops could miss the bottleneck).
  *   - base_rtt_ns == 0 selects the thesis' fallback for an unknown tau: the
- *     minimum RTT observed by the flow (LUMEN_PTCP_DEFAULT_BASE_RTT_NS is
- *     used for the initial window until the first sample).
+ *     minimum RTT observed by the flow, clamped to [1 us, lumen_ptcp_tau_max]
+ *     (LUMEN_PTCP_DEFAULT_BASE_RTT_NS is used for the initial window until
+ *     the first sample).
  */
 #ifndef LUMEN_POWERTCP_H
 #define LUMEN_POWERTCP_H
@@ -169,10 +192,24 @@ LUMEN_INLINE __u64 lumen_ptcp_bytes_in(__u32 rate_mbps, __u64 ns)
  * command-line tools) calls this before installing new parameters and keeps
  * the old ones on error. Returns 0 or a negative lumen_ptcp_param_error.
  */
+/*
+ * Largest tau a flow may use: 1 s, or less when host BDP would exceed the
+ * 1 GiB window limit. Bounds the tracked minimum RTT when base_rtt_ns == 0.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_tau_max(const struct lumen_ptcp_params *p)
+{
+	__u64 bw = p->host_bw_mbps ? p->host_bw_mbps : 1;
+
+	return lumen_min_u64(LUMEN_PTCP_BASE_RTT_MAX_NS, lumen_div64(LUMEN_PTCP_MAX_CWND_BYTES * 8000, bw));
+}
+
+/*
+ * Validate a parameter set. Every front end (module parameters, BPF loader,
+ * command-line tools) calls this before installing new parameters and keeps
+ * the old ones on error. Returns 0 or a negative lumen_ptcp_param_error.
+ */
 LUMEN_INLINE int lumen_ptcp_params_validate(const struct lumen_ptcp_params *p)
 {
-	__u64 rtt = p->base_rtt_ns ? p->base_rtt_ns : LUMEN_PTCP_BASE_RTT_MAX_NS;
-
 	if (p->gamma < LUMEN_PTCP_GAMMA_MIN || p->gamma > LUMEN_PTCP_GAMMA_MAX)
 		return -LUMEN_PTCP_PARAM_EGAMMA;
 	if (p->expected_flows < 1 || p->expected_flows > LUMEN_PTCP_EXPECTED_FLOWS_MAX)
@@ -186,10 +223,10 @@ LUMEN_INLINE int lumen_ptcp_params_validate(const struct lumen_ptcp_params *p)
 		return -LUMEN_PTCP_PARAM_ERTT;
 	/*
 	 * The host BDP is the initial window and bounds every window; it must
-	 * fit the 1 GiB window limit for the largest tau the flow may use (the
-	 * configured one, or 1 s when tau is tracked from RTT samples).
+	 * fit the 1 GiB window limit. A tracked tau (base_rtt_ns == 0) is
+	 * clamped to lumen_ptcp_tau_max() instead.
 	 */
-	if (lumen_ptcp_bytes_in(p->host_bw_mbps, rtt) > LUMEN_PTCP_MAX_CWND_BYTES)
+	if (p->base_rtt_ns && p->base_rtt_ns > lumen_ptcp_tau_max(p))
 		return -LUMEN_PTCP_PARAM_EBDP;
 	return 0;
 }
@@ -220,8 +257,8 @@ LUMEN_INLINE const char *lumen_ptcp_param_strerror(int err)
 /* Per-flow state                                                          */
 
 enum lumen_ptcp_mode {
-	LUMEN_PTCP_MODE_INT = 0, /* PowerTCP, INT-fed, per-ACK updates */
-	LUMEN_PTCP_MODE_THETA = 1, /* theta-PowerTCP, RTT-fed, per-RTT updates */
+	LUMEN_PTCP_MODE_INT = 0, /* PowerTCP: INT-fed, per-ACK updates (C2) */
+	LUMEN_PTCP_MODE_THETA = 1, /* theta-PowerTCP: RTT-fed, per-RTT updates */
 };
 
 /* What lumen_ptcp_on_ack() did with one ACK. */
@@ -243,21 +280,36 @@ struct lumen_ptcp_stats {
 	__u32 int_overflow; /* echo flagged more hops than slots */
 };
 
+/*
+ * GETCWND history: (sequence, window) records. Record k says that data from
+ * seq onwards was sent while the window was cwnd; a new record is taken
+ * whenever snd_nxt has advanced by 1/LUMEN_PTCP_CWND_HIST of a window, so the
+ * history spans about one RTT of transmissions.
+ */
+#define LUMEN_PTCP_CWND_HIST 8
+
+struct lumen_ptcp_cwnd_rec {
+	__u32 seq;
+	__u32 cwnd; /* bytes, < 2^30 */
+};
+
 struct lumen_ptcp {
 	__u64 cwnd_bytes;
 	__u64 pacing_rate; /* bytes/s */
-	__u64 smooth_power; /* Q16; 0 = no sample yet */
-	__u64 last_power; /* Q16, last unsmoothed sample (for diagnostics) */
+	__u64 smooth_power; /* INT power EWMA, Q16; 0 = no sample yet */
+	__u64 smooth_rtt_power; /* RTT power EWMA, Q16; 0 = no sample yet */
+	__u64 last_power; /* Q16, last unsmoothed sample (diagnostics) */
+	__u64 old_cwnd_bytes; /* cwnd_old of the last update (diagnostics) */
 	__u64 tau_ns; /* base RTT in use; 0 = auto and no sample yet */
 
-	/* GETCWND / UPDATEOLD: the window at the start of the current RTT. */
-	__u64 old_cwnd_bytes;
-	__u32 old_snd_nxt;
-
-	/* theta history, advanced once per RTT */
-	__u32 rtt_round_end; /* snd_nxt when the current round started */
+	/* theta: previous RTT sample (every ACK) and update rounds (per RTT) */
 	__u64 prev_rtt_ns;
 	__u64 prev_rtt_time_ns;
+	__u32 rtt_round_end; /* no RTT-driven update before snd_una passes this */
+	__u32 last_snd_una; /* snd_una of the previous ACK */
+
+	__u32 hist_head; /* index of the newest record */
+	struct lumen_ptcp_cwnd_rec hist[LUMEN_PTCP_CWND_HIST];
 
 	/* INT history: the previous ACK's hop stack */
 	struct lumen_int_hop prev_hops[LUMEN_INT_MAX_HOPS];
@@ -316,6 +368,50 @@ LUMEN_INLINE __u64 lumen_ptcp_pacing_rate(__u64 cwnd_bytes, __u64 tau_ns)
 	return lumen_div64(cwnd_bytes * 1000000000ull, tau_ns);
 }
 
+/* Forget the window history: everything from snd_nxt on is sent with cwnd. */
+LUMEN_INLINE void lumen_ptcp_reset_history(struct lumen_ptcp *st, __u32 snd_nxt)
+{
+	__u32 i;
+
+	for (i = 0; i < LUMEN_PTCP_CWND_HIST; i++) {
+		st->hist[i].seq = snd_nxt;
+		st->hist[i].cwnd = (__u32)st->cwnd_bytes;
+	}
+	st->hist_head = 0;
+	st->old_cwnd_bytes = st->cwnd_bytes;
+}
+
+/*
+ * GETCWND(ack.seq): the window in force when the last acknowledged byte
+ * (snd_una - 1) was sent: the newest record taken before it; the oldest
+ * record when the history does not reach back that far.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_cwnd_at(const struct lumen_ptcp *st, __u32 snd_una)
+{
+	__u32 i, idx = st->hist_head;
+
+	for (i = 0; i < LUMEN_PTCP_CWND_HIST; i++) {
+		idx = (st->hist_head + LUMEN_PTCP_CWND_HIST - i) % LUMEN_PTCP_CWND_HIST;
+		if (lumen_seq_after(snd_una, st->hist[idx].seq))
+			break;
+	}
+	return st->hist[idx].cwnd;
+}
+
+/* UPDATEOLD: record the window every 1/8 window of sent data. */
+LUMEN_INLINE void lumen_ptcp_remember(struct lumen_ptcp *st, __u32 snd_nxt)
+{
+	__u32 head = st->hist_head % LUMEN_PTCP_CWND_HIST;
+	__u32 step = (__u32)(st->cwnd_bytes / LUMEN_PTCP_CWND_HIST);
+
+	if (!lumen_seq_after(snd_nxt, st->hist[head].seq + step))
+		return;
+	head = (head + 1) % LUMEN_PTCP_CWND_HIST;
+	st->hist[head].seq = snd_nxt;
+	st->hist[head].cwnd = (__u32)st->cwnd_bytes;
+	st->hist_head = head;
+}
+
 /*
  * Start a flow: one host BDP, no power sample, no history.
  * snd_nxt is the first sequence number the flow will send.
@@ -332,12 +428,13 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, lumen_ptcp_host_bdp(p, tau));
 	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
 	st->smooth_power = 0;
+	st->smooth_rtt_power = 0;
 	st->last_power = 0;
-	st->old_cwnd_bytes = st->cwnd_bytes;
-	st->old_snd_nxt = snd_nxt;
-	st->rtt_round_end = snd_nxt;
 	st->prev_rtt_ns = 0;
 	st->prev_rtt_time_ns = 0;
+	st->rtt_round_end = snd_nxt;
+	st->last_snd_una = snd_nxt;
+	lumen_ptcp_reset_history(st, snd_nxt);
 	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
 		st->prev_hops[i].ts = 0;
 		st->prev_hops[i].tx = 0;
@@ -361,17 +458,32 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 
 /*
  * After idle (CA_EVENT_CWND_RESTART / TX_START): the history no longer
- * describes the network. Keep the window, forget power, INT and RTT history,
- * and start a new RTT round at snd_nxt.
+ * describes the network. Keep the window, forget power, INT, RTT and window
+ * history, and start a new round at snd_nxt.
  */
 LUMEN_INLINE void lumen_ptcp_restart(struct lumen_ptcp *st, __u32 snd_nxt)
 {
 	st->smooth_power = 0;
+	st->smooth_rtt_power = 0;
 	st->prev_hop_count = 0;
 	st->have_rtt = 0;
-	st->old_cwnd_bytes = st->cwnd_bytes;
-	st->old_snd_nxt = snd_nxt;
 	st->rtt_round_end = snd_nxt;
+	lumen_ptcp_reset_history(st, snd_nxt);
+}
+
+/*
+ * Impose a window from outside the control law (loss recovery, undo, a
+ * test's perturbation): it becomes the window of everything sent from
+ * snd_nxt on. Clamped like any other window.
+ */
+LUMEN_INLINE void lumen_ptcp_set_cwnd(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, __u64 cwnd_bytes,
+				      __u32 snd_nxt, __u32 mss)
+{
+	__u64 tau = lumen_ptcp_tau(st, p);
+
+	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, cwnd_bytes);
+	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
+	lumen_ptcp_reset_history(st, snd_nxt);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -386,7 +498,7 @@ LUMEN_INLINE void lumen_ptcp_restart(struct lumen_ptcp *st, __u32 snd_nxt)
  */
 LUMEN_INLINE __u64 lumen_ptcp_hop_power(const struct lumen_int_delta *d, __u64 tau_ns)
 {
-	__u64 arrived, current, voltage, q, power;
+	__u64 arrived, current, voltage, q, power, link;
 
 	/* bytes that arrived at the queue during dt; negative is noise (A5) */
 	if (d->tx_bytes + d->qlen_bytes > d->qlen_prev_bytes)
@@ -394,17 +506,36 @@ LUMEN_INLINE __u64 lumen_ptcp_hop_power(const struct lumen_int_delta *d, __u64 t
 	else
 		arrived = 0;
 	arrived = lumen_min_u64(arrived, 1ull << 32);
-	/* (2^32 * 8000) << 16 < 2^61; rate * dt in [16, 2^21 * 2^22] */
-	current = lumen_div64((arrived * 8000) << LUMEN_PTCP_SHIFT, (__u64)d->rate_mbps * d->dt_ns);
-	current = lumen_min_u64(current, LUMEN_PTCP_CURRENT_MAX);
 
 	q = lumen_min_u64(d->qlen_bytes, 1ull << 31);
 	/* (2^31 * 8000) << 16 < 2^60; rate * tau in [1000, 2^21 * 2^30] */
 	voltage = LUMEN_PTCP_ONE + lumen_div64((q * 8000) << LUMEN_PTCP_SHIFT, (__u64)d->rate_mbps * tau_ns);
 	voltage = lumen_min_u64(voltage, LUMEN_PTCP_VOLTAGE_MAX);
 
-	/* 2^26 * 2^30 = 2^56 */
-	power = (current * voltage) >> LUMEN_PTCP_SHIFT;
+	/* link capacity over dt, in bytes * 8000: rate * dt in [16, 2^21 * 2^22] */
+	link = (__u64)d->rate_mbps * d->dt_ns;
+	current = lumen_div64((arrived * 8000) << LUMEN_PTCP_SHIFT, link); /* < 2^61 */
+	if (current > LUMEN_PTCP_CURRENT_MAX)
+		return lumen_min_u64((LUMEN_PTCP_CURRENT_MAX * voltage) >> LUMEN_PTCP_SHIFT, LUMEN_PTCP_POWER_MAX);
+	if (arrived * 8000 < (1ull << 32)) {
+		/*
+		 * Common case (arrivals < 512 KiB): arrived * 8000 * voltage < 2^62,
+		 * so divide once and keep the full precision of small currents.
+		 */
+		power = lumen_div64(arrived * 8000 * voltage, link);
+	} else {
+		/*
+		 * Large arrivals: split arrived * 8000 / link into its integer part
+		 * (<= 1024, checked above) and a Q20 fraction; the remainder is
+		 * < link < 2^43, so remainder << 20 < 2^63 and fraction * voltage
+		 * < 2^50. Relative error 2^-20 / current.
+		 */
+		__u64 whole = lumen_div64(arrived * 8000, link);
+		__u64 rem = arrived * 8000 - whole * link;
+		__u64 frac = lumen_div64(rem << 20, link);
+
+		power = whole * voltage + ((frac * voltage) >> 20);
+	}
 	return lumen_min_u64(power, LUMEN_PTCP_POWER_MAX);
 }
 
@@ -412,17 +543,16 @@ LUMEN_INLINE __u64 lumen_ptcp_hop_power(const struct lumen_int_delta *d, __u64 t
  * Gamma_smooth = (Gamma_smooth * (tau - dt) + sample * dt) / tau, dt <= tau,
  * seeded by the first sample (A3). Products: 2^32 * 2^30 = 2^62.
  */
-LUMEN_INLINE void lumen_ptcp_smooth(struct lumen_ptcp *st, __u64 sample, __u64 dt_ns, __u64 tau_ns)
+LUMEN_INLINE void lumen_ptcp_ewma(__u64 *avg, __u64 sample, __u64 dt_ns, __u64 tau_ns)
 {
 	__u64 dt = lumen_min_u64(dt_ns, tau_ns);
 
-	st->last_power = sample;
-	if (st->smooth_power == 0) {
-		st->smooth_power = lumen_max_u64(sample, 1);
+	if (*avg == 0) {
+		*avg = lumen_max_u64(sample, 1);
 		return;
 	}
-	st->smooth_power = lumen_div64(st->smooth_power * (tau_ns - dt) + sample * dt, tau_ns);
-	st->smooth_power = lumen_max_u64(st->smooth_power, 1);
+	*avg = lumen_div64(*avg * (tau_ns - dt) + sample * dt, tau_ns);
+	*avg = lumen_max_u64(*avg, 1);
 }
 
 /*
@@ -467,7 +597,12 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 				break;
 			}
 			power = lumen_ptcp_hop_power(&d, tau_ns);
-			if (power > max_power) {
+			/*
+			 * The first usable hop always sets max_dt (d.dt_ns > 0): a
+			 * power of 0 (idle link, quantised tx) is a real sample and
+			 * must pull the EWMA down with weight dt/tau, not weight 0.
+			 */
+			if (power > max_power || max_dt == 0) {
 				max_power = power;
 				max_dt = d.dt_ns;
 				st->max_hop = (__u8)i;
@@ -487,31 +622,32 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 	st->prev_hop_count = (__u8)count;
 	if (!usable || count == 0)
 		return 0;
-	lumen_ptcp_smooth(st, max_power, max_dt, tau_ns);
+	st->last_power = max_power;
+	lumen_ptcp_ewma(&st->smooth_power, max_power, max_dt, tau_ns);
 	return 1;
 }
 
 /*
- * theta-PowerTCP power sample (Alg. 2 lines 11-13): (1 + dRTT/dt) * RTT / tau,
- * taken once per RTT round; the RTT history advances with it (B2). Returns 1
- * and sets *power and *dt_ns when a sample is ready. The caller has checked
- * that ack->rtt_ns != 0.
+ * theta-PowerTCP power (Alg. 2 lines 11-14), on every ACK with an RTT
+ * sample: (1 + dRTT/dt) * RTT / tau between consecutive samples, smoothed
+ * into smooth_rtt_power with weight dt/tau. The per-ACK gradient is noisy,
+ * but its weighted sum telescopes to (RTT_now - RTT_then) / tau, so the
+ * EWMA sees the gradient over the last tau (B2). Returns 1 when a sample
+ * was taken. The caller has checked that ack->rtt_ns != 0.
  */
-LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen_ptcp_ack *ack, __u64 tau_ns,
-				       __u64 *power, __u64 *dt_ns)
+LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen_ptcp_ack *ack, __u64 tau_ns)
 {
 	__u64 rtt = lumen_min_u64(ack->rtt_ns, 1ull << 32); /* 4.3 s */
-	__u64 dt, grad, slope;
+	__u64 dt, grad, slope, power;
 
-	if (!st->have_rtt || ack->now_ns <= st->prev_rtt_time_ns) {
+	if (!st->have_rtt) {
 		st->prev_rtt_ns = rtt;
 		st->prev_rtt_time_ns = ack->now_ns;
-		st->rtt_round_end = ack->snd_nxt;
 		st->have_rtt = 1;
 		return 0;
 	}
-	if (lumen_seq_after(st->rtt_round_end, ack->snd_una))
-		return 0; /* once per RTT */
+	if (ack->now_ns <= st->prev_rtt_time_ns)
+		return 0; /* no time passed (same batch, clock step back): no gradient */
 	dt = lumen_min_u64(ack->now_ns - st->prev_rtt_time_ns, 1ull << 40);
 	/* gradient 1 + dRTT/dt in Q16, without signed division (B3) */
 	if (rtt >= st->prev_rtt_ns) {
@@ -523,11 +659,20 @@ LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen
 	}
 	grad = lumen_min_u64(grad, LUMEN_PTCP_CURRENT_MAX);
 	/* grad * rtt < 2^26 * 2^32 = 2^58 */
-	*power = lumen_min_u64(lumen_div64(grad * rtt, tau_ns), LUMEN_PTCP_POWER_MAX);
-	*dt_ns = dt;
-
+	power = lumen_min_u64(lumen_div64(grad * rtt, tau_ns), LUMEN_PTCP_POWER_MAX);
+	lumen_ptcp_ewma(&st->smooth_rtt_power, power, dt, tau_ns);
+	if (st->mode == LUMEN_PTCP_MODE_THETA)
+		st->last_power = power;
 	st->prev_rtt_ns = rtt;
 	st->prev_rtt_time_ns = ack->now_ns;
+	return 1;
+}
+
+/* Alg. 2 lines 17-19, 23: RTT-driven window updates happen once per RTT. */
+LUMEN_INLINE int lumen_ptcp_rtt_round_done(struct lumen_ptcp *st, const struct lumen_ptcp_ack *ack)
+{
+	if (lumen_seq_after(st->rtt_round_end, ack->snd_una))
+		return 0;
 	st->rtt_round_end = ack->snd_nxt;
 	return 1;
 }
@@ -536,19 +681,54 @@ LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen
 /* Window                                                                  */
 
 /*
- * cwnd = gamma * (cwnd_old / power + beta) + (1 - gamma) * cwnd (Alg. 1 line
- * 27, with A2 resolved). cwnd_old < 2^30, so cwnd_old << 16 < 2^46 and the
- * quotient is < 2^46 / 655 < 2^37; gamma * (2^37 + 2^30) < 2^54.
+ * The control law's target, cwnd_old / power + beta (Alg. 1 line 27, with A2
+ * resolved). cwnd_old < 2^30, so cwnd_old << 16 < 2^46 and the quotient is
+ * < 2^46 / 655 < 2^37.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_target(const struct lumen_ptcp_params *p, __u64 tau_ns, __u64 power, __u64 cwnd_old)
+{
+	power = lumen_max_u64(power, LUMEN_PTCP_POWER_MIN);
+	return lumen_div64(cwnd_old << LUMEN_PTCP_SHIFT, power) + lumen_ptcp_beta(p, tau_ns);
+}
+
+/* cwnd = gain * target + (1 - gain) * cwnd; gain <= 2^16: < 2^54. */
+LUMEN_INLINE __u64 lumen_ptcp_blend(__u64 gain, __u64 target, __u64 cwnd)
+{
+	return (gain * target + (LUMEN_PTCP_ONE - gain) * cwnd + LUMEN_PTCP_ONE / 2) >> LUMEN_PTCP_SHIFT;
+}
+
+/*
+ * cwnd = gamma * (cwnd_old / power + beta) + (1 - gamma) * cwnd, clamped:
+ * one full step of the control law (Eq. 2.20), as theta-PowerTCP takes once
+ * per RTT.
  */
 LUMEN_INLINE __u64 lumen_ptcp_update_window(const struct lumen_ptcp_params *p, __u64 tau_ns, __u32 mss, __u64 power,
 					    __u64 cwnd_old, __u64 cwnd)
 {
-	__u64 target, blended, gamma = p->gamma;
+	__u64 target = lumen_ptcp_target(p, tau_ns, power, cwnd_old);
 
-	power = lumen_max_u64(power, LUMEN_PTCP_POWER_MIN);
-	target = lumen_div64(cwnd_old << LUMEN_PTCP_SHIFT, power) + lumen_ptcp_beta(p, tau_ns);
-	blended = (gamma * target + (LUMEN_PTCP_ONE - gamma) * cwnd + LUMEN_PTCP_ONE / 2) >> LUMEN_PTCP_SHIFT;
-	return lumen_ptcp_clamp_cwnd(p, tau_ns, mss, blended);
+	return lumen_ptcp_clamp_cwnd(p, tau_ns, mss, lumen_ptcp_blend(p->gamma, target, cwnd));
+}
+
+/*
+ * PowerTCP's per-ACK step: move cwnd gamma * acked/cwnd of the way to
+ * target, so that the ACKs of one window (one RTT) together make one gamma
+ * step (see "per-ACK gain" in the header comment). The fraction acked/cwnd
+ * is kept in Q24 so small ACKs on large windows keep their weight; target is
+ * capped at the 1 GiB window limit. Bounds: (2^30 << 24) = 2^54 before the
+ * division, 2^30 * 2^24 = 2^54 and 2^30 * 2^16 = 2^46 in the step.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_step_toward(__u64 gamma, __u64 acked, __u64 cwnd, __u64 target)
+{
+	__u64 frac, diff, step;
+
+	cwnd = lumen_clamp_u64(cwnd, 1, LUMEN_PTCP_MAX_CWND_BYTES);
+	target = lumen_min_u64(target, LUMEN_PTCP_MAX_CWND_BYTES);
+	frac = lumen_div64(lumen_min_u64(acked, cwnd) << 24, cwnd);
+	diff = target >= cwnd ? target - cwnd : cwnd - target;
+	step = (diff * frac + (1ull << 23)) >> 24;
+	step = (step * gamma + LUMEN_PTCP_ONE / 2) >> LUMEN_PTCP_SHIFT;
+	return target >= cwnd ? cwnd + step : cwnd - step;
 }
 
 /*
@@ -560,38 +740,53 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 						      const struct lumen_int_opt *echo)
 {
 	enum lumen_ptcp_result result = LUMEN_PTCP_HELD;
-	__u64 tau, cwnd_old = st->old_cwnd_bytes, rtt_power = 0, rtt_dt = 0;
-	int ready = 0;
+	__u64 tau, power = 0, acked = 0;
 
 	st->stats.acks++;
+	if (lumen_seq_after(ack->snd_una, st->last_snd_una)) {
+		acked = ack->snd_una - st->last_snd_una;
+		st->last_snd_una = ack->snd_una;
+	}
 	/* tau fallback: the minimum RTT observed (thesis [L616]) */
 	if (!p->base_rtt_ns && ack->rtt_ns) {
-		__u64 rtt = lumen_clamp_u64(ack->rtt_ns, LUMEN_PTCP_BASE_RTT_MIN_NS, LUMEN_PTCP_BASE_RTT_MAX_NS);
+		__u64 rtt = lumen_clamp_u64(ack->rtt_ns, LUMEN_PTCP_BASE_RTT_MIN_NS, lumen_ptcp_tau_max(p));
 
 		if (st->tau_ns == 0 || rtt < st->tau_ns)
 			st->tau_ns = rtt;
 	}
 	tau = lumen_ptcp_tau(st, p);
 
+	/* the RTT estimator runs in both modes, so a fallback starts warm */
+	if (ack->rtt_ns)
+		lumen_ptcp_rtt_sample(st, ack, tau);
+
 	if (st->mode == LUMEN_PTCP_MODE_INT && echo && echo->count) {
-		ready = lumen_ptcp_int_power(st, echo, tau);
-		if (ready)
+		if (lumen_ptcp_int_power(st, echo, tau)) {
+			power = st->smooth_power;
 			result = LUMEN_PTCP_UPDATED_INT;
-		/* advance the RTT history too, ready for a later fallback */
-		if (ack->rtt_ns)
-			lumen_ptcp_rtt_sample(st, ack, tau, &rtt_power, &rtt_dt);
+		}
+		lumen_ptcp_rtt_round_done(st, ack); /* keep the rounds aligned */
 	} else {
 		if (st->mode == LUMEN_PTCP_MODE_INT)
 			st->stats.int_missing++;
-		if (ack->rtt_ns && lumen_ptcp_rtt_sample(st, ack, tau, &rtt_power, &rtt_dt)) {
-			lumen_ptcp_smooth(st, rtt_power, rtt_dt, tau);
-			ready = 1;
+		if (st->smooth_rtt_power && lumen_ptcp_rtt_round_done(st, ack)) {
+			power = st->smooth_rtt_power;
 			result = LUMEN_PTCP_UPDATED_RTT;
 		}
 	}
 
-	if (ready) {
-		st->cwnd_bytes = lumen_ptcp_update_window(p, tau, ack->mss, st->smooth_power, cwnd_old, st->cwnd_bytes);
+	if (result != LUMEN_PTCP_HELD) {
+		/* GETCWND: the window in force when the acked data was sent */
+		st->old_cwnd_bytes = lumen_ptcp_cwnd_at(st, ack->snd_una);
+		if (result == LUMEN_PTCP_UPDATED_INT) {
+			__u64 target = lumen_ptcp_target(p, tau, power, st->old_cwnd_bytes);
+
+			st->cwnd_bytes = lumen_ptcp_clamp_cwnd(
+				p, tau, ack->mss, lumen_ptcp_step_toward(p->gamma, acked, st->cwnd_bytes, target));
+		} else {
+			st->cwnd_bytes =
+				lumen_ptcp_update_window(p, tau, ack->mss, power, st->old_cwnd_bytes, st->cwnd_bytes);
+		}
 		if (result == LUMEN_PTCP_UPDATED_INT)
 			st->stats.int_updates++;
 		else if (st->mode == LUMEN_PTCP_MODE_INT)
@@ -603,12 +798,7 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 		st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, ack->mss, st->cwnd_bytes);
 	}
 	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
-
-	/* UPDATEOLD: remember the window once per RTT */
-	if (!lumen_seq_after(st->old_snd_nxt, ack->snd_una)) {
-		st->old_cwnd_bytes = st->cwnd_bytes;
-		st->old_snd_nxt = ack->snd_nxt;
-	}
+	lumen_ptcp_remember(st, ack->snd_nxt);
 	return result;
 }
 
