@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lumen/bpf_shared.h - the contract between lumen's eBPF programs (bpf/) and
+ * the `lumen` command-line loader (userspace/): map value layouts, counter
+ * indices, pin paths and names. Included by the .bpf.c files (after vmlinux.h)
+ * and by C++ (after <linux/types.h>), so every layout is defined once.
+ *
+ * Objects and what they share (all maps pinned by name under LUMEN_PIN_ROOT,
+ * so separately loaded objects find each other's maps):
+ *
+ *   int_sockops.bpf.c  cgroup sockops: writes INT requests on data segments,
+ *                      echoes the latest request in ACKs, parses echoes into
+ *                      lumen_int_sk (map "lumen_int_sk").
+ *   powertcp.bpf.c     struct_ops bpf_powertcp / bpf_theta_ptcp: reads
+ *                      lumen_int_sk on every ACK, runs lumen_ptcp_on_ack().
+ *   int_switch.bpf.c   tc programs turning a link into an INT switch port:
+ *                      egress (enqueue) and the peer's ingress (dequeue).
+ */
+#ifndef LUMEN_BPF_SHARED_H
+#define LUMEN_BPF_SHARED_H
+
+#include "powertcp.h"
+
+#define LUMEN_PIN_ROOT "/sys/fs/bpf/lumen"
+
+/* ---------------------------------------------------------------------- */
+/* INT sockops                                                             */
+
+/* Per-socket INT state (BPF_MAP_TYPE_SK_STORAGE "lumen_int_sk"). */
+struct lumen_int_sk {
+	struct lumen_int_opt rx_req; /* receiver: latest request carried by data */
+	struct lumen_int_opt echo; /* sender: latest echo carried by an ACK */
+	__u32 rx_req_gen; /* bumped each time rx_req is replaced */
+	__u32 echo_gen; /* bumped each time echo is replaced */
+	__u32 flags; /* LUMEN_INT_SK_* */
+	__u32 pad;
+};
+
+#define LUMEN_INT_SK_ENABLED 0x1 /* this flow passed the filters */
+
+/* INT sockops configuration (array "lumen_int_cfg", one entry). */
+#define LUMEN_INT_MAX_PORTS 8
+struct lumen_int_config {
+	__u32 enabled; /* 0: programs attached but inactive */
+	__u32 slots; /* hop slots per request, 1..LUMEN_INT_MAX_HOPS */
+	__u32 families; /* LUMEN_INT_FAMILY_* bits; 0 = both */
+	__u32 nports; /* 0 = every port */
+	__u16 ports[LUMEN_INT_MAX_PORTS]; /* local or remote port matches */
+};
+
+#define LUMEN_INT_FAMILY_IPV4 0x1
+#define LUMEN_INT_FAMILY_IPV6 0x2
+
+/* Per-CPU counters (array "lumen_int_stats"), summed by the loader. */
+enum lumen_int_counter {
+	LUMEN_INT_CNT_FLOWS, /* connections that enabled INT */
+	LUMEN_INT_CNT_FILTERED, /* connections the filters excluded */
+	LUMEN_INT_CNT_REQ_WRITTEN, /* requests written on data segments */
+	LUMEN_INT_CNT_ECHO_WRITTEN, /* echoes written on ACKs */
+	LUMEN_INT_CNT_REQ_PARSED, /* requests parsed (receiver) */
+	LUMEN_INT_CNT_ECHO_PARSED, /* echoes parsed (sender) */
+	LUMEN_INT_CNT_MALFORMED, /* options refused by lumen_int_parse */
+	LUMEN_INT_CNT_NO_ROOM, /* no option space (e.g. SACK blocks): skipped */
+	LUMEN_INT_CNT_NO_STORAGE, /* sk_storage could not be created */
+	LUMEN_INT_CNT_MAX
+};
+
+/* ---------------------------------------------------------------------- */
+/* struct_ops PowerTCP                                                     */
+
+#define LUMEN_CC_NAME_INT "bpf_powertcp" /* <= 15 characters */
+#define LUMEN_CC_NAME_THETA "bpf_theta_ptcp"
+
+/* Parameters (array "lumen_cc_params"): index = enum lumen_ptcp_mode. */
+#define LUMEN_CC_PARAM_ENTRIES 2
+
+/* Per-socket CC state (sk_storage "lumen_cc_sk"). */
+struct lumen_cc_sk {
+	struct lumen_ptcp ptcp;
+	__u32 echo_gen_seen; /* last lumen_int_sk.echo_gen consumed */
+	__u32 pad;
+};
+
+enum lumen_cc_counter {
+	LUMEN_CC_CNT_FLOWS, /* init calls */
+	LUMEN_CC_CNT_ACKS,
+	LUMEN_CC_CNT_INT_UPDATES, /* window updates from INT power */
+	LUMEN_CC_CNT_RTT_UPDATES, /* theta updates */
+	LUMEN_CC_CNT_FALLBACK_UPDATES, /* bpf_powertcp without INT: RTT rule */
+	LUMEN_CC_CNT_NO_INT, /* bpf_powertcp ACKs without a new echo */
+	LUMEN_CC_CNT_NO_STATE, /* sk_storage missing: ACK ignored */
+	LUMEN_CC_CNT_RESTARTS, /* idle restarts */
+	LUMEN_CC_CNT_MAX
+};
+
+/* ---------------------------------------------------------------------- */
+/* Software INT switch                                                     */
+
+#define LUMEN_SWITCH_MAX_PORTS 64
+#define LUMEN_SWITCH_QHIST_BUCKETS 32 /* log2 buckets of queue bytes */
+
+/* Per-port configuration (array "lumen_sw_cfg", index = port id). */
+struct lumen_switch_port_cfg {
+	__u32 in_use;
+	__u32 rate_mbps; /* the bottleneck rate, also stamped into INT */
+	__u16 rate_code; /* lumen_int_rate_encode(rate_mbps) */
+	__u16 pad;
+	__u32 buffer_bytes; /* tail drop above this queue; 0 = no limit */
+	__u32 ecn_threshold_bytes; /* CE-mark ECT packets above; 0 = off */
+	__u32 int_enabled; /* fill INT requests at dequeue */
+};
+
+/* Per-port statistics (array "lumen_sw_stats", index = port id). */
+struct lumen_switch_port_stats {
+	__u64 enq_bytes; /* accepted into the queue (egress hook) */
+	__u64 deq_bytes; /* left the queue (peer's ingress hook) */
+	__u64 enq_packets;
+	__u64 deq_packets;
+	__u64 drops; /* tail drops */
+	__u64 drop_bytes;
+	__u64 ecn_marks;
+	__u64 int_filled; /* hop records written */
+	__u64 int_full; /* request had no free slot: overflow flagged */
+	__u64 int_malformed; /* an INT request lumen_int_parse refused */
+	__u64 qlen_max; /* bytes */
+	__u64 qlen_samples; /* one per dequeue */
+	__u64 qlen_hist[LUMEN_SWITCH_QHIST_BUCKETS]; /* bucket b: [2^(b-1), 2^b) bytes, b=0: 0 */
+};
+
+#endif /* LUMEN_BPF_SHARED_H */

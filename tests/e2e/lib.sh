@@ -1,0 +1,117 @@
+# shellcheck shell=bash
+# tests/e2e/lib.sh - shared helpers for lumen's root-only end-to-end tests.
+#
+# Each test is tests/e2e/<name>_test.sh, run by CTest with LUMEN_BIN set to
+# the built `lumen` binary. Exit 77 = skipped (reason printed), 0 = passed.
+# Everything a test creates (namespaces, cgroups, pinned BPF state, sysctl
+# changes) is registered here and removed on exit, also on failure.
+set -euo pipefail
+
+LUMEN_BIN="${LUMEN_BIN:?set LUMEN_BIN to the lumen binary}"
+E2E_TAG="lm$$"
+E2E_NETNS=()
+E2E_CGROUPS=()
+E2E_CLEANUP=() # extra commands, run last-in first-out
+E2E_PASSED=0
+E2E_FAILED=0
+
+e2e_log() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
+
+e2e_skip() {
+	e2e_log "SKIP: $*"
+	exit 77
+}
+
+# Root, bpffs, cgroup2 and BTF are needed by every BPF test.
+e2e_require_bpf() {
+	[[ $EUID -eq 0 ]] || e2e_skip "needs root"
+	[[ -r /sys/kernel/btf/vmlinux ]] || e2e_skip "kernel has no BTF"
+	e2e_cgroup2_root >/dev/null || e2e_skip "no cgroup v2 hierarchy mounted"
+	command -v ip >/dev/null || e2e_skip "iproute2 missing"
+}
+
+e2e_cgroup2_root() {
+	local m
+	m="$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)"
+	[[ -n "$m" ]] || return 1
+	echo "$m"
+}
+
+e2e_check() { # e2e_check "description" command...
+	local what="$1"
+	shift
+	if "$@"; then
+		E2E_PASSED=$((E2E_PASSED + 1))
+		e2e_log "ok: $what"
+	else
+		E2E_FAILED=$((E2E_FAILED + 1))
+		e2e_log "FAIL: $what"
+	fi
+}
+
+e2e_on_exit() { E2E_CLEANUP+=("$*"); }
+
+e2e_cleanup() {
+	local rc=$?
+	set +e
+	local i
+	for ((i = ${#E2E_CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${E2E_CLEANUP[$i]}" >/dev/null 2>&1
+	done
+	for ns in "${E2E_NETNS[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	for cg in "${E2E_CGROUPS[@]}"; do
+		[[ -d "$cg" ]] || continue
+		while read -r pid; do kill -9 "$pid" 2>/dev/null; done <"$cg/cgroup.procs"
+		sleep 0.1
+		rmdir "$cg" 2>/dev/null
+	done
+	exit "$rc"
+}
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# e2e_ns NAME -> creates namespace "$E2E_TAG-NAME" with lo up; prints its name
+e2e_ns() {
+	local ns="$E2E_TAG-$1"
+	ip netns add "$ns"
+	E2E_NETNS+=("$ns")
+	ip -n "$ns" link set lo up
+	echo "$ns"
+}
+
+# e2e_link NS1 DEV1 NS2 DEV2: a veth pair, up, with offloads off so packets
+# are MTU-sized and checksums are computed in software.
+e2e_link() {
+	local ns1="$1" dev1="$2" ns2="$3" dev2="$4"
+	ip link add "$dev1" netns "$ns1" type veth peer name "$dev2" netns "$ns2"
+	for side in "$ns1 $dev1" "$ns2 $dev2"; do
+		set -- $side
+		ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off >/dev/null 2>&1 || true
+		ip -n "$1" link set "$2" up
+	done
+}
+
+# e2e_cgroup NAME -> creates a cgroup v2 group; prints its path
+e2e_cgroup() {
+	local cg
+	cg="$(e2e_cgroup2_root)/$E2E_TAG-$1"
+	mkdir -p "$cg"
+	E2E_CGROUPS+=("$cg")
+	echo "$cg"
+}
+
+# e2e_in CGROUP NS command...: run a command inside a cgroup and a namespace
+e2e_in() {
+	local cg="$1" ns="$2"
+	shift 2
+	sh -c 'echo $$ > "$1/cgroup.procs"; shift 2; exec ip netns exec "$0" "$@"' "$ns" "$cg" _ "$@"
+}
+
+# Print the summary line CI reads, and exit accordingly.
+e2e_finish() {
+	echo "$E2E_PASSED passed, $E2E_FAILED failed"
+	[[ $E2E_FAILED -eq 0 ]]
+}
