@@ -16,12 +16,12 @@
 #include "lumen/bpf_shared.h"
 
 /* Add to slot idx of a per-CPU u64 array map. */
-#define LUMEN_COUNT(map, idx)                                           \
-	do {                                                            \
-		__u32 __k = (idx);                                      \
-		__u64 *__v = bpf_map_lookup_elem(&(map), &__k);         \
-		if (__v)                                                \
-			*__v += 1;                                      \
+#define LUMEN_COUNT(map, idx)                                                                                          \
+	do {                                                                                                           \
+		__u32 __k = (idx);                                                                                     \
+		__u64 *__v = bpf_map_lookup_elem(&(map), &__k);                                                        \
+		if (__v)                                                                                               \
+			*__v += 1;                                                                                     \
 	} while (0)
 
 #endif /* LUMEN_BPF_H */

@@ -18,6 +18,7 @@ struct lumen_check_port {
 
 int lumen_check_switch(__u8 *buf, __u32 len, const struct lumen_check_port *port);
 int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req);
+int lumen_check_request(__u8 *buf, __u32 len, __u32 slots);
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,
 		       const struct lumen_int_opt *echo)
@@ -44,4 +45,10 @@ int lumen_check_switch(__u8 *buf, __u32 len, const struct lumen_check_port *port
 int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req)
 {
 	return lumen_int_write_echo(buf, len, req);
+}
+
+/* A slot count known only at run time (a config map) must not become memset. */
+int lumen_check_request(__u8 *buf, __u32 len, __u32 slots)
+{
+	return lumen_int_write_request(buf, len, slots);
 }

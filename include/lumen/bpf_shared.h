@@ -78,7 +78,7 @@ enum lumen_int_counter {
 struct lumen_cc_sk {
 	struct lumen_ptcp ptcp;
 	__u32 echo_gen_seen; /* last lumen_int_sk.echo_gen consumed */
-	__u32 pad;
+	__u32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); 0 = none */
 };
 
 enum lumen_cc_counter {

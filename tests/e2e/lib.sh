@@ -58,11 +58,15 @@ e2e_cleanup() {
 	for ((i = ${#E2E_CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${E2E_CLEANUP[$i]}" >/dev/null 2>&1
 	done
-	for ns in "${E2E_NETNS[@]}"; do
+	# by tag, not by the arrays: e2e_ns / e2e_cgroup usually run in $(...)
+	# subshells, whose array updates the parent never sees
+	for ns in $(ip netns list 2>/dev/null | awk -v t="$E2E_TAG-" 'index($1, t) == 1 { print $1 }'); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
-	for cg in "${E2E_CGROUPS[@]}"; do
+	local cgroot
+	cgroot="$(e2e_cgroup2_root)"
+	for cg in "$cgroot/$E2E_TAG-"*; do
 		[[ -d "$cg" ]] || continue
 		while read -r pid; do kill -9 "$pid" 2>/dev/null; done <"$cg/cgroup.procs"
 		sleep 0.1
@@ -114,4 +118,57 @@ e2e_in() {
 e2e_finish() {
 	echo "$E2E_PASSED passed, $E2E_FAILED failed"
 	[[ $E2E_FAILED -eq 0 ]]
+}
+
+# ---------------------------------------------------------------------------
+# Dumbbell: N senders -> switch namespace -> receiver, the bottleneck being the
+# switch's egress towards the receiver, with the software INT switch on it.
+#
+#   e2e_dumbbell N RATE BUFFER [ECN_THRESHOLD]
+#
+# Sets DB_SENDERS (array of namespaces), DB_SW, DB_RX, DB_RX_ADDR, and
+# registers cleanup (switch detach). Senders are 10.99.<i>.1, the receiver
+# 10.99.200.2; sw forwards between them.
+e2e_dumbbell() {
+	local n="$1" rate="$2" buffer="$3" ecn="${4:-}"
+	DB_SW="$(e2e_ns sw)"
+	DB_RX="$(e2e_ns rx)"
+	DB_SENDERS=()
+	DB_RX_ADDR=10.99.200.2
+	ip netns exec "$DB_SW" sysctl -qw net.ipv4.ip_forward=1
+	e2e_link "$DB_SW" swr "$DB_RX" rx0
+	ip -n "$DB_SW" addr add 10.99.200.1/24 dev swr
+	ip -n "$DB_RX" addr add "$DB_RX_ADDR/24" dev rx0
+	ip -n "$DB_RX" route add default via 10.99.200.1
+	local i s
+	for ((i = 1; i <= n; i++)); do
+		s="$(e2e_ns "s$i")"
+		DB_SENDERS+=("$s")
+		e2e_link "$s" eth0 "$DB_SW" "sws$i"
+		ip -n "$s" addr add "10.99.$i.1/24" dev eth0
+		ip -n "$DB_SW" addr add "10.99.$i.254/24" dev "sws$i"
+		ip -n "$s" route add default via "10.99.$i.254"
+	done
+	local extra=()
+	[[ -n "$ecn" ]] && extra=(--ecn-threshold "$ecn")
+	"$LUMEN_BIN" switch attach swr --netns "$DB_SW" --peer rx0 --peer-netns "$DB_RX" --rate "$rate" \
+		--buffer "$buffer" "${extra[@]}"
+	e2e_on_exit "'$LUMEN_BIN' switch detach swr --netns '$DB_SW'"
+}
+
+# Base RTT sender 1 -> receiver in microseconds (minimum of a few pings).
+e2e_base_rtt_us() {
+	ip netns exec "${DB_SENDERS[0]}" ping -c 5 -i 0.2 -q "$DB_RX_ADDR" |
+		awk -F' = ' '/^rtt/ { split($2, a, "/"); printf "%d\n", a[1] * 1000 }'
+}
+
+# e2e_json EXPR: evaluate a Python expression over the JSON document on
+# stdin, bound to `d` (e.g. `lumen int status --json | e2e_json 'd["counters"]["req_written"]'`).
+e2e_json() {
+	python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {"d": d}))' "$1"
+}
+
+# Mbit/s an iperf3 -J client result file reports as received.
+e2e_iperf_mbps() {
+	e2e_json 'int(d["end"]["sum_received"]["bits_per_second"] / 1e6)' <"$1"
 }

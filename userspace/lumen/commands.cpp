@@ -17,7 +17,8 @@ void register_command(const Command &cmd)
 {
 	auto &cmds = registry();
 	cmds.push_back(cmd);
-	std::sort(cmds.begin(), cmds.end(), [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
+	std::sort(cmds.begin(), cmds.end(),
+		  [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
 }
 
 const std::vector<Command> &commands()

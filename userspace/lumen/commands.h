@@ -33,6 +33,7 @@ struct CommandRegistrar {
 #define LUMEN_COMMAND_CAT2(a, b) a##b
 #define LUMEN_COMMAND_CAT(a, b) LUMEN_COMMAND_CAT2(a, b)
 #define LUMEN_COMMAND(...)                                                                                             \
-	static const ::lumen::CommandRegistrar LUMEN_COMMAND_CAT(lumen_command_, __LINE__)(::lumen::Command{__VA_ARGS__})
+	static const ::lumen::CommandRegistrar LUMEN_COMMAND_CAT(lumen_command_,                                       \
+								 __LINE__)(::lumen::Command{__VA_ARGS__})
 
 } // namespace lumen

@@ -126,7 +126,8 @@ std::uint32_t parse_rate_mbps(std::string_view text, std::string_view what)
 	double v;
 	std::string unit;
 	if (!split_number(text, &v, &unit))
-		throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a rate (e.g. 1gbit, 100mbit)");
+		throw UsageError(std::string(what) + ": '" + std::string(text) +
+				 "' is not a rate (e.g. 1gbit, 100mbit)");
 	double mult;
 	if (unit.empty() || unit == "mbit" || unit == "m" || unit == "mbps")
 		mult = 1;
@@ -150,7 +151,8 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what, std::uin
 	double v;
 	std::string unit;
 	if (!split_number(text, &v, &unit))
-		throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a size (e.g. 1500, 64k, 1m)");
+		throw UsageError(std::string(what) + ": '" + std::string(text) +
+				 "' is not a size (e.g. 1500, 64k, 1m)");
 	double mult;
 	if (unit.empty() || unit == "b")
 		mult = 1;
@@ -164,8 +166,8 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what, std::uin
 		throw UsageError(std::string(what) + ": unknown size unit '" + unit + "' (k, m, g)");
 	double bytes = v * mult;
 	if (bytes > double(max) || std::fabs(bytes - std::round(bytes)) > 1e-6)
-		throw UsageError(std::string(what) + ": " + std::string(text) + " must be a whole number of bytes <= " +
-				 std::to_string(max));
+		throw UsageError(std::string(what) + ": " + std::string(text) +
+				 " must be a whole number of bytes <= " + std::to_string(max));
 	return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
@@ -174,7 +176,8 @@ std::uint64_t parse_duration_ns(std::string_view text, std::string_view what, st
 	double v;
 	std::string unit;
 	if (!split_number(text, &v, &unit) || unit.empty())
-		throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a duration (e.g. 20us, 1ms)");
+		throw UsageError(std::string(what) + ": '" + std::string(text) +
+				 "' is not a duration (e.g. 20us, 1ms)");
 	double mult;
 	if (unit == "ns")
 		mult = 1;
@@ -188,8 +191,8 @@ std::uint64_t parse_duration_ns(std::string_view text, std::string_view what, st
 		throw UsageError(std::string(what) + ": unknown time unit '" + unit + "' (ns, us, ms, s)");
 	double ns = v * mult;
 	if (ns > double(max) || std::fabs(ns - std::round(ns)) > 1e-6)
-		throw UsageError(std::string(what) + ": " + std::string(text) + " must be a whole number of ns <= " +
-				 std::to_string(max) + " ns");
+		throw UsageError(std::string(what) + ": " + std::string(text) +
+				 " must be a whole number of ns <= " + std::to_string(max) + " ns");
 	return static_cast<std::uint64_t>(std::llround(ns));
 }
 
@@ -251,8 +254,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	if (level == LIBBPF_DEBUG)
 		return 0;
-	char buf[1024];
-	std::vsnprintf(buf, sizeof(buf), fmt, ap);
+	// verifier logs come as one long message: size the buffer to fit
+	va_list copy;
+	va_copy(copy, ap);
+	int need = std::vsnprintf(nullptr, 0, fmt, copy);
+	va_end(copy);
+	if (need < 0)
+		return 0;
+	std::string buf(static_cast<std::size_t>(need) + 1, '\0');
+	std::vsnprintf(buf.data(), buf.size(), fmt, ap);
+	buf.resize(static_cast<std::size_t>(need));
 	std::lock_guard<std::mutex> lock(log_mutex);
 	std::istringstream in(buf);
 	std::string line;

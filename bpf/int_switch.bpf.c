@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * bpf/int_switch.bpf.c - a software INT switch egress port made of a veth
+ * pair, a tbf qdisc and two tc programs.
+ *
+ * Model
+ * -----
+ *
+ *      namespace A                          |  namespace B
+ *                                           |
+ *   stack -> [clsact egress: ENQUEUE] -> tbf ==veth==> [clsact ingress: DEQUEUE] -> stack
+ *              DEV                   (root qdisc)  |   PEER
+ *
+ * DEV's root qdisc is a tbf at the port rate: that is the bottleneck and its
+ * backlog is the switch queue. lumen_sw_egress runs on DEV's clsact egress
+ * hook, i.e. in __dev_queue_xmit before the packet reaches the root qdisc, so
+ * it sees every packet about to be enqueued; lumen_sw_ingress runs on the
+ * clsact ingress hook of PEER, the other end of the veth, so it sees every
+ * packet after tbf released it. The queue length is therefore exactly
+ *
+ *     qlen = enq_bytes - deq_bytes
+ *
+ * (struct lumen_switch_port_stats), with no sampling of qdisc statistics. The
+ * packets sitting in PEER's per-CPU receive backlog (between veth_xmit and
+ * the ingress hook) count as queue too: on a real switch they would still be
+ * in the egress buffer. At low load that is a packet or so.
+ *
+ * Enqueue (egress of DEV), per packet of wire length len:
+ *   - tail drop when qlen + len > buffer_bytes (TC_ACT_SHOT, drops and
+ *     drop_bytes counted, nothing enqueued);
+ *   - DCTCP-style ECN: an ECT(0)/ECT(1) IPv4 or IPv6 packet arriving while
+ *     qlen > ecn_threshold_bytes (K) is marked CE (IPv4 header checksum fixed
+ *     incrementally), counted in ecn_marks;
+ *   - enq_bytes += len.
+ * Dequeue (ingress of PEER):
+ *   - deq_bytes += len; the queue left behind the packet is sampled into
+ *     qlen_max, qlen_samples and the log2 histogram qlen_hist;
+ *   - when int_enabled, an IPv4 or IPv6 TCP segment carrying a lumen INT
+ *     option (include/lumen/int_option.h) in request form gets one hop record
+ *     (dequeue time, deq_bytes, qlen, the port's rate code) in its next free
+ *     slot, or the overflow flag when every slot is filled (int_full); the TCP
+ *     checksum is fixed incrementally. Options lumen_int_parse refuses are
+ *     counted in int_malformed and forwarded unchanged; echo options (ACKs)
+ *     are never touched.
+ *
+ * Byte counts are wire lengths at L2 (Ethernet header included, as tbf counts
+ * them): skb->len at both hooks (cls_bpf pushes the MAC header back before
+ * running an ingress program), plus the headers of the extra segments of a
+ * GSO/GRO packet (the way qdisc_pkt_len_init does), so a TSO packet that tbf
+ * segments, or segments that GRO merges, are counted identically on both
+ * sides.
+ *
+ * TCP hands GSO packets to the device even when DEV has GSO and TSO off
+ * (they are segmented after the qdisc), so a packet here may be up to 64 KiB
+ * of segments that are admitted, dropped or CE-marked together. Where that
+ * is too coarse, `ip link set DEV gso_max_segs 1` makes TCP send one segment
+ * per packet (at a CPU cost that shows at Gbit/s rates).
+ *
+ * Buffer and tbf limit: admission here keeps qlen <= buffer_bytes, and tbf's
+ * backlog is a part of qlen, so a tbf whose limit is at least buffer_bytes
+ * never drops; the loader (lumen switch attach) sets limit = buffer + 64 KiB
+ * so every drop is a counted tail drop of this program.
+ *
+ * What makes the count drift: a packet accounted at enqueue that never
+ * reaches PEER's ingress hook (tbf limit set too low by hand, PEER down, its
+ * receive backlog over net.core.netdev_max_backlog, another tc egress filter
+ * after ours dropping it) stays in qlen forever; the opposite, a dequeue
+ * without an enqueue, can only happen for packets already in flight when
+ * the port was attached (the loader attaches the dequeue side first, then
+ * the enqueue side, then replaces the root qdisc, which flushes the old
+ * one), and the dequeue side heals it by accounting the missed enqueue late.
+ * Attach zeroes the port's counters.
+ *
+ * Ports and multi-hop INT
+ * -----------------------
+ * A port is one loaded instance of this object, with its port id in .rodata
+ * (lumen_port_id, set by the loader before load): DEV and PEER may live in
+ * different network namespaces, so ifindex is no usable key. Both programs of
+ * an instance index the pinned arrays lumen_sw_cfg and lumen_sw_stats
+ * (LIBBPF_PIN_BY_NAME under LUMEN_PIN_ROOT, shared by every port and by the
+ * loader) with it. Several ports on a path (h1 -> sw -> h2 with both links
+ * switched) form a multi-hop INT path: each dequeue fills the next free slot,
+ * in path order, as lumen_int_push_hop defines.
+ *
+ * Scope: Ethernet (veth) framing without VLAN tags. ECN marking: any IPv4 or
+ * IPv6 packet. INT: TCP directly after an IPv4 header (not in a later
+ * fragment) or after the fixed IPv6 header (extension headers are not
+ * walked). Everything else is queued, dropped and counted like any packet,
+ * and otherwise left alone.
+ *
+ * Counters are updated with atomic adds; qlen_max is a plain max (a rare lost
+ * update between CPUs can only under-report it by one sample), and the
+ * queue is read as deq then enq, so a concurrent enqueue can only make a
+ * sample larger, never negative.
+ */
+#include "lumen_bpf.h"
+
+#ifndef TC_ACT_OK
+#define TC_ACT_OK 0
+#endif
+#ifndef TC_ACT_SHOT
+#define TC_ACT_SHOT 2
+#endif
+
+#define LUMEN_SW_ETH_HLEN 14
+#define LUMEN_SW_ETH_P_IP 0x0800
+#define LUMEN_SW_ETH_P_IPV6 0x86DD
+#define LUMEN_SW_IPPROTO_TCP 6
+#define LUMEN_SW_IPPROTO_UDP 17
+#define LUMEN_SW_TCP_CSUM_OFF 16
+#define LUMEN_SW_IP_CSUM_OFF 10
+#define LUMEN_SW_TCP_OPT_SPACE 40
+/* Working copy of an option: large enough for every offset the INT helpers
+ * can compute from a 3-bit hop count (5 + 7 * 7 + 7 bytes), whatever the
+ * verifier knows about the slot count. */
+#define LUMEN_SW_OPT_BUF 64
+
+const volatile __u32 lumen_port_id = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LUMEN_SWITCH_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct lumen_switch_port_cfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lumen_sw_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LUMEN_SWITCH_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct lumen_switch_port_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lumen_sw_stats SEC(".maps");
+
+/* Where the headers of a packet are; offsets from the Ethernet header. */
+struct lumen_sw_pkt {
+	__u32 l3_off; /* 0: neither IPv4 nor IPv6 */
+	__u32 l4_off; /* 0: no transport header reachable */
+	__u32 hdr_len; /* all headers, up to the L4 payload; 0: unknown */
+	__u16 family; /* LUMEN_SW_ETH_P_IP / _IPV6, host order */
+	__u8 l4_proto;
+	__u8 tcp_hlen; /* TCP header length in bytes, options included */
+};
+
+static __always_inline void lumen_sw_parse(struct __sk_buff *skb, struct lumen_sw_pkt *p)
+{
+	__u16 h_proto;
+	__u8 b[2];
+
+	__builtin_memset(p, 0, sizeof(*p));
+	if (bpf_skb_load_bytes(skb, 12, &h_proto, sizeof(h_proto)))
+		return;
+	if (h_proto == bpf_htons(LUMEN_SW_ETH_P_IP)) {
+		__u8 iph[20];
+		__u32 ihl;
+
+		if (bpf_skb_load_bytes(skb, LUMEN_SW_ETH_HLEN, iph, sizeof(iph)) || (iph[0] >> 4) != 4)
+			return;
+		p->l3_off = LUMEN_SW_ETH_HLEN;
+		p->family = LUMEN_SW_ETH_P_IP;
+		ihl = (__u32)(iph[0] & 0xf) * 4;
+		/* later fragments carry no transport header */
+		if (ihl < 20 || (((__u32)iph[6] << 8 | iph[7]) & 0x1fff))
+			return;
+		p->l4_proto = iph[9];
+		p->l4_off = LUMEN_SW_ETH_HLEN + ihl;
+	} else if (h_proto == bpf_htons(LUMEN_SW_ETH_P_IPV6)) {
+		__u8 ip6[8];
+
+		if (bpf_skb_load_bytes(skb, LUMEN_SW_ETH_HLEN, ip6, sizeof(ip6)) || (ip6[0] >> 4) != 6)
+			return;
+		p->l3_off = LUMEN_SW_ETH_HLEN;
+		p->family = LUMEN_SW_ETH_P_IPV6;
+		p->l4_proto = ip6[6];
+		p->l4_off = LUMEN_SW_ETH_HLEN + 40;
+	} else {
+		return;
+	}
+
+	if (p->l4_proto == LUMEN_SW_IPPROTO_TCP) {
+		__u32 hlen;
+
+		if (bpf_skb_load_bytes(skb, p->l4_off + 12, b, 1))
+			return;
+		hlen = (__u32)(b[0] >> 4) * 4;
+		if (hlen < 20)
+			return; /* not a TCP header we can trust */
+		p->tcp_hlen = (__u8)hlen;
+		p->hdr_len = p->l4_off + hlen;
+	} else if (p->l4_proto == LUMEN_SW_IPPROTO_UDP) {
+		p->hdr_len = p->l4_off + 8;
+	}
+}
+
+/* Bytes the packet occupies on the wire at L2, GSO segments' headers included. */
+static __always_inline __u64 lumen_sw_wire_len(struct __sk_buff *skb, const struct lumen_sw_pkt *p)
+{
+	__u32 segs = skb->gso_segs;
+	__u64 len = skb->len;
+
+	if (segs > 1 && p->hdr_len)
+		len += (__u64)(segs - 1) * p->hdr_len;
+	return len;
+}
+
+/* Queue in bytes. deq is read first: enq can then only be newer (larger). */
+static __always_inline __u64 lumen_sw_qlen(struct lumen_switch_port_stats *st)
+{
+	__u64 deq = *(volatile __u64 *)&st->deq_bytes;
+	__u64 enq = *(volatile __u64 *)&st->enq_bytes;
+
+	return enq > deq ? enq - deq : 0;
+}
+
+/* Log2 bucket: 0 for 0, else the bit length of v, capped at the last bucket. */
+static __always_inline __u32 lumen_sw_bucket(__u64 v)
+{
+	__u32 b = 0;
+
+	if (v >> 32) {
+		v >>= 32;
+		b += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		b += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		b += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		b += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		b += 2;
+	}
+	if (v >> 1) {
+		v >>= 1;
+		b += 1;
+	}
+	b += (__u32)v; /* v is 0 or 1 here */
+	return b < LUMEN_SWITCH_QHIST_BUCKETS ? b : LUMEN_SWITCH_QHIST_BUCKETS - 1;
+}
+
+/* Mark an ECT packet CE. Returns 1 when the packet was marked. */
+static __always_inline int lumen_sw_mark_ce(struct __sk_buff *skb, const struct lumen_sw_pkt *p)
+{
+	__u8 hdr[2];
+
+	if (!p->l3_off || bpf_skb_load_bytes(skb, p->l3_off, hdr, sizeof(hdr)))
+		return 0;
+	if (p->family == LUMEN_SW_ETH_P_IP) {
+		__u8 ecn = hdr[1] & 0x3;
+		__u16 old_word, new_word;
+
+		if (ecn != 1 && ecn != 2)
+			return 0; /* Not-ECT, or CE already */
+		__builtin_memcpy(&old_word, hdr, sizeof(old_word));
+		hdr[1] |= 0x3;
+		__builtin_memcpy(&new_word, hdr, sizeof(new_word));
+		if (bpf_skb_store_bytes(skb, p->l3_off + 1, &hdr[1], 1, 0))
+			return 0;
+		/* both words as they sit in the header: the checksum is byte-order independent */
+		if (bpf_l3_csum_replace(skb, p->l3_off + LUMEN_SW_IP_CSUM_OFF, old_word, new_word, sizeof(old_word)))
+			return 0;
+		return 1;
+	}
+	if (p->family == LUMEN_SW_ETH_P_IPV6) {
+		/* traffic class = low nibble of byte 0, high nibble of byte 1; ECN = its 2 low bits */
+		__u8 ecn = (hdr[1] >> 4) & 0x3;
+
+		if (ecn != 1 && ecn != 2)
+			return 0;
+		hdr[1] |= 0x30;
+		if (bpf_skb_store_bytes(skb, p->l3_off + 1, &hdr[1], 1, 0))
+			return 0;
+		return 1;
+	}
+	return 0;
+}
+
+SEC("tc")
+int lumen_sw_egress(struct __sk_buff *skb)
+{
+	__u32 key = lumen_port_id;
+	struct lumen_switch_port_cfg *cfg = bpf_map_lookup_elem(&lumen_sw_cfg, &key);
+	struct lumen_switch_port_stats *st = bpf_map_lookup_elem(&lumen_sw_stats, &key);
+	struct lumen_sw_pkt p;
+	__u64 len, q;
+
+	if (!cfg || !st || !cfg->in_use)
+		return TC_ACT_OK;
+	lumen_sw_parse(skb, &p);
+	len = lumen_sw_wire_len(skb, &p);
+	q = lumen_sw_qlen(st);
+
+	if (cfg->buffer_bytes && q + len > cfg->buffer_bytes) {
+		__sync_fetch_and_add(&st->drops, 1);
+		__sync_fetch_and_add(&st->drop_bytes, len);
+		return TC_ACT_SHOT;
+	}
+	if (cfg->ecn_threshold_bytes && q > cfg->ecn_threshold_bytes && lumen_sw_mark_ce(skb, &p))
+		__sync_fetch_and_add(&st->ecn_marks, 1);
+
+	__sync_fetch_and_add(&st->enq_bytes, len);
+	__sync_fetch_and_add(&st->enq_packets, 1);
+	return TC_ACT_OK;
+}
+
+/*
+ * Fill the INT request of a TCP segment, if it carries one. deq_total is the
+ * port's dequeued-byte counter including this packet, qlen the queue it
+ * left behind.
+ */
+static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lumen_sw_pkt *p,
+					 const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st,
+					 __u64 deq_total, __u64 qlen)
+{
+	/* the option area, zero padded so that reads at i + 3 stay inside */
+	__u8 area[LUMEN_SW_TCP_OPT_SPACE + 4];
+	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF];
+	struct lumen_int_opt parsed;
+	struct lumen_int_hop hop;
+	/* 64-bit indices: zero-extending 32-bit ones would hide their bounds from the verifier */
+	__u64 area_len, opt_off, i = 0, at = 0, found = 0, avail, wlen, csum_len, k;
+	__s64 diff;
+	int ret;
+
+	if (p->l4_proto != LUMEN_SW_IPPROTO_TCP || p->tcp_hlen <= 20 || !p->l4_off)
+		return;
+	area_len = (__u64)p->tcp_hlen - 20;
+	if (area_len == 0 || area_len > LUMEN_SW_TCP_OPT_SPACE)
+		return;
+	opt_off = p->l4_off + 20;
+	__builtin_memset(area, 0, sizeof(area));
+	if (bpf_skb_load_bytes(skb, opt_off, area, area_len))
+		return;
+
+	/* Walk the option list; every length is checked before it is used. */
+	for (k = 0; k < LUMEN_SW_TCP_OPT_SPACE; k++) {
+		__u64 kind, olen;
+
+		if (i >= area_len || i >= LUMEN_SW_TCP_OPT_SPACE)
+			break;
+		kind = area[i];
+		if (kind == 0) /* end of option list */
+			break;
+		if (kind == 1) { /* NOP */
+			i++;
+			continue;
+		}
+		if (kind == LUMEN_INT_KIND && i + 4 <= area_len &&
+		    ((__u64)area[i + 2] << 8 | area[i + 3]) == LUMEN_INT_EXID) {
+			/* ours, whatever its length says: lumen_int_parse judges it */
+			at = i;
+			found = 1;
+			break;
+		}
+		if (i + 1 >= area_len)
+			break; /* a kind without its length byte */
+		olen = area[i + 1];
+		if (olen < 2 || i + olen > area_len)
+			break; /* broken list: stop, touch nothing */
+		i += olen;
+	}
+	if (!found)
+		return;
+
+	avail = area_len - at;
+	if (avail == 0 || avail > LUMEN_INT_MAX_LEN)
+		return;
+	__builtin_memset(opt, 0, sizeof(opt));
+	if (bpf_skb_load_bytes(skb, opt_off + at, opt, avail))
+		return;
+	ret = lumen_int_parse(opt, (__u32)avail, &parsed);
+	if (ret < 0) {
+		__sync_fetch_and_add(&st->int_malformed, 1);
+		return;
+	}
+	if (parsed.flags & LUMEN_INT_FLAG_ECHO)
+		return; /* echoes belong to the endpoints */
+
+	__builtin_memcpy(old, opt, sizeof(old));
+	lumen_int_hop_make(&hop, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
+	ret = lumen_int_push_hop(opt, (__u32)avail, &hop);
+	if (ret == -LUMEN_INT_EFULL) {
+		__sync_fetch_and_add(&st->int_full, 1);
+		if (opt[4] == old[4])
+			return; /* overflow flagged by an earlier hop already */
+	} else if (ret < 0) {
+		return; /* cannot happen after a successful parse */
+	}
+
+	wlen = opt[1] & 0x3f; /* parse guarantees 12..40 */
+	if (wlen < LUMEN_INT_HDR_LEN || wlen > LUMEN_INT_MAX_LEN)
+		return;
+	/*
+	 * Checksum delta of the option bytes, computed as if the option sat on
+	 * a 16-bit boundary of the TCP header; both copies are identical past
+	 * wlen, so rounding the length up to the 4 bytes bpf_csum_diff wants
+	 * adds nothing. An option at an odd offset has its bytes in the other
+	 * halves of the checksum words: rotate the sum by 8 bits.
+	 */
+	csum_len = (wlen + 3) & 0x3c;
+	diff = bpf_csum_diff((__be32 *)old, csum_len, (__be32 *)opt, csum_len, 0);
+	if (diff < 0)
+		return;
+	if (at & 1) {
+		__u32 d = (__u32)diff;
+
+		diff = (__s64)((d >> 8) | (d << 24));
+	}
+	if (bpf_skb_store_bytes(skb, opt_off + at, opt, wlen, 0))
+		return;
+	/* the segment's one's-complement sum is unchanged, so skb->csum (COMPLETE) needs no update */
+	if (bpf_l4_csum_replace(skb, p->l4_off + LUMEN_SW_TCP_CSUM_OFF, 0, (__u64)(__u32)diff, 0))
+		return;
+	if (ret >= 0)
+		__sync_fetch_and_add(&st->int_filled, 1);
+}
+
+SEC("tc")
+int lumen_sw_ingress(struct __sk_buff *skb)
+{
+	__u32 key = lumen_port_id;
+	struct lumen_switch_port_cfg *cfg = bpf_map_lookup_elem(&lumen_sw_cfg, &key);
+	struct lumen_switch_port_stats *st = bpf_map_lookup_elem(&lumen_sw_stats, &key);
+	struct lumen_sw_pkt p;
+	__u64 len, q, deq, enq;
+	__u32 b;
+
+	if (!cfg || !st || !cfg->in_use)
+		return TC_ACT_OK;
+	lumen_sw_parse(skb, &p);
+	len = lumen_sw_wire_len(skb, &p);
+
+	__sync_fetch_and_add(&st->deq_bytes, len);
+	__sync_fetch_and_add(&st->deq_packets, 1);
+	deq = *(volatile __u64 *)&st->deq_bytes;
+	enq = *(volatile __u64 *)&st->enq_bytes;
+	if (deq > enq) {
+		/* queued before the port was attached: account the enqueue late */
+		__sync_fetch_and_add(&st->enq_bytes, deq - enq);
+		q = 0;
+	} else {
+		q = enq - deq;
+	}
+
+	__sync_fetch_and_add(&st->qlen_samples, 1);
+	b = lumen_sw_bucket(q);
+	if (b < LUMEN_SWITCH_QHIST_BUCKETS)
+		__sync_fetch_and_add(&st->qlen_hist[b], 1);
+	if (q > st->qlen_max)
+		st->qlen_max = q;
+
+	if (cfg->int_enabled)
+		lumen_sw_int(skb, &p, cfg, st, deq, q);
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// The `lumen` loader's argument parsing and validation (userspace/lumen/
+// common.h): every parser accepts the documented forms, refuses malformed
+// text and out-of-range values with a UsageError naming the argument.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lumen/common.h"
+
+using namespace lumen;
+
+namespace
+{
+
+template <typename F> std::string usage_error(F f)
+{
+	try {
+		f();
+	} catch (const UsageError &e) {
+		return e.what();
+	}
+	return "";
+}
+
+TEST(Args, SplitsPositionalOptionsAndFlags)
+{
+	auto a = Args::parse({"attach", "veth0", "--rate", "1gbit", "--buffer=64k", "--no-int", "--", "x"},
+			     {"--no-int"});
+	EXPECT_EQ(a.positional, (std::vector<std::string>{"attach", "veth0", "--", "x"}));
+	EXPECT_EQ(a.get("--rate"), "1gbit");
+	EXPECT_EQ(a.get("--buffer"), "64k");
+	EXPECT_TRUE(a.has("--no-int"));
+	EXPECT_FALSE(a.has("--peer"));
+	EXPECT_NO_THROW(a.allow_only({"--rate", "--buffer", "--no-int"}));
+	EXPECT_NE(usage_error([&] { a.allow_only({"--rate"}); }).find("unknown option --buffer"), std::string::npos);
+	EXPECT_NE(usage_error([] { Args::parse({"--rate"}); }).find("needs a value"), std::string::npos);
+}
+
+TEST(Parse, Integers)
+{
+	EXPECT_EQ(parse_uint("0", "slots", 0, 5), 0u);
+	EXPECT_EQ(parse_uint("5", "slots", 0, 5), 5u);
+	for (const char *bad : {"", "-1", "6", "1.5", "3x", " 3", "99999999999999999999999"})
+		EXPECT_NE(usage_error([&] { parse_uint(bad, "slots", 0, 5); }).find("slots"), std::string::npos) << bad;
+}
+
+TEST(Parse, Rates)
+{
+	EXPECT_EQ(parse_rate_mbps("1gbit", "rate"), 1000u);
+	EXPECT_EQ(parse_rate_mbps("2.5gbit", "rate"), 2500u);
+	EXPECT_EQ(parse_rate_mbps("100mbit", "rate"), 100u);
+	EXPECT_EQ(parse_rate_mbps("25G", "rate"), 25000u);
+	EXPECT_EQ(parse_rate_mbps("800M", "rate"), 800u);
+	EXPECT_EQ(parse_rate_mbps("10000", "rate"), 10000u);
+	EXPECT_EQ(parse_rate_mbps("1.6tbit", "rate"), 1600000u);
+	for (const char *bad : {"", "gbit", "1.5mbit", "0", "500kbit", "2tbit", "1 gbit", "1gbps2", "1..5g", "-1g"})
+		EXPECT_NE(usage_error([&] { parse_rate_mbps(bad, "--rate"); }).find("--rate"), std::string::npos)
+			<< bad;
+}
+
+TEST(Parse, Bytes)
+{
+	EXPECT_EQ(parse_bytes("1500", "buffer", 1u << 30), 1500u);
+	EXPECT_EQ(parse_bytes("64k", "buffer", 1u << 30), 65536u);
+	EXPECT_EQ(parse_bytes("1m", "buffer", 1u << 30), 1048576u);
+	EXPECT_EQ(parse_bytes("2MiB", "buffer", 1u << 30), 2097152u);
+	EXPECT_EQ(parse_bytes("1.5k", "buffer", 1u << 30), 1536u);
+	for (const char *bad : {"", "k", "2g", "1.1", "12q", "-5"})
+		EXPECT_NE(usage_error([&] { parse_bytes(bad, "--buffer", 1u << 30); }).find("--buffer"),
+			  std::string::npos)
+			<< bad;
+}
+
+TEST(Parse, Durations)
+{
+	EXPECT_EQ(parse_duration_ns("20us", "base-rtt", 1000000000), 20000u);
+	EXPECT_EQ(parse_duration_ns("1ms", "base-rtt", 1000000000), 1000000u);
+	EXPECT_EQ(parse_duration_ns("500ns", "base-rtt", 1000000000), 500u);
+	EXPECT_EQ(parse_duration_ns("0.1s", "base-rtt", 1000000000), 100000000u);
+	EXPECT_EQ(parse_duration_ns("0us", "base-rtt", 1000000000), 0u);
+	for (const char *bad : {"", "20", "us", "2s", "1.0001ns", "5min"})
+		EXPECT_NE(usage_error([&] { parse_duration_ns(bad, "base-rtt", 1000000000); }).find("base-rtt"),
+			  std::string::npos)
+			<< bad;
+}
+
+TEST(Parse, Q16Fractions)
+{
+	EXPECT_EQ(parse_q16("0.9", "gamma", 0.01, 1.0), 58982u);
+	EXPECT_EQ(parse_q16("1", "gamma", 0.01, 1.0), 65536u);
+	EXPECT_EQ(parse_q16("0.01", "gamma", 0.01, 1.0), 655u);
+	for (const char *bad : {"", "2", "0", "0.001", "0.9x", "abc"})
+		EXPECT_NE(usage_error([&] { parse_q16(bad, "gamma", 0.01, 1.0); }).find("gamma"), std::string::npos)
+			<< bad;
+}
+
+TEST(Output, JsonIsWellFormed)
+{
+	Json j;
+	j.num("a", std::uint64_t(1)).num("b", 0.5).str("c", "x\"y\\z\n\x01").raw("d", "[1,2]");
+	EXPECT_EQ(j.dump(), "{\"a\": 1, \"b\": 0.5, \"c\": \"x\\\"y\\\\z\\n\\u0001\", \"d\": [1,2]}");
+	EXPECT_EQ(split_words("  reno  bbr\tcubic\n"), (std::vector<std::string>{"reno", "bbr", "cubic"}));
+}
+
+} // namespace

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# tests/e2e/cc_test.sh - `lumen cc` end to end: load with --allow, both names
+# registered and allowed, parameter validation (refused values change
+# nothing) and runtime changes, iperf3 over a veth between two namespaces
+# with each algorithm picked per socket (-C) and by a namespace's sysctl
+# default, counters (ACKs, and the RTT fallback since no INT is present), and
+# an unload that leaves nothing behind. Refuses to run (skip) when lumen cc is
+# already loaded, so it never touches someone else's state.
+# shellcheck disable=SC2016 # eval '...' expands when the check runs
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+e2e_require_bpf
+command -v iperf3 >/dev/null || e2e_skip "iperf3 missing"
+command -v jq >/dev/null || e2e_skip "jq missing"
+command -v ss >/dev/null || e2e_skip "ss missing"
+
+L="$LUMEN_BIN"
+PIN=/sys/fs/bpf/lumen
+INT=bpf_powertcp
+THETA=bpf_theta_ptcp
+AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
+ALLOWED=/proc/sys/net/ipv4/tcp_allowed_congestion_control
+DEFAULT=/proc/sys/net/ipv4/tcp_congestion_control
+OWN_PINS=(cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_stats lumen_cc_sk)
+MIN_BPS=100000000 # "non-trivial": 100 Mbit/s over a veth
+
+# --- helpers -----------------------------------------------------------
+
+registered() { grep -qw -- "$1" "$AVAIL"; }
+allowed() { grep -qw -- "$1" "$ALLOWED"; }
+
+own_pins() { # pins of this part still present
+	local p
+	for p in "${OWN_PINS[@]}"; do
+		[[ -e $PIN/$p ]] && echo "$p"
+	done
+	return 0
+}
+
+sockops_loaded() { [[ -e $PIN/lumen_int_cfg || -e $PIN/lumen_int_stats ]]; }
+
+status() { "$L" cc status --json; }
+params() { status | jq -c .params; }
+# param ALGO FIELD
+param() { status | jq -r --arg a "$1" ".params[\$a].$2"; }
+counter() { status | jq -r ".counters.$1"; }
+
+# expect_fail PATTERN command...: non-zero exit, stderr matches PATTERN
+expect_fail() {
+	local pattern="$1" rc=0 err
+	shift
+	err="$("$@" 2>&1 >/dev/null)" || rc=$?
+	if [[ $rc -eq 0 ]]; then
+		e2e_log "  succeeded, expected a failure: $*"
+		return 1
+	fi
+	if ! grep -qiE -- "$pattern" <<<"$err"; then
+		e2e_log "  message does not match /$pattern/: $err"
+		return 1
+	fi
+}
+
+# set_refused ARGS...: `lumen cc set ARGS` fails and the parameters stay
+set_refused() {
+	local before after
+	before="$(params)"
+	expect_fail "." "$L" cc set "$@" || return 1
+	after="$(params)"
+	if [[ "$before" != "$after" ]]; then
+		e2e_log "  parameters changed: $before -> $after"
+		return 1
+	fi
+}
+
+json_eq() { # json_eq EXPECTED command...: command prints EXPECTED
+	local got
+	got="$("${@:2}")"
+	[[ "$got" == "$1" ]] || {
+		e2e_log "  got '$got', expected '$1'"
+		return 1
+	}
+}
+
+gt() { # gt A B: A > B (integers)
+	[[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ && $1 -gt $2 ]] || {
+		e2e_log "  expected $1 > $2"
+		return 1
+	}
+}
+
+# iperf NAME [iperf3 client args...]: a one-shot server in $NB, a run of
+# IPERF_T (2) seconds from $NA, JSON kept in $WORK/NAME.json
+iperf() {
+	local name="$1" i
+	shift
+	ip netns exec "$NB" iperf3 -s -1 -D -B 10.231.0.2
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$NB" ss -Hltn 'sport = :5201' | grep -q . && break
+		sleep 0.1
+	done
+	ip netns exec "$NA" iperf3 -c 10.231.0.2 -t "${IPERF_T:-2}" -J "$@" >"$WORK/$name.json"
+}
+bps() { jq -r '.end.sum_received.bits_per_second | floor' "$WORK/$1.json"; }
+cc_of() { jq -r '.end.sender_tcp_congestion' "$WORK/$1.json"; }
+
+# --- preconditions and cleanup -------------------------------------------
+
+if registered "$INT" || registered "$THETA" || [[ -n "$(own_pins)" ]]; then
+	e2e_skip "lumen cc is already loaded on this host (another test or user); not touching it"
+fi
+ORIG_ALLOWED="$(cat "$ALLOWED")"
+# struct_ops maps named like ours that exist already (leaked by the kernel,
+# see below) are not this run's
+ops_map_ids() {
+	command -v bpftool >/dev/null || return 0
+	bpftool map show 2>/dev/null | awk '$2 == "struct_ops" && $4 ~ /^ptcp_ops_/ { print $1 }' | xargs
+}
+PRE_OPS_IDS="$(ops_map_ids)"
+ORIG_DEFAULT="$(cat "$DEFAULT")"
+WORK="$(mktemp -d)"
+
+cc_cleanup() {
+	# namespaces first: a namespace whose default is ours keeps it referenced
+	local ns
+	for ns in "${E2E_NETNS[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	"$L" cc unload
+	[[ "$(cat "$ALLOWED")" == "$ORIG_ALLOWED" ]] || echo "$ORIG_ALLOWED" >"$ALLOWED"
+	rm -rf "$WORK"
+}
+e2e_on_exit cc_cleanup
+
+# --- refusals while nothing is loaded ------------------------------------
+
+e2e_check "status --json says not loaded" json_eq false eval 'status | jq .loaded'
+e2e_check "unload with nothing loaded succeeds" "$L" cc unload
+e2e_check "set with nothing loaded is refused" expect_fail "not loaded" "$L" cc set gamma=0.5
+e2e_check "load with gamma=2 is refused" expect_fail "gamma" "$L" cc load gamma=2
+e2e_check "load with an unknown parameter is refused" expect_fail "unknown parameter" "$L" cc load speed=1
+e2e_check "load with host-bw x base-rtt > 1 GiB is refused" expect_fail "1 GiB" "$L" cc load host-bw=100gbit \
+	base-rtt=1s
+e2e_check "refused loads registered nothing" eval '! registered $INT && ! registered $THETA'
+e2e_check "refused loads pinned nothing" json_eq "" own_pins
+
+# --- load / unload without --allow ---------------------------------------
+
+e2e_check "load without --allow" "$L" cc load
+e2e_check "both names registered" eval 'registered $INT && registered $THETA'
+e2e_check "allowed list unchanged without --allow" json_eq "$ORIG_ALLOWED" cat "$ALLOWED"
+e2e_check "unload" "$L" cc unload
+e2e_check "names gone after unload" eval '! registered $INT && ! registered $THETA'
+
+# --- load with --allow ---------------------------------------------------
+
+e2e_check "load --allow host-bw=10gbit base-rtt=100us" "$L" cc load --allow host-bw=10gbit base-rtt=100us
+e2e_check "$INT in tcp_available_congestion_control" registered "$INT"
+e2e_check "$THETA in tcp_available_congestion_control" registered "$THETA"
+e2e_check "$INT in tcp_allowed_congestion_control" allowed "$INT"
+e2e_check "$THETA in tcp_allowed_congestion_control" allowed "$THETA"
+e2e_check "status --json says loaded" json_eq true eval 'status | jq .loaded'
+e2e_check "all pins present" json_eq "${OWN_PINS[*]}" eval 'own_pins | xargs'
+e2e_check "load parameters applied (host-bw)" json_eq 10000 param "$INT" host_bw_mbps
+e2e_check "load parameters applied (base-rtt)" json_eq 100000 param "$THETA" base_rtt_ns
+e2e_check "defaults kept (gamma 0.9)" json_eq 58982 param "$INT" gamma_q16
+e2e_check "a second load is refused" expect_fail "already loaded" "$L" cc load
+e2e_check "still registered after the refused load" eval 'registered $INT && registered $THETA'
+
+# --- parameters ------------------------------------------------------------
+
+e2e_check "set gamma=2 refused, nothing changes" set_refused gamma=2
+e2e_check "set gamma=0.001 refused" set_refused gamma=0.001
+e2e_check "set gamma=abc refused" set_refused gamma=abc
+e2e_check "set flows=0 refused" set_refused flows=0
+e2e_check "set beta=2g refused" set_refused beta=2g
+e2e_check "set host-bw=2tbit refused" set_refused host-bw=2tbit
+e2e_check "set base-rtt=2s refused" set_refused base-rtt=2s
+e2e_check "set base-rtt=500ns refused" set_refused base-rtt=500ns
+e2e_check "set host-bw=100gbit base-rtt=1s (BDP > 1 GiB) refused" set_refused host-bw=100gbit base-rtt=1s
+e2e_check "set with one bad value among good ones changes nothing" set_refused gamma=0.5 flows=0
+e2e_check "set of an unknown parameter refused" set_refused speed=1
+e2e_check "set with a bad --algo refused" set_refused --algo cubic gamma=0.5
+e2e_check "set gamma=0.5 flows=4" "$L" cc set gamma=0.5 flows=4
+e2e_check "gamma is 0.5 for $INT" json_eq 32768 param "$INT" gamma_q16
+e2e_check "gamma is 0.5 for $THETA" json_eq 32768 param "$THETA" gamma_q16
+e2e_check "flows is 4" json_eq 4 param "$THETA" flows
+e2e_check "set --algo $THETA gamma=0.7" "$L" cc set --algo "$THETA" gamma=0.7
+e2e_check "only $THETA changed" json_eq "32768 45875" eval \
+	'echo $(param $INT gamma_q16) $(param $THETA gamma_q16)'
+e2e_check "set beta=auto base-rtt=100us (back to auto beta)" "$L" cc set beta=auto base-rtt=100us
+e2e_check "status prints a table" eval '[[ "$("$L" cc status)" == *fallback_updates* ]]'
+
+# --- traffic: per-socket selection -----------------------------------------
+
+# not $(e2e_ns ...): a subshell would lose lib.sh's record of the namespace
+e2e_ns a >/dev/null
+e2e_ns b >/dev/null
+NA="$E2E_TAG-a"
+NB="$E2E_TAG-b"
+e2e_link "$NA" cc0 "$NB" cc1
+ip -n "$NA" addr add 10.231.0.1/24 dev cc0
+ip -n "$NB" addr add 10.231.0.2/24 dev cc1
+
+acks0="$(counter acks)"
+fb0="$(counter fallback_updates)"
+noint0="$(counter no_int)"
+flows0="$(counter flows)"
+iperf int -C "$INT"
+e2e_check "iperf3 -C $INT ran with $INT" json_eq "$INT" cc_of int
+e2e_check "iperf3 -C $INT throughput > 100 Mbit/s ($(($(bps int) / 1000000)) Mbit/s)" gt "$(bps int)" "$MIN_BPS"
+e2e_check "flows counted" gt "$(counter flows)" "$flows0"
+e2e_check "ACKs processed" gt "$(counter acks)" "$acks0"
+e2e_check "no INT: ACKs counted as no_int" gt "$(counter no_int)" "$noint0"
+e2e_check "no INT: RTT fallback updates" gt "$(counter fallback_updates)" "$fb0"
+e2e_check "no state misses" json_eq 0 counter no_state
+
+rtt0="$(counter rtt_updates)"
+acks0="$(counter acks)"
+iperf theta -C "$THETA"
+e2e_check "iperf3 -C $THETA ran with $THETA" json_eq "$THETA" cc_of theta
+e2e_check "iperf3 -C $THETA throughput > 100 Mbit/s ($(($(bps theta) / 1000000)) Mbit/s)" gt "$(bps theta)" \
+	"$MIN_BPS"
+e2e_check "theta: ACKs processed" gt "$(counter acks)" "$acks0"
+e2e_check "theta: RTT updates" gt "$(counter rtt_updates)" "$rtt0"
+
+# --- traffic: namespace default via sysctl ---------------------------------
+
+e2e_check "ns sysctl default -> $INT (allowed)" \
+	ip netns exec "$NA" sysctl -qw net.ipv4.tcp_congestion_control="$INT"
+# (Not tested: that a namespace may not select a name missing from the
+# allowed list. Linux 6.18 refuses it with EPERM but keeps the reference it
+# took on the algorithm, so its struct_ops map could never be freed.)
+e2e_check "ns default is $INT" json_eq "$INT" ip netns exec "$NA" sysctl -n net.ipv4.tcp_congestion_control
+
+acks0="$(counter acks)"
+iperf plain &
+IPERF_PID=$!
+sleep 1
+SS="$(ip netns exec "$NA" ss -tinH dst 10.231.0.2 || true)"
+wait "$IPERF_PID"
+e2e_check "ss -ti shows $INT during a plain iperf3 run" grep -q "$INT" <<<"$SS"
+e2e_check "plain iperf3 ran with $INT" json_eq "$INT" cc_of plain
+e2e_check "plain iperf3 throughput > 100 Mbit/s ($(($(bps plain) / 1000000)) Mbit/s)" gt "$(bps plain)" "$MIN_BPS"
+e2e_check "plain run: ACKs processed" gt "$(counter acks)" "$acks0"
+
+# --- runtime parameter change reaches running flows -------------------------
+
+# a 4 s flow at host-bw=10gbit; after 2 s host-bw=1gbit caps window and
+# pacing at (BDP + beta) / tau = 1.25 Gbit/s
+IPERF_T=4 iperf live -C "$INT" -i 1 &
+IPERF_PID=$!
+sleep 2
+"$L" cc set host-bw=1gbit >/dev/null
+wait "$IPERF_PID"
+"$L" cc set host-bw=10gbit >/dev/null
+first="$(jq -r '.intervals[0].sum.bits_per_second | floor' "$WORK/live.json")"
+last="$(jq -r '.intervals[-1].sum.bits_per_second | floor' "$WORK/live.json")"
+e2e_check "set during a flow: last second $((last / 1000000)) Mbit/s < 1.5 Gbit/s" gt 1500000000 "$last"
+e2e_check "set during a flow: slower than before ($((first / 1000000)) Mbit/s)" gt "$first" "$last"
+
+# --- unload ----------------------------------------------------------------
+
+ip netns exec "$NA" sysctl -qw net.ipv4.tcp_congestion_control=reno
+for ns in "${E2E_NETNS[@]}"; do
+	ip netns pids "$ns" | xargs -r kill -9
+	ip netns del "$ns"
+done
+E2E_NETNS=()
+
+e2e_check "unload" "$L" cc unload
+e2e_check "$INT gone from tcp_available_congestion_control" eval '! registered $INT'
+e2e_check "$THETA gone from tcp_available_congestion_control" eval '! registered $THETA'
+e2e_check "allowed list back to its original value" json_eq "$ORIG_ALLOWED" cat "$ALLOWED"
+e2e_check "default unchanged" json_eq "$ORIG_DEFAULT" cat "$DEFAULT"
+e2e_check "no pins of this part left" json_eq "" own_pins
+if sockops_loaded; then
+	e2e_check "lumen_int_sk kept for the loaded INT sockops" test -e "$PIN/lumen_int_sk"
+else
+	e2e_check "lumen_int_sk removed (INT sockops not loaded)" test ! -e "$PIN/lumen_int_sk"
+fi
+# closing sockets and namespaces drop their references asynchronously
+ops_maps_gone() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(ops_map_ids)" == "$PRE_OPS_IDS" ]] && return 0
+		sleep 0.1
+	done
+	e2e_log "  struct_ops maps left: $(ops_map_ids)"
+	return 1
+}
+e2e_check "no struct_ops map of ours left" ops_maps_gone
+e2e_check "status --json says not loaded" json_eq false eval 'status | jq .loaded'
+e2e_check "second unload is a no-op" eval '[[ "$("$L" cc unload)" == *"nothing loaded"* ]]'
+
+e2e_finish

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# dumbbell_test: eBPF PowerTCP end to end on a namespace dumbbell.
+#
+# Two senders and a receiver in one cgroup with the INT sockops program, a
+# switch namespace whose egress towards the receiver is a 1 Gbit/s tbf
+# bottleneck with the software INT switch, and bpf_powertcp /
+# bpf_theta_ptcp as struct_ops. Checks that flows complete with both
+# algorithms, that every INT stage happened (requests written, hops filled
+# at the switch, requests parsed, echoes written and parsed, INT window
+# updates), that a namespace can select the algorithm by sysctl, and that
+# unloading leaves nothing behind.
+source "$(dirname "$0")/lib.sh"
+e2e_require_bpf
+command -v iperf3 >/dev/null || e2e_skip "iperf3 missing"
+command -v python3 >/dev/null || e2e_skip "python3 missing"
+[[ -e /sys/fs/bpf/lumen ]] && [[ -n "$(ls -A /sys/fs/bpf/lumen)" ]] && e2e_skip "lumen is already loaded on this host"
+grep -qw bpf_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control && e2e_skip "bpf_powertcp already registered"
+
+allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
+e2e_on_exit "echo '$allowed_before' > /proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+"$LUMEN_BIN" cc load --allow
+e2e_on_exit "'$LUMEN_BIN' cc unload"
+cg="$(e2e_cgroup flows)"
+"$LUMEN_BIN" int enable --cgroup "$cg"
+e2e_on_exit "'$LUMEN_BIN' int disable"
+e2e_dumbbell 2 1gbit 1m
+
+rtt_us="$(e2e_base_rtt_us)"
+# tau is the largest base RTT of the path (thesis): on veth the idle ping RTT
+# understates what the stack adds under load, so use at least 200 us
+rtt_us=$((rtt_us < 200 ? 200 : rtt_us))
+e2e_log "base RTT ${rtt_us} us"
+"$LUMEN_BIN" cc set host-bw=1gbit base-rtt="${rtt_us}us"
+
+tmp="$(mktemp -d)"
+e2e_on_exit "rm -rf '$tmp'"
+
+# run_flows ALGO SECONDS: one iperf3 flow per sender, concurrently
+run_flows() {
+	local algo="$1" secs="$2" i port pids=()
+	for i in "${!DB_SENDERS[@]}"; do
+		port=$((5301 + i))
+		e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p "$port" -D
+	done
+	sleep 0.5
+	for i in "${!DB_SENDERS[@]}"; do
+		port=$((5301 + i))
+		local cc=()
+		[[ -n "$algo" ]] && cc=(-C "$algo")
+		e2e_in "$cg" "${DB_SENDERS[$i]}" iperf3 -c "$DB_RX_ADDR" -p "$port" -t "$secs" "${cc[@]}" -J \
+			>"$tmp/$algo-$i.json" 2>&1 &
+		pids+=($!)
+	done
+	local rc=0
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+
+for algo in bpf_powertcp bpf_theta_ptcp; do
+	e2e_check "$algo: both flows complete" run_flows "$algo" 3
+	total=0
+	for i in "${!DB_SENDERS[@]}"; do
+		mbps="$(e2e_iperf_mbps "$tmp/$algo-$i.json" 2>/dev/null || echo 0)"
+		e2e_log "$algo flow $i: $mbps Mbit/s"
+		e2e_check "$algo flow $i moves data (>= 50 Mbit/s)" test "$mbps" -ge 50
+		total=$((total + mbps))
+	done
+	e2e_check "$algo fills the 1 Gbit/s bottleneck (total $total >= 700 Mbit/s)" test "$total" -ge 700
+done
+
+int_json="$("$LUMEN_BIN" int status --json)"
+sw_json="$("$LUMEN_BIN" switch stats --json)"
+cc_json="$("$LUMEN_BIN" cc status --json)"
+for c in req_written req_parsed echo_written echo_parsed; do
+	v="$(e2e_json "d['counters']['$c']" <<<"$int_json")"
+	e2e_check "INT sockops $c > 0 ($v)" test "$v" -gt 0
+done
+v="$(e2e_json "d['counters']['malformed']" <<<"$int_json")"
+e2e_check "no malformed INT options ($v)" test "$v" -eq 0
+v="$(e2e_json "sum(p['int_filled'] for p in d['ports'])" <<<"$sw_json")"
+e2e_check "switch filled hop records ($v)" test "$v" -gt 0
+v="$(e2e_json "d['counters']['int_updates']" <<<"$cc_json")"
+e2e_check "bpf_powertcp updated its window from INT ($v)" test "$v" -gt 0
+v="$(e2e_json "d['counters']['rtt_updates']" <<<"$cc_json")"
+e2e_check "bpf_theta_ptcp updated its window from RTT ($v)" test "$v" -gt 0
+
+# sysctl selection inside a namespace (non-init namespaces may pick only
+# allowed algorithms: cc load --allow added them)
+flows_before="$(e2e_json "d['counters']['flows']" <<<"$cc_json")"
+default_before="$(ip netns exec "${DB_SENDERS[0]}" sysctl -n net.ipv4.tcp_congestion_control)"
+for s in "${DB_SENDERS[@]}"; do
+	ip netns exec "$s" sysctl -qw net.ipv4.tcp_congestion_control=bpf_powertcp
+done
+e2e_check "default-algorithm flows complete" run_flows "" 1
+flows_after="$("$LUMEN_BIN" cc status --json | e2e_json "d['counters']['flows']")"
+e2e_check "sysctl-selected bpf_powertcp ran ($flows_before -> $flows_after flows)" \
+	test "$flows_after" -ge $((flows_before + ${#DB_SENDERS[@]}))
+for s in "${DB_SENDERS[@]}"; do
+	ip netns exec "$s" sysctl -qw net.ipv4.tcp_congestion_control="$default_before"
+done
+
+# teardown leaves nothing behind
+"$LUMEN_BIN" switch detach swr --netns "$DB_SW"
+"$LUMEN_BIN" int disable
+"$LUMEN_BIN" cc unload
+left="$(ls -A /sys/fs/bpf/lumen 2>/dev/null || true)"
+e2e_check "no pinned objects left (${left:-none})" test -z "$left"
+e2e_check "bpf_powertcp unregistered" bash -c '! grep -qw bpf_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+e2e_check "allowed list restored" test "$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)" = "$allowed_before"
+e2e_check "no tc filters left on the bottleneck" \
+	bash -c "! ip netns exec '$DB_SW' tc filter show dev swr egress | grep -q bpf"
+e2e_finish

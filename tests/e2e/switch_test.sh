@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# tests/e2e/switch_test.sh - the software INT switch (bpf/int_switch.bpf.c,
+# `lumen switch`) end to end:
+#
+#   h1 [a0] ==== [a1] sw [b1] ==== [b0] h2
+#        port A: a0 -> a1        port B: b1 -> b0
+#
+# Port B (100 Mbit/s) is the bottleneck of h1 -> h2: throughput, exact queue
+# accounting, tail drops with a small buffer, ECN marks with a threshold, and
+# detach. Then both ports carry INT: raw TCP probes with INT requests
+# (tests/e2e/int_probe.py, an independent encoder/decoder) must arrive with
+# one hop per port, valid TCP checksums, overflow flagged when the request is
+# too short, malformed options and echoes untouched, over IPv4 and IPv6 and
+# under load.
+source "$(dirname "$0")/lib.sh"
+
+e2e_require_bpf
+for tool in tc iperf3 python3 ethtool ss; do
+	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
+done
+PROBE="$(cd "$(dirname "$0")" && pwd)/int_probe.py"
+TMPD="$(mktemp -d)"
+e2e_on_exit "rm -rf '$TMPD'"
+
+# not H1="$(e2e_ns h1)": in a command substitution the namespace would not
+# be registered for cleanup (e2e_ns runs in a subshell)
+e2e_ns h1 >/dev/null
+e2e_ns sw >/dev/null
+e2e_ns h2 >/dev/null
+H1="$E2E_TAG-h1" SW="$E2E_TAG-sw" H2="$E2E_TAG-h2"
+e2e_link "$H1" a0 "$SW" a1
+e2e_link "$SW" b1 "$H2" b0
+ip -n "$H1" addr add 10.88.1.1/24 dev a0
+ip -n "$SW" addr add 10.88.1.254/24 dev a1
+ip -n "$SW" addr add 10.88.2.254/24 dev b1
+ip -n "$H2" addr add 10.88.2.1/24 dev b0
+ip -n "$H1" route add default via 10.88.1.254
+ip -n "$H2" route add default via 10.88.2.254
+ip -n "$H1" addr add fd88:1::1/64 dev a0 nodad
+ip -n "$SW" addr add fd88:1::fe/64 dev a1 nodad
+ip -n "$SW" addr add fd88:2::fe/64 dev b1 nodad
+ip -n "$H2" addr add fd88:2::1/64 dev b0 nodad
+ip -n "$H1" -6 route add default via fd88:1::fe
+ip -n "$H2" -6 route add default via fd88:2::fe
+ip netns exec "$SW" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+e2e_on_exit "'$LUMEN_BIN' switch detach b1 --netns '$SW'"
+e2e_on_exit "'$LUMEN_BIN' switch detach a0 --netns '$H1'"
+
+# ---------------------------------------------------------------------------
+# helpers
+
+# expect_fail RC REGEX command...: the command exits with RC and says REGEX
+expect_fail() {
+	local want="$1" pat="$2" out rc=0
+	shift 2
+	out="$("$@" 2>&1)" || rc=$?
+	if [[ $rc -ne $want ]] || ! grep -qiE -- "$pat" <<<"$out"; then
+		e2e_log "  exit $rc (want $want): $out"
+		return 1
+	fi
+}
+
+# port_field DEV NETNS FIELD: a field of `lumen switch stats --json` ("none" if no such port)
+port_field() {
+	"$LUMEN_BIN" switch stats --json | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["ports"]:
+    if p["dev"] == sys.argv[1] and p["dev_netns"] == sys.argv[2]:
+        print(p[sys.argv[3]])
+        break
+else:
+    print("none")' "$1" "$2" "$3"
+}
+
+# untouched NS DEV: no tbf, no clsact, no filter left on DEV
+untouched() {
+	! tc -n "$1" qdisc show dev "$2" | grep -qE 'tbf|clsact'
+}
+
+# py EXPR [ARGS]: evaluate a Python condition, argv available as a
+py() {
+	python3 -c "import json, sys; a = sys.argv[1:]; sys.exit(0 if ($1) else 1)" "${@:2}"
+}
+
+iperf_run() { # iperf_run OUT SECONDS [DST]: iperf3 (cubic) h1 -> h2, JSON into OUT
+	ip netns exec "$H2" iperf3 -s -1 -D -p 5201
+	local i
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$H2" ss -ltn | grep -q ':5201 ' && break
+		sleep 0.1
+	done
+	ip netns exec "$H1" iperf3 -c "${3:-10.88.2.1}" -p 5201 -C cubic -t "$2" -J >"$1"
+}
+
+iperf_field() { # iperf_field OUT sent_bytes|rx_mbps
+	python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["end"]
+print(e["sum_sent"]["bytes"] if sys.argv[2] == "sent_bytes" else "%.1f" % (e["sum_received"]["bits_per_second"] / 1e6))' "$1" "$2"
+}
+
+attach_b() { # attach_b ARGS...: port B, sw:b1 -> h2:b0
+	"$LUMEN_BIN" switch attach b1 --netns "$SW" --peer b0 --peer-netns "$H2" "$@"
+}
+
+attach_a() {
+	"$LUMEN_BIN" switch attach a0 --netns "$H1" --peer a1 --peer-netns "$SW" "$@"
+}
+
+# probes FAMILY OUT COUNT TIMEOUT PROBE...: send probes h1 -> h2 and collect them in h2
+probes() {
+	local fam="$1" out="$2" count="$3" timeout="$4" src dst
+	shift 4
+	if [[ $fam == 6 ]]; then src=fd88:1::1 dst=fd88:2::1; else src=10.88.1.1 dst=10.88.2.1; fi
+	rm -f "$TMPD/ready"
+	ip netns exec "$H2" python3 "$PROBE" recv --dst "$dst" --count "$count" --timeout "$timeout" \
+		--out "$out" --ready "$TMPD/ready" &
+	local rx=$! i=0
+	while [[ ! -e $TMPD/ready ]] && ((i++ < 100)); do sleep 0.05; done
+	ip netns exec "$H1" python3 "$PROBE" send --src "$src" --dst "$dst" "$@"
+	wait "$rx"
+}
+
+# probe_ok OUT EXPR: EXPR over r = {id: result} holds
+probe_ok() {
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2])
+if not ok:
+    print(json.dumps(r, sort_keys=True))
+sys.exit(0 if ok else 1)' "$1" "$2"
+}
+
+# ---------------------------------------------------------------------------
+e2e_log "argument validation: nothing may be left half-attached"
+
+e2e_check "attach without --peer is a usage error" \
+	expect_fail 2 "needs --peer" "$LUMEN_BIN" switch attach b1 --netns "$SW" --rate 100mbit
+e2e_check "attach without --rate is a usage error" \
+	expect_fail 2 "needs --rate" attach_b
+e2e_check "malformed rate refused" expect_fail 2 "not a rate" attach_b --rate fast
+e2e_check "rate unit refused" expect_fail 2 "unknown rate unit" attach_b --rate 10furlongs
+e2e_check "buffer 0 refused" expect_fail 2 "buffer" attach_b --rate 100mbit --buffer 0
+e2e_check "buffer above 1g refused" expect_fail 2 "buffer" attach_b --rate 100mbit --buffer 2g
+e2e_check "buffer below one frame refused" expect_fail 2 "smaller than one full frame" \
+	attach_b --rate 100mbit --buffer 1000
+e2e_check "ECN threshold >= buffer refused" expect_fail 2 "below --buffer" \
+	attach_b --rate 100mbit --buffer 20k --ecn-threshold 20k
+e2e_check "port id out of range refused" expect_fail 2 "outside" attach_b --rate 100mbit --port-id 64
+e2e_check "unknown option refused" expect_fail 2 "unknown option" attach_b --rate 100mbit --bogus 1
+e2e_check "unknown device refused" expect_fail 1 "unknown device 'nosuch0'" \
+	"$LUMEN_BIN" switch attach nosuch0 --netns "$SW" --peer b0 --peer-netns "$H2" --rate 100mbit
+e2e_check "unknown netns refused" expect_fail 1 "unknown network namespace" \
+	"$LUMEN_BIN" switch attach b1 --netns "$E2E_TAG-nosuch" --peer b0 --peer-netns "$H2" --rate 100mbit
+e2e_check "a device that is not the veth peer refused" expect_fail 1 "not the veth peer" \
+	"$LUMEN_BIN" switch attach b1 --netns "$SW" --peer a0 --peer-netns "$H1" --rate 100mbit
+e2e_check "loopback (not veth) refused" expect_fail 1 "not a veth" \
+	"$LUMEN_BIN" switch attach lo --netns "$SW" --peer b0 --peer-netns "$H2" --rate 100mbit
+e2e_check "detach of a device that is no port fails" expect_fail 1 "not a switch port|no switch port" \
+	"$LUMEN_BIN" switch detach b1 --netns "$SW"
+e2e_check "switch --help documents attach, detach, stats" \
+	bash -c "'$LUMEN_BIN' switch --help | grep -q 'lumen switch attach DEV' && '$LUMEN_BIN' switch --help | grep -q -- '--ecn-threshold'"
+e2e_check "no qdisc or filter left on any device" \
+	bash -c "$(declare -f untouched); untouched '$H1' a0 && untouched '$SW' a1 && untouched '$SW' b1 && untouched '$H2' b0"
+
+# ---------------------------------------------------------------------------
+e2e_log "port B at 100 Mbit/s, buffer 200k: throughput and exact queue accounting"
+
+attach_b --rate 100mbit --buffer 200k >/dev/null
+e2e_check "tbf root qdisc at 100Mbit on b1" bash -c "tc -n '$SW' qdisc show dev b1 | grep -q 'tbf.*rate 100Mbit'"
+e2e_check "egress program on b1, ingress program on b0" \
+	bash -c "tc -n '$SW' filter show dev b1 egress | grep -q lumen_sw_egress && tc -n '$H2' filter show dev b0 ingress | grep -q lumen_sw_ingres"
+iperf_run "$TMPD/iperf1.json" 2
+sleep 0.5
+mbps="$(iperf_field "$TMPD/iperf1.json" rx_mbps)"
+sent="$(iperf_field "$TMPD/iperf1.json" sent_bytes)"
+deq="$(port_field b1 "$SW" deq_bytes)"
+enq="$(port_field b1 "$SW" enq_bytes)"
+e2e_log "  iperf3 ${mbps} Mbit/s, sent $sent B; switch enq $enq B deq $deq B, max queue" \
+	"$(port_field b1 "$SW" qlen_max_bytes) B, p50 $(port_field b1 "$SW" qlen_p50_bytes) B," \
+	"p99 $(port_field b1 "$SW" qlen_p99_bytes) B, drops $(port_field b1 "$SW" drops)"
+e2e_check "throughput close to the port rate (85..105 Mbit/s): $mbps" py "85 <= float(a[0]) <= 105" "$mbps"
+e2e_check "dequeued bytes = iperf bytes + headers (ratio 1.0..1.12)" \
+	py "1.0 <= int(a[0]) / int(a[1]) <= 1.12" "$deq" "$sent"
+e2e_check "queue drained to exactly 0: enqueued == dequeued" py "a[0] == a[1]" "$enq" "$deq"
+e2e_check "a standing queue was seen (max > 20k, median > 0)" \
+	py "int(a[0]) > 20000 and int(a[1]) > 0" "$(port_field b1 "$SW" qlen_max_bytes)" "$(port_field b1 "$SW" qlen_p50_bytes)"
+e2e_check "queue never above the buffer (204800)" py "int(a[0]) <= 204800" "$(port_field b1 "$SW" qlen_max_bytes)"
+e2e_check "one queue sample per dequeued packet" \
+	py "a[0] == a[1]" "$(port_field b1 "$SW" qlen_samples)" "$(port_field b1 "$SW" deq_packets)"
+e2e_check "no ECN marks without a threshold" py "a[0] == '0'" "$(port_field b1 "$SW" ecn_marks)"
+e2e_check "text stats name the port" bash -c "'$LUMEN_BIN' switch stats | grep -q 'b1 (netns $SW) -> b0 (netns $H2) \[ok\]'"
+
+e2e_check "detach by device" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
+e2e_check "detach removed tbf, clsact and filters from b1 and b0" \
+	bash -c "$(declare -f untouched); untouched '$SW' b1 && untouched '$H2' b0"
+e2e_check "detach removed the port entry" py "a[0] == 'none'" "$(port_field b1 "$SW" port_id)"
+
+# ---------------------------------------------------------------------------
+e2e_log "port B with a 20k buffer: tail drops"
+
+attach_b --rate 100mbit --buffer 20k >/dev/null
+iperf_run "$TMPD/iperf2.json" 2
+sleep 0.3
+drops="$(port_field b1 "$SW" drops)"
+qmax="$(port_field b1 "$SW" qlen_max_bytes)"
+e2e_log "  iperf3 $(iperf_field "$TMPD/iperf2.json" rx_mbps) Mbit/s, drops $drops, max queue $qmax B"
+e2e_check "tail drops counted: $drops" py "int(a[0]) > 0 and int(a[1]) > 0" "$drops" "$(port_field b1 "$SW" drop_bytes)"
+e2e_check "queue never above the 20k buffer" py "0 < int(a[0]) <= 20480" "$qmax"
+e2e_check "tbf itself dropped nothing (its limit is above the buffer)" \
+	bash -c "tc -n '$SW' -s qdisc show dev b1 | grep -q 'dropped 0,'"
+id="$(port_field b1 "$SW" port_id)"
+e2e_check "detach by --port-id" bash -c "'$LUMEN_BIN' switch detach --port-id $id >/dev/null"
+e2e_check "detach left b1 and b0 clean" bash -c "$(declare -f untouched); untouched '$SW' b1 && untouched '$H2' b0"
+
+# ---------------------------------------------------------------------------
+e2e_log "port B with ECN threshold 30k and an ECN flow: CE marks"
+
+ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=1
+ip netns exec "$H2" sysctl -qw net.ipv4.tcp_ecn=1
+attach_b --rate 100mbit --buffer 200k --ecn-threshold 30k >/dev/null
+iperf_run "$TMPD/iperf3.json" 2
+sleep 0.3
+marks="$(port_field b1 "$SW" ecn_marks)"
+e2e_log "  iperf3 $(iperf_field "$TMPD/iperf3.json" rx_mbps) Mbit/s, ECN marks $marks," \
+	"drops $(port_field b1 "$SW" drops), max queue $(port_field b1 "$SW" qlen_max_bytes) B"
+e2e_check "ECN marks counted: $marks" py "int(a[0]) > 0" "$marks"
+e2e_check "ECN keeps the throughput (>= 80 Mbit/s)" py "float(a[0]) >= 80" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)"
+iperf_run "$TMPD/iperf3v6.json" 2 fd88:2::1
+sleep 0.3
+marks6="$(port_field b1 "$SW" ecn_marks)"
+e2e_log "  IPv6: iperf3 $(iperf_field "$TMPD/iperf3v6.json" rx_mbps) Mbit/s, ECN marks now $marks6"
+e2e_check "IPv6 flow marked too (traffic class CE)" py "int(a[0]) > int(a[1])" "$marks6" "$marks"
+e2e_check "IPv6 ECN flow at >= 80 Mbit/s" py "float(a[0]) >= 80" "$(iperf_field "$TMPD/iperf3v6.json" rx_mbps)"
+ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=2
+ip netns exec "$H2" sysctl -qw net.ipv4.tcp_ecn=2
+"$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null
+
+# ---------------------------------------------------------------------------
+e2e_log "port ids, duplicates, rate code warning"
+
+attach_b --rate 100mbit --buffer 200k >/dev/null
+bid="$(port_field b1 "$SW" port_id)"
+e2e_check "a port id in use is refused" expect_fail 1 "port id $bid is in use" attach_a --rate 1gbit --port-id "$bid"
+e2e_check "the refused attach left a0 and a1 untouched" \
+	bash -c "$(declare -f untouched); untouched '$H1' a0 && untouched '$SW' a1"
+e2e_check "a device already attached is refused" expect_fail 1 "already switch port" attach_b --rate 100mbit
+out="$(attach_a --rate 135mbit 2>&1)"
+e2e_check "a rate the INT code cannot carry exactly is warned about" grep -q "say 140 Mbit/s" <<<"$out"
+e2e_check "... and stamped as the nearest code (140 Mbit/s = code 113)" py "a[0] == '113'" "$(port_field a0 "$H1" rate_code)"
+"$LUMEN_BIN" switch detach a0 --netns "$H1" >/dev/null
+attach_a --rate 1gbit --buffer 1m >/dev/null
+aid="$(port_field a0 "$H1" port_id)"
+
+# ---------------------------------------------------------------------------
+e2e_log "INT through two ports (A at 1 Gbit/s: code 801, B at 100 Mbit/s: code 800)"
+
+probes 4 "$TMPD/p4.json" 8 4 \
+	r2:req:2:plain r2ts:req:2:ts r2odd:req:2:odd r3:req:3:ts r1:req:1:plain \
+	bad:badver:2:ts echo:echo:2:odd full:full:2:plain
+e2e_check "all 8 IPv4 probes arrived with valid TCP checksums" \
+	probe_ok "$TMPD/p4.json" "len(r) == 8 and all(v['csum_ok'] for v in r.values())"
+e2e_check "2-slot request: hop 0 by port A, hop 1 by port B (all option layouts)" \
+	probe_ok "$TMPD/p4.json" "all(r[k]['count'] == 2 and r[k]['flags'] == 0 and [h['rate'] for h in r[k]['hops']] == [801, 800] for k in ('r2', 'r2ts', 'r2odd'))"
+e2e_check "hop records plausible on an idle path (queues empty, timestamps set)" \
+	probe_ok "$TMPD/p4.json" "all(h['qlen'] == 0 and (h['ts'] or h['tx']) for h in r['r2']['hops'])"
+e2e_check "3-slot request: two hops filled, third slot empty" \
+	probe_ok "$TMPD/p4.json" "r['r3']['count'] == 2 and r['r3']['flags'] == 0 and r['r3']['hops'][2] == {'rate': 0, 'ts': 0, 'tx': 0, 'qlen': 0}"
+e2e_check "1-slot request: port A fills it, port B flags overflow" \
+	probe_ok "$TMPD/p4.json" "r['r1']['count'] == 1 and r['r1']['flags'] == 8 and r['r1']['hops'][0]['rate'] == 801"
+e2e_check "full request: overflow flagged, hops unchanged" \
+	probe_ok "$TMPD/p4.json" "r['full']['count'] == 2 and r['full']['flags'] == 8 and r['full']['hops'][1] == {'rate': 800, 'ts': 1001, 'tx': 7, 'qlen': 3}"
+e2e_check "malformed option (version 2) forwarded unchanged" probe_ok "$TMPD/p4.json" "r['bad']['unchanged']"
+e2e_check "echo option forwarded unchanged" probe_ok "$TMPD/p4.json" "r['echo']['unchanged']"
+e2e_check "port A: 5 hops filled, 1 full, 1 malformed" \
+	py "a == ['5', '1', '1']" "$(port_field a0 "$H1" int_filled)" "$(port_field a0 "$H1" int_full)" "$(port_field a0 "$H1" int_malformed)"
+e2e_check "port B: 4 hops filled, 2 full, 1 malformed" \
+	py "a == ['4', '2', '1']" "$(port_field b1 "$SW" int_filled)" "$(port_field b1 "$SW" int_full)" "$(port_field b1 "$SW" int_malformed)"
+
+probes 6 "$TMPD/p6.json" 2 4 v6a:req:2:ts v6b:req:2:odd
+e2e_check "IPv6: 2 hops filled, checksums valid" \
+	probe_ok "$TMPD/p6.json" "len(r) == 2 and all(v['csum_ok'] and v['count'] == 2 and [h['rate'] for h in v['hops']] == [801, 800] for v in r.values())"
+
+e2e_log "INT under load: probes behind an iperf3 flow through port B, buffer 40k"
+# 40k stays below what the qlen field holds at 100 Mbit/s (2^14 units of 4 B)
+"$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null
+attach_b --rate 100mbit --buffer 40k >/dev/null
+iperf_run "$TMPD/iperf4.json" 3 &
+iperf_pid=$!
+sleep 1
+load=()
+for i in $(seq 1 20); do load+=("l$i:req:2:plain"); done
+probes 4 "$TMPD/pl.json" 20 3 --gap 0.05 "${load[@]}"
+wait "$iperf_pid"
+e2e_log "  $(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("%d probes arrived, port B queue in hop 1 (4 B units):" % len(r), sorted(v["hops"][1]["qlen"] for v in r.values()))' "$TMPD/pl.json")"
+e2e_check "most probes arrived, all with 2 hops and valid checksums" \
+	probe_ok "$TMPD/pl.json" "len(r) >= 10 and all(v['csum_ok'] and v['count'] == 2 for v in r.values())"
+e2e_check "hop 1 reports port B's queue: non-zero, at most the 40k buffer" \
+	probe_ok "$TMPD/pl.json" "any(v['hops'][1]['qlen'] > 0 for v in r.values()) and all(v['hops'][1]['qlen'] * 4 <= 40960 for v in r.values())"
+e2e_check "hop 0 reports port A (1 Gbit/s, not a bottleneck): queue below 16 KiB" \
+	probe_ok "$TMPD/pl.json" "all(v['hops'][0]['rate'] == 801 and v['hops'][0]['qlen'] * 32 < 16384 for v in r.values())"
+
+# ---------------------------------------------------------------------------
+e2e_log "detach"
+others="$("$LUMEN_BIN" switch stats --json | python3 -c '
+import json, sys
+print(sum(1 for p in json.load(sys.stdin)["ports"] if p["dev_netns"] not in sys.argv[1:]))' "$H1" "$SW")"
+if [[ $others == 0 ]]; then
+	e2e_check "detach --all" bash -c "'$LUMEN_BIN' switch detach --all >/dev/null"
+	e2e_check "no port left, pinned switch maps removed" \
+		bash -c "'$LUMEN_BIN' switch stats | grep -q 'no switch port attached' && ! ls /sys/fs/bpf/lumen/lumen_sw_* 2>/dev/null"
+else
+	e2e_log "  $others port(s) of someone else attached: detaching ours one by one"
+	e2e_check "detach port A" bash -c "'$LUMEN_BIN' switch detach a0 --netns '$H1' >/dev/null"
+	e2e_check "detach port B" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
+fi
+e2e_check "all four devices clean" \
+	bash -c "$(declare -f untouched); untouched '$H1' a0 && untouched '$SW' a1 && untouched '$SW' b1 && untouched '$H2' b0"
+e2e_check "our ports are gone from stats" py "a == ['none', 'none']" "$(port_field a0 "$H1" port_id)" "$(port_field b1 "$SW" port_id)"
+
+e2e_finish
