@@ -99,13 +99,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define LUMEN_ENOMSG 42
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct lumen_int_sk);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lumen_int_sk SEC(".maps");
+LUMEN_DEFINE_INT_SK_MAP();
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -24,4 +24,19 @@
 			*__v += 1;                                                                                     \
 	} while (0)
 
+/*
+ * The per-socket INT map (struct lumen_int_sk) that int_sockops.bpf.c writes
+ * and powertcp.bpf.c reads. Both objects declare it with this one
+ * definition; pinned by name under LUMEN_PIN_ROOT, whichever loads first
+ * creates it and the other reuses it (libbpf checks the definitions match).
+ */
+#define LUMEN_DEFINE_INT_SK_MAP()                                                                                      \
+	struct {                                                                                                       \
+		__uint(type, BPF_MAP_TYPE_SK_STORAGE);                                                                 \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                                                  \
+		__type(key, int);                                                                                      \
+		__type(value, struct lumen_int_sk);                                                                    \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                                                                   \
+	} lumen_int_sk SEC(".maps")
+
 #endif /* LUMEN_BPF_H */

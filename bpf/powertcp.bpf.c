@@ -115,13 +115,7 @@ struct {
  * pinning by name under LUMEN_PIN_ROOT, whichever object loads first creates
  * it and the other reuses it.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct lumen_int_sk);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lumen_int_sk SEC(".maps");
+LUMEN_DEFINE_INT_SK_MAP();
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
