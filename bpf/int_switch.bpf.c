@@ -332,9 +332,21 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 
 	if (p->l4_proto != LUMEN_SW_IPPROTO_TCP || p->tcp_hlen <= 20 || !p->l4_off)
 		return;
-	area_len = (__u64)p->tcp_hlen - 20;
-	if (area_len == 0 || area_len > LUMEN_SW_TCP_OPT_SPACE)
+	/*
+	 * Sizes passed to bpf_skb_load_bytes must be provably >= 1. The 6.1
+	 * verifier learns no lower bound from a "!= 0" test (newer ones do), nor
+	 * does a check reach a copy spilled to the stack before it. So 1..max is
+	 * tested as one unsigned range on size - 1, kept opaque to the compiler
+	 * (which would otherwise rewrite the test on another register), and the
+	 * size is made opaque again after it, so that what the helper gets, and
+	 * any spill of it, derives from the checked register.
+	 */
+	area_len = (__u64)p->tcp_hlen - 21; /* tcp_hlen > 20: size - 1 */
+	barrier_var(area_len);
+	if (area_len >= LUMEN_SW_TCP_OPT_SPACE)
 		return;
+	area_len += 1;
+	barrier_var(area_len);
 	opt_off = p->l4_off + 20;
 	__builtin_memset(area, 0, sizeof(area));
 	if (bpf_skb_load_bytes(skb, opt_off, area, area_len))
@@ -353,14 +365,20 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 			i++;
 			continue;
 		}
-		if (kind == LUMEN_INT_KIND && i + 4 <= area_len &&
+		/*
+		 * "area_len - i" (i < area_len here), not "i + n" compared with
+		 * area_len: 6.12's verifier tracks i + n as linked to i and, once
+		 * the test pins i + n to a constant, corrupts i's bounds (REG
+		 * INVARIANTS VIOLATION, then refuses the area[i + 3] read).
+		 */
+		if (kind == LUMEN_INT_KIND && area_len - i >= 4 &&
 		    ((__u64)area[i + 2] << 8 | area[i + 3]) == LUMEN_INT_EXID) {
 			/* ours, whatever its length says: lumen_int_parse judges it */
 			at = i;
 			found = 1;
 			break;
 		}
-		if (i + 1 >= area_len)
+		if (area_len - i <= 1)
 			break; /* a kind without its length byte */
 		olen = area[i + 1];
 		if (olen < 2 || i + olen > area_len)
@@ -370,9 +388,12 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	if (!found)
 		return;
 
-	avail = area_len - at;
-	if (avail == 0 || avail > LUMEN_INT_MAX_LEN)
+	avail = area_len - at - 1; /* at < area_len: size - 1, as above */
+	barrier_var(avail);
+	if (avail >= LUMEN_INT_MAX_LEN)
 		return;
+	avail += 1;
+	barrier_var(avail);
 	__builtin_memset(opt, 0, sizeof(opt));
 	if (bpf_skb_load_bytes(skb, opt_off + at, opt, avail))
 		return;
@@ -452,6 +473,9 @@ int lumen_sw_ingress(struct __sk_buff *skb)
 
 	__sync_fetch_and_add(&st->qlen_samples, 1);
 	b = lumen_sw_bucket(q);
+	/* test the register that indexes: clang would drop the test as implied
+	 * by lumen_sw_bucket and index with a copy the 6.1 verifier cannot bound */
+	barrier_var(b);
 	if (b < LUMEN_SWITCH_QHIST_BUCKETS)
 		__sync_fetch_and_add(&st->qlen_hist[b], 1);
 	if (q > st->qlen_max)

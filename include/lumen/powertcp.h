@@ -498,7 +498,7 @@ LUMEN_INLINE void lumen_ptcp_set_cwnd(struct lumen_ptcp *st, const struct lumen_
  */
 LUMEN_INLINE __u64 lumen_ptcp_hop_power(const struct lumen_int_delta *d, __u64 tau_ns)
 {
-	__u64 arrived, current, voltage, q, power, link;
+	__u64 arrived, curr, voltage, q, power, link; /* not "current": a kernel macro */
 
 	/* bytes that arrived at the queue during dt; negative is noise (A5) */
 	if (d->tx_bytes + d->qlen_bytes > d->qlen_prev_bytes)
@@ -514,8 +514,8 @@ LUMEN_INLINE __u64 lumen_ptcp_hop_power(const struct lumen_int_delta *d, __u64 t
 
 	/* link capacity over dt, in bytes * 8000: rate * dt in [16, 2^21 * 2^22] */
 	link = (__u64)d->rate_mbps * d->dt_ns;
-	current = lumen_div64((arrived * 8000) << LUMEN_PTCP_SHIFT, link); /* < 2^61 */
-	if (current > LUMEN_PTCP_CURRENT_MAX)
+	curr = lumen_div64((arrived * 8000) << LUMEN_PTCP_SHIFT, link); /* < 2^61 */
+	if (curr > LUMEN_PTCP_CURRENT_MAX)
 		return lumen_min_u64((LUMEN_PTCP_CURRENT_MAX * voltage) >> LUMEN_PTCP_SHIFT, LUMEN_PTCP_POWER_MAX);
 	if (arrived * 8000 < (1ull << 32)) {
 		/*

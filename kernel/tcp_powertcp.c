@@ -1,0 +1,1223 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * tcp_powertcp.c - PowerTCP and theta-PowerTCP congestion control, fed by
+ * in-band network telemetry (INT) carried in a TCP option.
+ *
+ * V. Addanki, O. Michel, S. Schmid: "PowerTCP: Pushing the Performance
+ * Limits of Datacenter Networks", NSDI 2022; V. Addanki, PhD thesis, 2025.
+ *
+ * The algorithm
+ * -------------
+ * PowerTCP reacts to the "power" of the bottleneck, the product of its
+ * queue-induced delay (voltage, q + b*tau) and its arrival rate (current,
+ * dq/dt + mu). Normalised by the power of a link that is exactly busy with an
+ * empty queue, power is 1 at the ideal operating point, above 1 when a queue
+ * builds or grows and below 1 when the link is underused. On every ACK the
+ * sender moves its window towards
+ *
+ *	cwnd = gamma * (cwnd_old / power + beta) + (1 - gamma) * cwnd
+ *
+ * (cwnd_old: the window the acknowledged data was sent with; beta: additive
+ * increase, HostBw * tau / N unless configured) and paces at cwnd / tau. A
+ * flow starts with one host bandwidth-delay product and has no slow start.
+ * Queue length, transmitted bytes, timestamp and link rate of every hop come
+ * from INT that switches stamp into data segments and the receiver echoes in
+ * ACKs. theta-PowerTCP needs no switch support: with mu taken as b, power
+ * becomes (1 + dRTT/dt) * RTT / tau, from RTT samples, once per RTT.
+ *
+ * The control law is not in this file. It is include/lumen/powertcp.h, the
+ * integer-only core shared with the eBPF struct_ops (bpf/powertcp.bpf.c) and
+ * the userspace tests, called per ACK through lumen_ptcp_on_ack(); its header
+ * documents every fixed-point bound and design decision. This module only
+ * connects the core to the kernel:
+ *
+ *	powertcp	PowerTCP from INT echoes. Without INT (no sockops
+ *			program, no INT switch on the path, early demux off)
+ *			it falls back to the theta-PowerTCP rule; counted.
+ *	theta_powertcp	theta-PowerTCP, RTT only.
+ *
+ * Per ACK
+ * -------
+ * cong_control (both prototypes: (sk, rs) before 6.10, (sk, ack, flag, rs)
+ * from 6.10) replaces the kernel's window logic entirely. It hands the core
+ * the ACK time (tp->tcp_mstamp, the clock of the RTT samples), the ACK's RTT
+ * sample (rs->rtt_us, which the kernel fills from the same value it passes to
+ * pkts_acked, in every version; < 0 means none), snd_una, snd_nxt, the MSS
+ * and, for powertcp, the INT echo stored for this socket since the previous
+ * ACK (see below), and installs the result: tp->snd_cwnd = window / MSS,
+ * clamped to [2, snd_cwnd_clamp], and sk_pacing_rate, capped at
+ * sk_max_pacing_rate (SO_MAX_PACING_RATE). init asks TCP for pacing
+ * (SK_PACING_NEEDED, unless sch_fq already paces) and installs the initial
+ * window of one host BDP. The same decisions as the eBPF version.
+ *
+ * Loss, ECN, undo and idle
+ * ------------------------
+ * PowerTCP does not react to loss or ECN: ssthresh returns
+ * TCP_INFINITE_SSTHRESH, so recovery does not lower the window target, and
+ * since cong_control is set the kernel skips PRR and the end-of-recovery
+ * window reset. Lost segments are retransmitted within the window the control
+ * law computes; the queue that caused the loss shows up as power > 1 and
+ * shrinks the window. After an RTO the kernel sets cwnd to the packets in
+ * flight + 1; the next ACK restores the control law's window, paced, so not
+ * as a burst. undo_cwnd keeps the current window: nothing was reduced. After
+ * idle the power, INT and RTT histories no longer describe the network and
+ * are discarded (lumen_ptcp_restart), the window is kept: on
+ * CA_EVENT_CWND_RESTART (idle longer than the RTO, with
+ * net.ipv4.tcp_slow_start_after_idle, after which the kernel also lowers
+ * cwnd until the next ACK), and on CA_EVENT_TX_START only when no RTT sample
+ * arrived for PTCP_IDLE_NS (1.05 ms, a quarter of the INT timestamp wrap):
+ * request/response flows start from an empty pipe on every request and would
+ * otherwise never keep an INT history.
+ *
+ * INT reception
+ * -------------
+ * The sender's request option and the receiver's echo are written by lumen's
+ * eBPF sockops program (bpf/int_sockops.bpf.c, `lumen int enable`): the kernel
+ * offers custom TCP options to BPF only, and a module that wrote options
+ * itself would have to patch tcp_output. The module reads the echoes itself,
+ * in the kernel, with no userspace and no BPF map in the per-ACK path.
+ * Congestion-control hooks never see the skb, so a netfilter hook at
+ * NF_INET_LOCAL_IN (IPv4 and IPv6, registered in every network namespace via
+ * pernet_operations, priority last but one: after filtering, so dropped
+ * segments are not used) looks at incoming TCP segments:
+ *
+ *  1. skb->sk, set by early demux for established sockets, must be a full
+ *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
+ *     every segment of every other socket leaves the hook here). The skb
+ *     holds a reference on skb->sk, so the socket cannot go away.
+ *  2. The TCP header and options are copied with skb_header_pointer() (no
+ *     assumption about linear data; the skb is not modified) and walked
+ *     with TCP's own rules: bounded by the header length, an option whose
+ *     length is < 2 or runs past the header ends the walk. Segments without
+ *     our option (kind 253, ExID 0x4C55), or carrying a request (data
+ *     towards a receiver that also runs powertcp), leave here.
+ *  3. Without skb->sk (early demux off: net.ipv4.ip_early_demux or
+ *     tcp_early_demux = 0; loopback, whose skbs keep their route so early
+ *     demux does not run) the hook looks the established socket up itself,
+ *     as tcp_v4_rcv / tcp_v6_rcv will (__inet{,6}_lookup_established, a
+ *     reference dropped at the end), and applies step 1 to it; counted as
+ *     hook_lookup. Only echo-carrying segments pay for this lookup.
+ *  4. The echo is parsed by lumen_int_parse(), which checks every length and
+ *     field (refused: int_malformed). It is used only on an ACK that is
+ *     neither SYN nor RST, whose ack_seq lies in [snd_una, snd_nxt] (old
+ *     ACKs, which tcp_ack() ignores, are dropped here too; a blind attacker
+ *     must hit the window, as for TCP itself) and whose TCP checksum is right
+ *     (nf_checksum, as conntrack does; TCP then reuses the result).
+ *  5. The socket's state is looked up in an rhashtable keyed by the socket
+ *     pointer (see "Lifetime"); the echo is copied into it and its
+ *     generation counter (echo_gen) bumped, under a per-socket spinlock.
+ *
+ * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
+ * takes the echo under the same lock (spin_lock_bh: from the socket backlog
+ * it runs in process context with BH enabled) when echo_gen differs from the
+ * generation it consumed last, otherwise it tells the core that the ACK
+ * carried no INT (no_int). Limits of this design:
+ *  - The hook runs before TCP validates a segment beyond the checks in 4.
+ *    An echo on a segment TCP later drops (PAWS, MD5, a socket filter) is
+ *    still stored; the core refuses implausible INT deltas
+ *    (lumen_int_hop_delta) whatever their source.
+ *  - ACKs that wait in the socket backlog while the application holds the
+ *    socket lock were all seen by the hook on arrival, so when the backlog
+ *    is processed (in order) the first of them consumes the newest echo and
+ *    the others find no new generation (no_int). INT counters are
+ *    cumulative, so skipping intermediate echoes loses no information: the
+ *    next power sample spans the gap. No echo is ever applied twice, and
+ *    none is applied to an ACK that arrived before it.
+ *  - Registering a LOCAL_IN hook makes every namespace's local input pass
+ *    through netfilter; for segments of other algorithms that costs the
+ *    hook call and one pointer compare.
+ * The eBPF sockops program parses the same echoes into its own map for the
+ * struct_ops version; the two do not interact.
+ *
+ * Lifetime
+ * --------
+ * struct lumen_ptcp (window history, the previous ACK's INT hop stack, RTT
+ * estimator) does not fit icsk_ca_priv, so, as tcp_cdg.c does, init
+ * allocates a struct ptcp_sk (GFP_NOWAIT: init may run in softirq) and keeps
+ * the pointer in icsk_ca_priv; release frees it. The CA callbacks run under
+ * the socket lock, so for them the pointer is stable. The netfilter hook and
+ * get_info (inet_diag calls it under RCU only, getsockopt(TCP_CC_INFO)
+ * without the socket lock) run concurrently with setsockopt(TCP_CONGESTION),
+ * which releases our state and lets another algorithm overwrite icsk_ca_priv:
+ * re-checking icsk_ca_ops around reading the pointer narrows that window but
+ * does not close it (no barrier orders the kernel's store of the new ops
+ * before the new algorithm's writes to icsk_ca_priv, and ops can change back
+ * to ours in between). So neither ever reads the pointer out of
+ * icsk_ca_priv: they look the state up by socket address in the rhashtable
+ * ptcp_socks, under RCU. release removes the state from the table before it
+ * calls kfree_rcu(), so a lookup either misses or finds memory that stays
+ * valid until the reader's RCU section ends; a hook that found a state just
+ * being released writes an echo nobody reads, which is harmless. The
+ * table holds live states only, so the socket address is an unambiguous key
+ * even though TCP sockets are SLAB_TYPESAFE_BY_RCU. If the state cannot be
+ * inserted (rhashtable under memory pressure) the flow still runs, without
+ * INT and get_info (hash_fail).
+ * If init cannot allocate the state (no_mem), the flow runs a defined
+ * fallback, Reno: tcp_reno_cong_avoid() per ACK, the window cut to
+ * ssthresh = cwnd / 2 at once on entering recovery or CWR (no PRR), Reno's
+ * undo, no internal pacing. Its ACKs count as no_state.
+ *
+ * Link speed
+ * ----------
+ * host_bw_mbps = 0 takes HostBw from the link speed of the socket's output
+ * device (its route at init). ethtool's link settings may only be read under
+ * RTNL, which init cannot take, so a netdevice notifier (which runs under
+ * RTNL) caches the speed of every device on NETDEV_UP and NETDEV_CHANGE and
+ * forgets it on NETDEV_DOWN / UNREGISTER; init looks the device up in that
+ * cache under RCU. A device without a speed (loopback, tunnels, virtio-net
+ * without speed=) gives the core's default, 25000 Mbit/s (bw_default);
+ * veth reports 10000.
+ *
+ * Parameters
+ * ----------
+ * /sys/module/tcp_powertcp/parameters/, writable at runtime by root, each
+ * validated by lumen_ptcp_params_validate() together with the current values
+ * of the others. A refused value returns -EINVAL, logs the parameter and its
+ * range, and the old value stays. The set is published under a seqlock, and
+ * every ACK reads a consistent snapshot, so running flows use a new value
+ * from their next ACK. One set applies to both algorithms.
+ *	base_rtt_us	tau in us, [1, 1000000]; 0 (default) = the flow's
+ *			minimum RTT
+ *	host_bw_mbps	HostBw in Mbit/s, [1, 1600000]; 0 (default) = link
+ *			speed of the output device (above)
+ *	expected_flows	N in beta = HostBw * tau / N, [1, 1000000] (10)
+ *	beta_bytes	beta in bytes, [1, 2^30]; 0 (default) = from N
+ *	gamma		EWMA weight in permille, [10, 1000] (900 = 0.9)
+ *	stats		read only: counters, one "name value" per line
+ *
+ * ss -ti
+ * ------
+ * ss prints only the diag structures it knows (vegas, dctcp, bbr). get_info
+ * answers with struct tcp_dctcp_info, whose four integers ss prints verbatim
+ * and whose "enabled" flag distinguishes a flow without state:
+ *	dctcp:(ce_state:H,alpha:P,ab_ecn:W,ab_tot:F)
+ *	  H  INT hops in the last echo (0: none yet / theta_powertcp)
+ *	  P  smoothed normalised power in permille (1000 = 1.0) that the last
+ *	     window update used: INT power, or RTT power in theta mode and in
+ *	     the fallback
+ *	  W  cwnd_old of the last update, bytes
+ *	  F  window updates from the RTT rule because INT was missing
+ *	     (powertcp); 0 for theta_powertcp
+ *	dctcp:fallback_mode   no state: the Reno fallback above
+ * The window, pacing rate and RTTs are in ss's own fields.
+ *
+ * Tracepoint: powertcp:powertcp_ack (powertcp_trace.h), per processed ACK.
+ *
+ * Loading and unloading
+ * ---------------------
+ * init registers, in order: the socket table, the netdevice notifier, the
+ * per-namespace netfilter hooks, powertcp, theta_powertcp; any failure
+ * unwinds what was registered before it. Sockets using either algorithm
+ * hold a reference on the module (taken by the TCP core), so rmmod fails
+ * with EBUSY while any exists; exit unregisters both algorithms, then the
+ * hooks (which waits for running hooks), then the notifier, and waits for
+ * pending RCU callbacks before the tables are destroyed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ethtool.h>
+#include <linux/hashtable.h>
+#include <linux/inet_diag.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/netdevice.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <linux/percpu.h>
+#include <linux/rhashtable.h>
+#include <linux/seqlock.h>
+#include <linux/version.h>
+#include <net/inet6_hashtables.h>
+#include <net/inet_hashtables.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <net/tcp.h>
+
+#include "lumen/powertcp.h"
+
+#define CREATE_TRACE_POINTS
+#include "powertcp_trace.h"
+
+/* TX_START restarts the histories only after this long without an RTT sample. */
+#define PTCP_IDLE_NS (LUMEN_INT_WRAP_NS / 4)
+
+/* ---------------------------------------------------------------------- */
+/* Counters                                                                */
+
+enum ptcp_counter {
+	PTCP_CNT_FLOWS, /* init calls */
+	PTCP_CNT_NO_MEM, /* state allocation failed: Reno fallback */
+	PTCP_CNT_HASH_FAIL, /* state not in the socket table: no INT, no get_info */
+	PTCP_CNT_ACKS, /* ACKs the control law processed */
+	PTCP_CNT_INT_UPDATES, /* window updates from INT power */
+	PTCP_CNT_RTT_UPDATES, /* theta_powertcp window updates */
+	PTCP_CNT_FALLBACK_UPDATES, /* powertcp updates from RTT: INT missing */
+	PTCP_CNT_NO_INT, /* powertcp ACKs without a new echo */
+	PTCP_CNT_NO_STATE, /* ACKs of flows without state (Reno fallback) */
+	PTCP_CNT_RESTARTS, /* idle restarts */
+	PTCP_CNT_BW_DETECTED, /* host_bw_mbps=0: HostBw from the link speed */
+	PTCP_CNT_BW_DEFAULT, /* host_bw_mbps=0: no link speed, default used */
+	PTCP_CNT_INT_ECHOES, /* echoes the hook stored */
+	PTCP_CNT_INT_MALFORMED, /* options lumen_int_parse() refused */
+	PTCP_CNT_HOOK_SKIPPED, /* echo on a SYN, RST or segment without ACK */
+	PTCP_CNT_HOOK_OLD_ACK, /* echo on an ACK outside [snd_una, snd_nxt] */
+	PTCP_CNT_HOOK_BAD_CSUM, /* echo on a segment with a bad checksum */
+	PTCP_CNT_HOOK_NO_STATE, /* echo for a powertcp socket without state */
+	PTCP_CNT_HOOK_LOOKUP, /* echo without skb->sk (no early demux): socket looked up */
+	PTCP_CNT_MAX
+};
+
+static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
+	[PTCP_CNT_FLOWS] = "flows",
+	[PTCP_CNT_NO_MEM] = "no_mem",
+	[PTCP_CNT_HASH_FAIL] = "hash_fail",
+	[PTCP_CNT_ACKS] = "acks",
+	[PTCP_CNT_INT_UPDATES] = "int_updates",
+	[PTCP_CNT_RTT_UPDATES] = "rtt_updates",
+	[PTCP_CNT_FALLBACK_UPDATES] = "fallback_updates",
+	[PTCP_CNT_NO_INT] = "no_int",
+	[PTCP_CNT_NO_STATE] = "no_state",
+	[PTCP_CNT_RESTARTS] = "restarts",
+	[PTCP_CNT_BW_DETECTED] = "bw_detected",
+	[PTCP_CNT_BW_DEFAULT] = "bw_default",
+	[PTCP_CNT_INT_ECHOES] = "int_echoes",
+	[PTCP_CNT_INT_MALFORMED] = "int_malformed",
+	[PTCP_CNT_HOOK_SKIPPED] = "hook_skipped",
+	[PTCP_CNT_HOOK_OLD_ACK] = "hook_old_ack",
+	[PTCP_CNT_HOOK_BAD_CSUM] = "hook_bad_csum",
+	[PTCP_CNT_HOOK_NO_STATE] = "hook_no_state",
+	[PTCP_CNT_HOOK_LOOKUP] = "hook_lookup",
+};
+
+struct ptcp_stats {
+	u64 cnt[PTCP_CNT_MAX];
+};
+
+static DEFINE_PER_CPU(struct ptcp_stats, ptcp_stats);
+static atomic_long_t ptcp_states = ATOMIC_LONG_INIT(0); /* allocated ptcp_sk */
+
+static void ptcp_count(enum ptcp_counter c)
+{
+	this_cpu_inc(ptcp_stats.cnt[c]);
+}
+
+static u64 ptcp_counter_sum(enum ptcp_counter c)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(&ptcp_stats, cpu)->cnt[c]);
+	return sum;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parameters                                                              */
+
+enum ptcp_param_id {
+	PTCP_PARAM_BASE_RTT_US,
+	PTCP_PARAM_HOST_BW_MBPS,
+	PTCP_PARAM_EXPECTED_FLOWS,
+	PTCP_PARAM_BETA_BYTES,
+	PTCP_PARAM_GAMMA,
+};
+
+/* What the user wrote; 0 = auto where allowed. */
+struct ptcp_conf {
+	u32 base_rtt_us;
+	u32 host_bw_mbps;
+	u32 expected_flows;
+	u32 beta_bytes;
+	u32 gamma_permille;
+};
+
+struct ptcp_param_desc {
+	enum ptcp_param_id id;
+	u32 min, max; /* besides 0 where zero_ok */
+	bool zero_ok;
+	const char *range; /* for the log */
+};
+
+static const struct ptcp_param_desc ptcp_desc_base_rtt = {
+	.id = PTCP_PARAM_BASE_RTT_US,
+	.min = 1,
+	.max = LUMEN_PTCP_BASE_RTT_MAX_NS / NSEC_PER_USEC,
+	.zero_ok = true,
+	.range = "0 (minimum RTT) or [1, 1000000] us",
+};
+
+static const struct ptcp_param_desc ptcp_desc_host_bw = {
+	.id = PTCP_PARAM_HOST_BW_MBPS,
+	.min = LUMEN_PTCP_HOST_BW_MIN_MBPS,
+	.max = LUMEN_PTCP_HOST_BW_MAX_MBPS,
+	.zero_ok = true,
+	.range = "0 (link speed) or [1, 1600000] Mbit/s",
+};
+
+static const struct ptcp_param_desc ptcp_desc_flows = {
+	.id = PTCP_PARAM_EXPECTED_FLOWS,
+	.min = 1,
+	.max = LUMEN_PTCP_EXPECTED_FLOWS_MAX,
+	.range = "[1, 1000000]",
+};
+
+static const struct ptcp_param_desc ptcp_desc_beta = {
+	.id = PTCP_PARAM_BETA_BYTES,
+	.min = 1,
+	.max = LUMEN_PTCP_BETA_MAX_BYTES,
+	.zero_ok = true,
+	.range = "0 (HostBw * tau / expected_flows) or [1, 1073741824] bytes",
+};
+
+static const struct ptcp_param_desc ptcp_desc_gamma = {
+	.id = PTCP_PARAM_GAMMA,
+	.min = 10,
+	.max = 1000,
+	.range = "[10, 1000] permille",
+};
+
+/* Protects ptcp_conf and ptcp_params; readers run per ACK, in softirq too. */
+static DEFINE_SEQLOCK(ptcp_params_lock);
+
+static struct ptcp_conf ptcp_conf = {
+	.base_rtt_us = 0,
+	.host_bw_mbps = 0,
+	.expected_flows = LUMEN_PTCP_DEFAULT_EXPECTED_FLOWS,
+	.beta_bytes = 0,
+	.gamma_permille = 900,
+};
+
+/* ptcp_conf in the core's units; host_bw_mbps 0 still means "link speed". */
+static struct lumen_ptcp_params ptcp_params = {
+	.gamma = LUMEN_PTCP_DEFAULT_GAMMA,
+	.expected_flows = LUMEN_PTCP_DEFAULT_EXPECTED_FLOWS,
+	.beta_bytes = 0,
+	.host_bw_mbps = 0,
+	.base_rtt_ns = 0,
+};
+
+static void ptcp_conf_to_params(const struct ptcp_conf *c, struct lumen_ptcp_params *p)
+{
+	p->gamma = (u32)div_u64((u64)c->gamma_permille * LUMEN_PTCP_ONE + 500, 1000);
+	p->expected_flows = c->expected_flows;
+	p->beta_bytes = c->beta_bytes;
+	p->host_bw_mbps = c->host_bw_mbps;
+	p->base_rtt_ns = (u64)c->base_rtt_us * NSEC_PER_USEC;
+}
+
+static u32 *ptcp_conf_field(struct ptcp_conf *c, enum ptcp_param_id id)
+{
+	switch (id) {
+	case PTCP_PARAM_BASE_RTT_US:
+		return &c->base_rtt_us;
+	case PTCP_PARAM_HOST_BW_MBPS:
+		return &c->host_bw_mbps;
+	case PTCP_PARAM_EXPECTED_FLOWS:
+		return &c->expected_flows;
+	case PTCP_PARAM_BETA_BYTES:
+		return &c->beta_bytes;
+	case PTCP_PARAM_GAMMA:
+	default:
+		return &c->gamma_permille;
+	}
+}
+
+/*
+ * The core validates complete sets; "link speed" is validated as the
+ * default speed here and re-checked per flow with the detected one.
+ */
+static int ptcp_params_check(const struct lumen_ptcp_params *p)
+{
+	struct lumen_ptcp_params q = *p;
+
+	if (!q.host_bw_mbps)
+		q.host_bw_mbps = LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
+	return lumen_ptcp_params_validate(&q);
+}
+
+static int ptcp_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct ptcp_param_desc *d = kp->arg;
+	struct lumen_ptcp_params p;
+	struct ptcp_conf c;
+	u32 v, old;
+	int err;
+
+	err = kstrtou32(val, 0, &v);
+	if (err || (v == 0 && !d->zero_ok) || (v != 0 && (v < d->min || v > d->max))) {
+		pr_warn("%s: refused '%.*s': must be %s\n", kp->name, (int)min_t(size_t, strcspn(val, "\n"), 32), val,
+			d->range);
+		return -EINVAL;
+	}
+	write_seqlock_bh(&ptcp_params_lock);
+	c = ptcp_conf;
+	old = *ptcp_conf_field(&c, d->id);
+	*ptcp_conf_field(&c, d->id) = v;
+	ptcp_conf_to_params(&c, &p);
+	err = ptcp_params_check(&p);
+	if (!err) {
+		ptcp_conf = c;
+		ptcp_params = p;
+	}
+	write_sequnlock_bh(&ptcp_params_lock);
+	if (err) {
+		pr_warn("%s: refused %u (keeping %u): %s\n", kp->name, v, old, lumen_ptcp_param_strerror(err));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ptcp_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct ptcp_param_desc *d = kp->arg;
+	struct ptcp_conf c;
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&ptcp_params_lock);
+		c = ptcp_conf;
+	} while (read_seqretry(&ptcp_params_lock, seq));
+	return scnprintf(buf, PAGE_SIZE, "%u\n", *ptcp_conf_field(&c, d->id));
+}
+
+static const struct kernel_param_ops ptcp_param_ops = {
+	.set = ptcp_param_set,
+	.get = ptcp_param_get,
+};
+
+module_param_cb(base_rtt_us, &ptcp_param_ops, (void *)&ptcp_desc_base_rtt, 0644);
+MODULE_PARM_DESC(base_rtt_us, "base RTT tau in us, [1, 1000000]; 0 = the flow's minimum RTT (default 0)");
+module_param_cb(host_bw_mbps, &ptcp_param_ops, (void *)&ptcp_desc_host_bw, 0644);
+MODULE_PARM_DESC(host_bw_mbps,
+		 "host bandwidth in Mbit/s, [1, 1600000]; 0 = link speed of the output device, else 25000 (default 0)");
+module_param_cb(expected_flows, &ptcp_param_ops, (void *)&ptcp_desc_flows, 0644);
+MODULE_PARM_DESC(expected_flows, "N in beta = HostBw * tau / N, [1, 1000000] (default 10)");
+module_param_cb(beta_bytes, &ptcp_param_ops, (void *)&ptcp_desc_beta, 0644);
+MODULE_PARM_DESC(beta_bytes, "additive increase in bytes, [1, 2^30]; 0 = HostBw * tau / expected_flows (default 0)");
+module_param_cb(gamma, &ptcp_param_ops, (void *)&ptcp_desc_gamma, 0644);
+MODULE_PARM_DESC(gamma, "EWMA weight gamma in permille, [10, 1000] (default 900)");
+
+static int ptcp_stats_set(const char *val, const struct kernel_param *kp)
+{
+	pr_warn("%s is read only\n", kp->name);
+	return -EPERM;
+}
+
+static int ptcp_stats_get(char *buf, const struct kernel_param *kp)
+{
+	int len = 0, i;
+
+	for (i = 0; i < PTCP_CNT_MAX; i++)
+		len += scnprintf(buf + len, PAGE_SIZE - len, "%s %llu\n", ptcp_counter_names[i],
+				 ptcp_counter_sum((enum ptcp_counter)i));
+	len += scnprintf(buf + len, PAGE_SIZE - len, "states %ld\n", atomic_long_read(&ptcp_states));
+	return len;
+}
+
+static const struct kernel_param_ops ptcp_stats_ops = {
+	.set = ptcp_stats_set,
+	.get = ptcp_stats_get,
+};
+
+module_param_cb(stats, &ptcp_stats_ops, NULL, 0444);
+MODULE_PARM_DESC(stats, "counters (read only); states = per-socket states allocated now");
+
+/* Consistent snapshot of the parameters, for one ACK. */
+static void ptcp_params_read(struct lumen_ptcp_params *p)
+{
+	unsigned int seq;
+
+	do {
+		seq = read_seqbegin(&ptcp_params_lock);
+		*p = ptcp_params;
+	} while (read_seqretry(&ptcp_params_lock, seq));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Link speed cache (host_bw_mbps = 0)                                     */
+
+struct ptcp_dev_bw {
+	struct hlist_node node;
+	const struct net_device *dev; /* key; removed before the device is freed */
+	u32 mbps;
+	struct rcu_head rcu;
+};
+
+#define PTCP_BW_HASH_BITS 6
+static DEFINE_HASHTABLE(ptcp_bw_table, PTCP_BW_HASH_BITS);
+static DEFINE_SPINLOCK(ptcp_bw_lock); /* writers; they also hold RTNL, except at exit */
+
+static struct ptcp_dev_bw *ptcp_bw_find(const struct net_device *dev)
+{
+	struct ptcp_dev_bw *e;
+
+	hash_for_each_possible_rcu(ptcp_bw_table, e, node, (unsigned long)dev)
+		if (e->dev == dev)
+			return e;
+	return NULL;
+}
+
+/* Link speed of dev in Mbit/s, 0 when unknown. Caller holds RTNL. */
+static u32 ptcp_link_speed(struct net_device *dev)
+{
+	struct ethtool_link_ksettings ks;
+
+	if (__ethtool_get_link_ksettings(dev, &ks))
+		return 0;
+	if (ks.base.speed == 0 || ks.base.speed == (u32)SPEED_UNKNOWN || ks.base.speed > LUMEN_PTCP_HOST_BW_MAX_MBPS)
+		return 0;
+	return ks.base.speed;
+}
+
+static void ptcp_bw_forget(struct net_device *dev)
+{
+	struct ptcp_dev_bw *e;
+
+	spin_lock_bh(&ptcp_bw_lock);
+	e = ptcp_bw_find(dev);
+	if (e)
+		hash_del_rcu(&e->node);
+	spin_unlock_bh(&ptcp_bw_lock);
+	if (e)
+		kfree_rcu(e, rcu);
+}
+
+/* Caller holds RTNL (netdevice notifier). */
+static void ptcp_bw_learn(struct net_device *dev)
+{
+	u32 mbps = ptcp_link_speed(dev);
+	struct ptcp_dev_bw *e, *fresh = NULL;
+
+	if (!mbps) {
+		ptcp_bw_forget(dev);
+		return;
+	}
+	fresh = kmalloc(sizeof(*fresh), GFP_KERNEL);
+	spin_lock_bh(&ptcp_bw_lock);
+	e = ptcp_bw_find(dev);
+	if (e) {
+		WRITE_ONCE(e->mbps, mbps);
+	} else if (fresh) {
+		fresh->dev = dev;
+		fresh->mbps = mbps;
+		hash_add_rcu(ptcp_bw_table, &fresh->node, (unsigned long)dev);
+		fresh = NULL;
+	}
+	spin_unlock_bh(&ptcp_bw_lock);
+	kfree(fresh);
+}
+
+static int ptcp_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_CHANGE:
+		ptcp_bw_learn(dev);
+		break;
+	case NETDEV_DOWN:
+	case NETDEV_UNREGISTER:
+		ptcp_bw_forget(dev);
+		break;
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block ptcp_netdev_nb = {
+	.notifier_call = ptcp_netdev_event,
+};
+
+/* Empty the cache (module exit, after the notifier is gone). */
+static void ptcp_bw_flush(void)
+{
+	struct ptcp_dev_bw *e;
+	struct hlist_node *tmp;
+	int bkt;
+
+	spin_lock_bh(&ptcp_bw_lock);
+	hash_for_each_safe(ptcp_bw_table, bkt, tmp, e, node) {
+		hash_del_rcu(&e->node);
+		kfree_rcu(e, rcu);
+	}
+	spin_unlock_bh(&ptcp_bw_lock);
+}
+
+/* HostBw for a new flow in link-speed mode: its output device's, or 0. */
+static u32 ptcp_detect_bw(struct sock *sk)
+{
+	const struct ptcp_dev_bw *e = NULL;
+	const struct dst_entry *dst;
+	u32 mbps = 0;
+
+	rcu_read_lock();
+	dst = __sk_dst_get(sk);
+	if (dst && dst->dev)
+		e = ptcp_bw_find(dst->dev);
+	if (e)
+		mbps = READ_ONCE(e->mbps);
+	rcu_read_unlock();
+	return mbps;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per-socket state                                                        */
+
+struct ptcp_sk {
+	struct rhash_head node; /* in ptcp_socks, key sk */
+	const struct sock *sk;
+	struct rcu_head rcu;
+	bool hashed;
+
+	/* INT echo: written by the netfilter hook, taken by cong_control */
+	spinlock_t lock;
+	u32 echo_gen;
+	struct lumen_int_opt echo;
+
+	/* the rest only under the socket lock (CA callbacks) */
+	u32 echo_gen_seen;
+	u32 host_bw_mbps; /* link-speed mode: detected at init, 0 = none */
+	u8 last_src; /* enum lumen_ptcp_result of the last window update */
+	struct lumen_ptcp st;
+};
+
+/* icsk_ca_priv: only the pointer; NULL = no state (Reno fallback). */
+struct ptcp_ca {
+	struct ptcp_sk *s;
+};
+
+static struct rhashtable ptcp_socks;
+
+static const struct rhashtable_params ptcp_socks_params = {
+	.key_len = sizeof(const struct sock *),
+	.key_offset = offsetof(struct ptcp_sk, sk),
+	.head_offset = offsetof(struct ptcp_sk, node),
+	.automatic_shrinking = true,
+};
+
+/* The state of sk, for readers without the socket lock. Caller holds RCU. */
+static struct ptcp_sk *ptcp_lookup(const struct sock *sk)
+{
+	return rhashtable_lookup(&ptcp_socks, &sk, ptcp_socks_params);
+}
+
+/* Parameters for one ACK of this flow (link speed resolved). */
+static void ptcp_flow_params(const struct ptcp_sk *s, struct lumen_ptcp_params *p)
+{
+	ptcp_params_read(p);
+	if (p->host_bw_mbps)
+		return;
+	p->host_bw_mbps = s->host_bw_mbps ? s->host_bw_mbps : LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
+	/* a detected speed may not fit a configured tau (1 GiB window limit) */
+	if (lumen_ptcp_params_validate(p))
+		p->host_bw_mbps = LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
+}
+
+/* Smoothed power (Q16) the last window update used: INT or RTT. */
+static u64 ptcp_update_power(const struct ptcp_sk *s)
+{
+	return s->last_src == LUMEN_PTCP_UPDATED_INT ? s->st.smooth_power : s->st.smooth_rtt_power;
+}
+
+/* Install the core's window (bytes -> segments) and pacing rate. */
+static void ptcp_apply(struct sock *sk, const struct lumen_ptcp *st)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 segs = div_u64(st->cwnd_bytes, tp->mss_cache ? tp->mss_cache : 1);
+
+	segs = max_t(u64, segs, LUMEN_PTCP_MIN_CWND_SEGS);
+	segs = min_t(u64, segs, tp->snd_cwnd_clamp);
+	tcp_snd_cwnd_set(tp, segs ? (u32)segs : 1);
+	WRITE_ONCE(sk->sk_pacing_rate, (unsigned long)min_t(u64, st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate)));
+}
+
+static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
+{
+	struct ptcp_ca *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct lumen_ptcp_params p;
+	struct ptcp_sk *s;
+
+	ptcp_count(PTCP_CNT_FLOWS);
+	ca->s = NULL;
+	s = kzalloc(sizeof(*s), GFP_NOWAIT | __GFP_NOWARN);
+	if (!s) {
+		ptcp_count(PTCP_CNT_NO_MEM);
+		return; /* Reno fallback, see the header */
+	}
+	atomic_long_inc(&ptcp_states);
+	s->sk = sk;
+	spin_lock_init(&s->lock);
+	ptcp_params_read(&p);
+	if (!p.host_bw_mbps) {
+		s->host_bw_mbps = ptcp_detect_bw(sk);
+		ptcp_count(s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
+	}
+	ptcp_flow_params(s, &p);
+	lumen_ptcp_init(&s->st, &p, mode, tp->snd_nxt, tp->mss_cache);
+	s->hashed = !rhashtable_insert_fast(&ptcp_socks, &s->node, ptcp_socks_params);
+	if (!s->hashed)
+		ptcp_count(PTCP_CNT_HASH_FAIL);
+	ca->s = s;
+
+	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+	ptcp_apply(sk, &s->st);
+}
+
+static void ptcp_int_init(struct sock *sk)
+{
+	ptcp_init(sk, LUMEN_PTCP_MODE_INT);
+}
+
+static void ptcp_theta_init(struct sock *sk)
+{
+	ptcp_init(sk, LUMEN_PTCP_MODE_THETA);
+}
+
+static void ptcp_release(struct sock *sk)
+{
+	struct ptcp_ca *ca = inet_csk_ca(sk);
+	struct ptcp_sk *s = ca->s;
+
+	if (!s)
+		return;
+	ca->s = NULL;
+	/* out of the table first: later lookups miss, earlier ones stay valid */
+	if (s->hashed)
+		rhashtable_remove_fast(&ptcp_socks, &s->node, ptcp_socks_params);
+	kfree_rcu(s, rcu);
+	atomic_long_dec(&ptcp_states);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Congestion control                                                      */
+
+/*
+ * No state: Reno. The kernel skips PRR for algorithms with cong_control,
+ * so a reduction happens at once: cwnd = ssthresh (= cwnd / 2, Reno's).
+ */
+static void ptcp_fallback(struct sock *sk, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tcp_in_cwnd_reduction(sk)) {
+		tcp_snd_cwnd_set(tp, max(min(tcp_snd_cwnd(tp), tp->snd_ssthresh), 2U));
+		return;
+	}
+	if (rs->acked_sacked > 0)
+		tcp_reno_cong_avoid(sk, tp->snd_una, rs->acked_sacked);
+}
+
+static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
+{
+	struct ptcp_ca *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ptcp_sk *s = ca->s;
+	struct lumen_int_opt echo;
+	struct lumen_ptcp_params p;
+	struct lumen_ptcp_ack ack;
+	enum lumen_ptcp_result res;
+	bool have_echo = false;
+	long rtt_us = rs->rtt_us;
+
+	if (!s) {
+		ptcp_count(PTCP_CNT_NO_STATE);
+		ptcp_fallback(sk, rs);
+		return;
+	}
+	ptcp_count(PTCP_CNT_ACKS);
+	ptcp_flow_params(s, &p);
+
+	ack.now_ns = tp->tcp_mstamp * NSEC_PER_USEC;
+	/* 0 means "no sample" to the core: a sub-microsecond RTT counts as 1 us */
+	ack.rtt_ns = rtt_us < 0 ? 0 : (u64)(rtt_us ? rtt_us : 1) * NSEC_PER_USEC;
+	ack.snd_una = tp->snd_una;
+	ack.snd_nxt = tp->snd_nxt;
+	ack.mss = tp->mss_cache;
+
+	if (s->st.mode == LUMEN_PTCP_MODE_INT) {
+		spin_lock_bh(&s->lock);
+		if (s->echo_gen != s->echo_gen_seen) {
+			s->echo_gen_seen = s->echo_gen;
+			echo = s->echo;
+			have_echo = true;
+		}
+		spin_unlock_bh(&s->lock);
+		if (!have_echo)
+			ptcp_count(PTCP_CNT_NO_INT);
+	}
+
+	res = lumen_ptcp_on_ack(&s->st, &p, &ack, have_echo ? &echo : NULL);
+	if (res == LUMEN_PTCP_UPDATED_INT)
+		ptcp_count(PTCP_CNT_INT_UPDATES);
+	else if (res == LUMEN_PTCP_UPDATED_RTT && s->st.mode == LUMEN_PTCP_MODE_INT)
+		ptcp_count(PTCP_CNT_FALLBACK_UPDATES);
+	else if (res == LUMEN_PTCP_UPDATED_RTT)
+		ptcp_count(PTCP_CNT_RTT_UPDATES);
+	if (res != LUMEN_PTCP_HELD)
+		s->last_src = (u8)res;
+	ptcp_apply(sk, &s->st);
+	trace_powertcp_ack(sk, &s->st, res, rtt_us < 0 ? 0 : (u32)rtt_us, ptcp_update_power(s));
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+static void ptcp_cong_control(struct sock *sk, u32 ack, int flag, const struct rate_sample *rs)
+{
+	ptcp_on_ack(sk, rs);
+}
+#else
+static void ptcp_cong_control(struct sock *sk, const struct rate_sample *rs)
+{
+	ptcp_on_ack(sk, rs);
+}
+#endif
+
+static void ptcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
+{
+	struct ptcp_ca *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ptcp_sk *s = ca->s;
+	u64 now_ns;
+
+	if (!s || (ev != CA_EVENT_TX_START && ev != CA_EVENT_CWND_RESTART))
+		return;
+	now_ns = tp->tcp_mstamp * NSEC_PER_USEC;
+	if (ev == CA_EVENT_TX_START && s->st.have_rtt && now_ns >= s->st.prev_rtt_time_ns &&
+	    now_ns - s->st.prev_rtt_time_ns < PTCP_IDLE_NS)
+		return;
+	lumen_ptcp_restart(&s->st, tp->snd_nxt);
+	ptcp_count(PTCP_CNT_RESTARTS);
+}
+
+/* No slow start, and loss does not lower the target (see the header). */
+static u32 ptcp_ssthresh(struct sock *sk)
+{
+	const struct ptcp_ca *ca = inet_csk_ca(sk);
+
+	return ca->s ? TCP_INFINITE_SSTHRESH : tcp_reno_ssthresh(sk);
+}
+
+static u32 ptcp_undo_cwnd(struct sock *sk)
+{
+	const struct ptcp_ca *ca = inet_csk_ca(sk);
+
+	return ca->s ? tcp_snd_cwnd(tcp_sk(sk)) : tcp_reno_undo_cwnd(sk);
+}
+
+/* ss -ti: struct tcp_dctcp_info, mapping in the header comment. */
+static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_info *info)
+{
+	const struct ptcp_sk *s;
+
+	if (!(ext & (1 << (INET_DIAG_DCTCPINFO - 1))) && !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
+		return 0;
+	memset(&info->dctcp, 0, sizeof(info->dctcp));
+	rcu_read_lock();
+	s = ptcp_lookup(sk);
+	if (s) {
+		/* a snapshot; fields may be one ACK apart */
+		u64 power = data_race(ptcp_update_power(s));
+
+		info->dctcp.dctcp_enabled = 1;
+		info->dctcp.dctcp_ce_state = data_race(s->st.prev_hop_count);
+		info->dctcp.dctcp_alpha = (u32)min_t(u64, (power * 1000) >> LUMEN_PTCP_SHIFT, U32_MAX);
+		info->dctcp.dctcp_ab_ecn = (u32)min_t(u64, data_race(s->st.old_cwnd_bytes), U32_MAX);
+		info->dctcp.dctcp_ab_tot = data_race(s->st.stats.fallback_updates);
+	}
+	rcu_read_unlock();
+	*attr = INET_DIAG_DCTCPINFO;
+	return sizeof(info->dctcp);
+}
+
+static struct tcp_congestion_ops ptcp_int_ops __read_mostly = {
+	.init = ptcp_int_init,
+	.release = ptcp_release,
+	.ssthresh = ptcp_ssthresh,
+	.undo_cwnd = ptcp_undo_cwnd,
+	.cwnd_event = ptcp_cwnd_event,
+	.cong_control = ptcp_cong_control,
+	.get_info = ptcp_get_info,
+	.owner = THIS_MODULE,
+	.name = "powertcp",
+};
+
+static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = {
+	.init = ptcp_theta_init,
+	.release = ptcp_release,
+	.ssthresh = ptcp_ssthresh,
+	.undo_cwnd = ptcp_undo_cwnd,
+	.cwnd_event = ptcp_cwnd_event,
+	.cong_control = ptcp_cong_control,
+	.get_info = ptcp_get_info,
+	.owner = THIS_MODULE,
+	.name = "theta_powertcp",
+};
+
+/* ---------------------------------------------------------------------- */
+/* INT reception: netfilter hook at LOCAL_IN                               */
+
+/*
+ * Offset of our option (kind 253, ExID 0x4C55) in a TCP option block, or -1.
+ * TCP's walk (tcp_parse_options): EOL ends it, NOP is one byte, any other
+ * option has a length byte; a length < 2 or past the block ends it.
+ */
+static int ptcp_find_int_option(const u8 *opt, unsigned int len)
+{
+	unsigned int i = 0, olen;
+
+	while (i < len) {
+		if (opt[i] == TCPOPT_EOL)
+			break;
+		if (opt[i] == TCPOPT_NOP) {
+			i++;
+			continue;
+		}
+		if (len - i < 2)
+			break;
+		olen = opt[i + 1];
+		if (olen < 2 || olen > len - i)
+			break;
+		if (opt[i] == LUMEN_INT_KIND && olen >= 4 && opt[i + 2] == (LUMEN_INT_EXID >> 8) &&
+		    opt[i + 3] == (LUMEN_INT_EXID & 0xff))
+			return (int)i;
+		i += olen;
+	}
+	return -1;
+}
+
+/*
+ * The established socket of a segment that early demux did not assign
+ * (early demux off, or loopback, whose skbs keep their route): the lookup
+ * tcp_v4_rcv / tcp_v6_rcv will do. Returns a reference (sock_gen_put) or NULL.
+ */
+static struct sock *ptcp_nf_lookup(struct sk_buff *skb, const struct tcphdr *th, const struct nf_hook_state *state)
+{
+	struct net *net = state->net;
+
+	if (state->pf == NFPROTO_IPV4) {
+		const struct iphdr *iph = ip_hdr(skb);
+
+		return __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, iph->saddr, th->source,
+						 iph->daddr, ntohs(th->dest), inet_iif(skb), inet_sdif(skb));
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (state->pf == NFPROTO_IPV6) {
+		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+
+		return __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, &ip6h->saddr, th->source,
+						  &ip6h->daddr, ntohs(th->dest), inet6_iif(skb), inet6_sdif(skb));
+	}
+#endif
+	return NULL;
+}
+
+static bool ptcp_is_int_sock(const struct sock *sk)
+{
+	/* type and protocol first: only then is sk an inet_connection_sock */
+	return sk_fullsock(sk) && sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP &&
+	       READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &ptcp_int_ops;
+}
+
+/* Store the echo of an ACK for sk (a powertcp socket), after the checks. */
+static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thoff, const struct tcphdr *th,
+			 const u8 *opt, unsigned int len, const struct nf_hook_state *state)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct lumen_int_opt echo;
+	struct ptcp_sk *s;
+	u32 ack;
+
+	if (lumen_int_parse(opt, len, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
+		ptcp_count(PTCP_CNT_INT_MALFORMED);
+		return;
+	}
+	if (th->syn || th->rst || !th->ack) {
+		ptcp_count(PTCP_CNT_HOOK_SKIPPED);
+		return;
+	}
+	ack = ntohl(th->ack_seq);
+	if (before(ack, READ_ONCE(tp->snd_una)) || after(ack, READ_ONCE(tp->snd_nxt))) {
+		ptcp_count(PTCP_CNT_HOOK_OLD_ACK);
+		return;
+	}
+	s = ptcp_lookup(sk);
+	if (!s) {
+		ptcp_count(PTCP_CNT_HOOK_NO_STATE);
+		return;
+	}
+	if (nf_checksum(skb, state->hook, thoff, IPPROTO_TCP, state->pf)) {
+		ptcp_count(PTCP_CNT_HOOK_BAD_CSUM);
+		return;
+	}
+	spin_lock(&s->lock);
+	s->echo = echo;
+	s->echo_gen++;
+	spin_unlock(&s->lock);
+	ptcp_count(PTCP_CNT_INT_ECHOES);
+}
+
+/* One TCP segment; thoff is the TCP header's offset from skb->data. */
+static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf_hook_state *state)
+{
+	u8 optbuf[MAX_TCP_OPTION_SPACE];
+	struct sock *sk = skb->sk, *ref;
+	const struct tcphdr *th;
+	struct tcphdr thbuf;
+	unsigned int optlen;
+	const u8 *opts;
+	int off;
+
+	/* every segment of a socket that is not powertcp leaves here */
+	if (sk && !ptcp_is_int_sock(sk))
+		return;
+	th = skb_header_pointer(skb, thoff, sizeof(thbuf), &thbuf);
+	if (!th || th->doff * 4 < sizeof(*th))
+		return;
+	optlen = th->doff * 4 - sizeof(*th);
+	if (optlen < LUMEN_INT_HDR_LEN || th->syn)
+		return;
+	opts = skb_header_pointer(skb, thoff + sizeof(*th), optlen, optbuf);
+	if (!opts)
+		return;
+	off = ptcp_find_int_option(opts, optlen);
+	/* no option, or a request (data towards a powertcp receiver: the peer's) */
+	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen || !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
+		return;
+	if (sk) {
+		ptcp_nf_echo(sk, skb, thoff, th, opts + off, optlen - (unsigned int)off, state);
+		return;
+	}
+	ref = ptcp_nf_lookup(skb, th, state);
+	if (!ref)
+		return;
+	if (ptcp_is_int_sock(ref)) {
+		ptcp_count(PTCP_CNT_HOOK_LOOKUP);
+		ptcp_nf_echo(ref, skb, thoff, th, opts + off, optlen - (unsigned int)off, state);
+	}
+	sock_gen_put(ref);
+}
+
+static unsigned int ptcp_nf_ipv4(void *priv, struct sk_buff *skb, const struct nf_hook_state *state)
+{
+	const struct iphdr *iph = ip_hdr(skb);
+
+	if (iph->protocol == IPPROTO_TCP && !ip_is_fragment(iph))
+		ptcp_nf_tcp(skb, skb_network_offset(skb) + ip_hdrlen(skb), state);
+	return NF_ACCEPT;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+static unsigned int ptcp_nf_ipv6(void *priv, struct sk_buff *skb, const struct nf_hook_state *state)
+{
+	u8 nexthdr = ipv6_hdr(skb)->nexthdr;
+	__be16 frag_off;
+	int thoff;
+
+	thoff = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(struct ipv6hdr), &nexthdr, &frag_off);
+	if (thoff >= 0 && nexthdr == IPPROTO_TCP && !(frag_off & htons(IP6_OFFSET)))
+		ptcp_nf_tcp(skb, (unsigned int)thoff, state);
+	return NF_ACCEPT;
+}
+#endif
+
+static const struct nf_hook_ops ptcp_nf_ops[] = {
+	{
+		.hook = ptcp_nf_ipv4,
+		.pf = NFPROTO_IPV4,
+		.hooknum = NF_INET_LOCAL_IN,
+		.priority = NF_IP_PRI_LAST - 1,
+	},
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		.hook = ptcp_nf_ipv6,
+		.pf = NFPROTO_IPV6,
+		.hooknum = NF_INET_LOCAL_IN,
+		.priority = NF_IP6_PRI_LAST - 1,
+	},
+#endif
+};
+
+static int __net_init ptcp_net_init(struct net *net)
+{
+	return nf_register_net_hooks(net, ptcp_nf_ops, ARRAY_SIZE(ptcp_nf_ops));
+}
+
+static void __net_exit ptcp_net_exit(struct net *net)
+{
+	nf_unregister_net_hooks(net, ptcp_nf_ops, ARRAY_SIZE(ptcp_nf_ops));
+}
+
+static struct pernet_operations ptcp_net_ops = {
+	.init = ptcp_net_init,
+	.exit = ptcp_net_exit,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Module                                                                  */
+
+/* States left in the table at exit: impossible while sockets hold the module. */
+static void ptcp_leaked(void *ptr, void *arg)
+{
+	struct ptcp_sk *s = ptr;
+
+	WARN_ONCE(1, "socket state leaked");
+	kfree(s);
+}
+
+static int __init ptcp_register(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct ptcp_ca) > ICSK_CA_PRIV_SIZE);
+
+	ret = rhashtable_init(&ptcp_socks, &ptcp_socks_params);
+	if (ret)
+		return ret;
+	ret = register_netdevice_notifier(&ptcp_netdev_nb);
+	if (ret)
+		goto err_socks;
+	ret = register_pernet_subsys(&ptcp_net_ops);
+	if (ret)
+		goto err_notifier;
+	ret = tcp_register_congestion_control(&ptcp_int_ops);
+	if (ret)
+		goto err_pernet;
+	ret = tcp_register_congestion_control(&ptcp_theta_ops);
+	if (ret)
+		goto err_int;
+	return 0;
+
+err_int:
+	tcp_unregister_congestion_control(&ptcp_int_ops);
+err_pernet:
+	unregister_pernet_subsys(&ptcp_net_ops);
+err_notifier:
+	unregister_netdevice_notifier(&ptcp_netdev_nb);
+	ptcp_bw_flush();
+err_socks:
+	rcu_barrier();
+	rhashtable_free_and_destroy(&ptcp_socks, ptcp_leaked, NULL);
+	return ret;
+}
+
+static void __exit ptcp_unregister(void)
+{
+	tcp_unregister_congestion_control(&ptcp_theta_ops);
+	tcp_unregister_congestion_control(&ptcp_int_ops);
+	unregister_pernet_subsys(&ptcp_net_ops);
+	unregister_netdevice_notifier(&ptcp_netdev_nb);
+	ptcp_bw_flush();
+	rcu_barrier();
+	rhashtable_free_and_destroy(&ptcp_socks, ptcp_leaked, NULL);
+}
+
+module_init(ptcp_register);
+module_exit(ptcp_unregister);
+
+MODULE_AUTHOR("lumen");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_DESCRIPTION("PowerTCP (INT) and theta-PowerTCP (RTT) congestion control");
+MODULE_ALIAS("tcp_powertcp");
+MODULE_ALIAS("tcp_theta_powertcp");

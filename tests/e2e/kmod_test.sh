@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# kmod_test: the kernel module tcp_powertcp.ko end to end, on a kernel that
+# can load modules (CTest runs it inside the VM runner: vm_kmod_6.1,
+# vm_kmod_6.12; on a host without module support it skips).
+#
+#   LUMEN_BIN=build/userspace/lumen LUMEN_KMOD=build/kmod-6.1/tcp_powertcp.ko \
+#       bash tests/e2e/kmod_test.sh
+#
+# LUMEN_KMOD defaults to build/kmod-<major.minor of uname -r>/tcp_powertcp.ko
+# (tools/kmod-build). Checks, in order:
+#   - autoloading by algorithm name through the module aliases: sysctl in a
+#     namespace loads it for powertcp, setsockopt(TCP_CONGESTION) for
+#     theta_powertcp (request_module goes through a modprobe wrapper that
+#     also searches a private module tree, so nothing is installed);
+#   - insmod refuses a bad parameter, accepts good ones; both names are in
+#     tcp_available_congestion_control;
+#   - runtime parameters: every out-of-range value is refused with EINVAL and
+#     the old value stays; a good value is taken; stats is read only;
+#   - a namespace selects powertcp by sysctl;
+#   - iperf3 flows with powertcp and theta_powertcp over the namespace
+#     dumbbell with the software INT switch (lumen int enable for request and
+#     echo) complete; ss -ti shows the module's info; the tracepoint fires;
+#     INT reached the module (int_echoes, int_updates); an IPv6 flow reaches
+#     the IPv6 hook (on loopback, so through the hook's own socket lookup);
+#     with early demux off the hook still delivers INT (hook_lookup);
+#   - rmmod fails while a flow uses the module and succeeds after; every
+#     per-socket state was freed; the kernel logged no warning.
+source "$(dirname "$0")/lib.sh"
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+[[ $EUID -eq 0 ]] || e2e_skip "needs root"
+[[ -e /proc/modules ]] || e2e_skip "kernel $(uname -r) cannot load modules (/proc/modules missing)"
+[[ "$(cat /proc/sys/kernel/modules_disabled 2>/dev/null || echo 0)" == 0 ]] ||
+	e2e_skip "module loading is disabled (kernel.modules_disabled=1)"
+rel="$(uname -r)"
+ko="${LUMEN_KMOD:-$root/build/kmod-$(echo "$rel" | cut -d. -f1,2)/tcp_powertcp.ko}"
+[[ -f $ko ]] || e2e_skip "no module at $ko (build it: tools/kmod-build --kernel $(echo "$rel" | cut -d. -f1,2))"
+vermagic="$(modinfo -F vermagic "$ko" | awk '{ print $1 }')"
+[[ $vermagic == "$rel" ]] || e2e_skip "$ko is built for $vermagic, this kernel is $rel"
+grep -q '^tcp_powertcp ' /proc/modules && e2e_skip "tcp_powertcp is already loaded"
+e2e_require_bpf
+for tool in iperf3 python3 ss modprobe insmod rmmod depmod; do
+	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
+done
+
+params=/sys/module/tcp_powertcp/parameters
+tmp="$(mktemp -d)"
+e2e_on_exit "rm -rf '$tmp'"
+e2e_on_exit "rmmod tcp_powertcp"
+dmesg_mark="kmod_test-$$-start"
+echo "$dmesg_mark" >/dev/kmsg
+
+loaded() { grep -q '^tcp_powertcp ' /proc/modules; }
+available() { grep -qw "$1" /proc/sys/net/ipv4/tcp_available_congestion_control; }
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$params/stats"; }
+# unload, waiting for sockets that still hold the module (FIN/TIME_WAIT)
+unload() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		rmmod tcp_powertcp 2>/dev/null && return 0
+		sleep 0.2
+	done
+	rmmod tcp_powertcp
+}
+# py_cc NAME: a new socket, setsockopt(TCP_CONGESTION, NAME); prints the
+# algorithm the socket ended up with, or "error ERRNO"
+cat >"$tmp/cc.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    if len(sys.argv) > 1:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[1].encode())
+except OSError as e:
+    print(f"error {e.errno}")
+    sys.exit(0)
+print(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode())
+PY
+py_cc() { python3 "$tmp/cc.py" "$@"; }
+
+# --- autoload by name ------------------------------------------------------
+# request_module("tcp_<name>") runs kernel.modprobe: a wrapper that looks in
+# a private tree holding only our module first, then in the system's.
+modroot="$tmp/modroot"
+mkdir -p "$modroot/lib/modules/$rel/extra"
+cp "$ko" "$modroot/lib/modules/$rel/extra/"
+depmod -b "$modroot" "$rel" 2>/dev/null
+modprobe_before="$(cat /proc/sys/kernel/modprobe)"
+cat >"$tmp/modprobe" <<EOF
+#!/bin/sh
+$modprobe_before -d '$modroot' "\$@" 2>/dev/null || exec $modprobe_before "\$@"
+EOF
+chmod 755 "$tmp/modprobe"
+echo "$tmp/modprobe" >/proc/sys/kernel/modprobe
+e2e_on_exit "echo '$modprobe_before' > /proc/sys/kernel/modprobe"
+
+# The default of the initial namespace: other namespaces may only pick
+# algorithms listed in tcp_allowed_congestion_control, which a module that
+# is not loaded yet cannot be in.
+cc_before="$(sysctl -n net.ipv4.tcp_congestion_control)"
+e2e_on_exit "sysctl -qw net.ipv4.tcp_congestion_control='$cc_before'"
+e2e_check "sysctl net.ipv4.tcp_congestion_control=powertcp autoloads the module" \
+	sysctl -qw net.ipv4.tcp_congestion_control=powertcp
+e2e_check "module loaded by the alias" loaded
+e2e_check "default is powertcp" test "$(sysctl -n net.ipv4.tcp_congestion_control)" = powertcp
+sysctl -qw net.ipv4.tcp_congestion_control="$cc_before"
+e2e_check "rmmod after the default let go" unload
+ns_auto="$(e2e_ns auto)"
+e2e_check "setsockopt(TCP_CONGESTION, theta_powertcp) autoloads the module" \
+	test "$(ip netns exec "$ns_auto" python3 "$tmp/cc.py" theta_powertcp)" = theta_powertcp
+e2e_check "module loaded by the theta alias" loaded
+e2e_check "rmmod after the socket closed" unload
+echo "$modprobe_before" >/proc/sys/kernel/modprobe
+
+# --- a failed second registration unwinds the first ---------------------------
+# A BPF struct_ops algorithm that takes the name theta_powertcp first makes
+# the module's second registration fail: insmod must fail cleanly and leave
+# neither powertcp nor hooks behind. Needs clang and bpftool (else skipped).
+if command -v clang >/dev/null && command -v bpftool >/dev/null; then
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$tmp/vmlinux.h"
+	cat >"$tmp/dup.bpf.c" <<'BPF'
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+char LICENSE[] SEC("license") = "GPL";
+SEC("struct_ops/dup_ssthresh")
+__u32 BPF_PROG(dup_ssthresh, struct sock *sk) { return 2; }
+SEC("struct_ops/dup_undo_cwnd")
+__u32 BPF_PROG(dup_undo_cwnd, struct sock *sk) { return 2; }
+SEC("struct_ops/dup_cong_avoid")
+void BPF_PROG(dup_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) { }
+SEC(".struct_ops")
+struct tcp_congestion_ops dup = {
+	.ssthresh = (void *)dup_ssthresh,
+	.undo_cwnd = (void *)dup_undo_cwnd,
+	.cong_avoid = (void *)dup_cong_avoid,
+	.name = "theta_powertcp",
+};
+BPF
+	if clang -O2 -g -target bpf -I"$tmp" -c "$tmp/dup.bpf.c" -o "$tmp/dup.bpf.o" &&
+		bpftool struct_ops register "$tmp/dup.bpf.o" >/dev/null 2>&1; then
+		e2e_on_exit "bpftool struct_ops unregister name dup"
+		e2e_check "a BPF algorithm holds the name theta_powertcp" available theta_powertcp
+		e2e_check "insmod fails when theta_powertcp is taken" bash -c "! insmod '$ko' 2>/dev/null"
+		e2e_check "the first registration (powertcp) was unwound" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "module not loaded after the failed init" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
+		bpftool struct_ops unregister name dup >/dev/null 2>&1
+		e2e_check "the BPF algorithm is gone" bash -c '! grep -qw theta_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "insmod after the name is free again" insmod "$ko"
+		e2e_check "rmmod" unload
+	else
+		e2e_log "skipped the registration-failure check: could not build or register a BPF struct_ops"
+	fi
+else
+	e2e_log "skipped the registration-failure check: clang or bpftool missing"
+fi
+
+# --- insmod and parameters -------------------------------------------------
+e2e_check "insmod refuses gamma=5 (range [10, 1000])" bash -c "! insmod '$ko' gamma=5 2>/dev/null"
+e2e_check "not loaded after the refused insmod" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
+e2e_check "insmod with parameters" insmod "$ko" host_bw_mbps=1000 gamma=900 expected_flows=10
+e2e_check "powertcp available" available powertcp
+e2e_check "theta_powertcp available" available theta_powertcp
+e2e_check "host_bw_mbps reads 1000" test "$(cat $params/host_bw_mbps)" = 1000
+
+# param_refused NAME VALUE: the write fails and the value stays
+param_refused() {
+	local name="$1" value="$2" before after
+	before="$(cat "$params/$name")"
+	if echo "$value" >"$params/$name" 2>/dev/null; then
+		e2e_log "$name=$value was accepted"
+		return 1
+	fi
+	after="$(cat "$params/$name")"
+	[[ $after == "$before" ]] || {
+		e2e_log "$name changed from $before to $after"
+		return 1
+	}
+}
+for bad in "gamma 0" "gamma 9" "gamma 1001" "gamma abc" "gamma -1" "expected_flows 0" "expected_flows 1000001" \
+	"base_rtt_us 1000001" "host_bw_mbps 1600001" "beta_bytes 1073741825"; do
+	set -- $bad
+	e2e_check "parameter $1=$2 refused, old value kept" param_refused "$1" "$2"
+done
+# a combination: 1.6 Tbit/s x 1 s exceeds the 1 GiB window limit
+echo 1600000 >"$params/host_bw_mbps"
+e2e_check "base_rtt_us=1000000 with host_bw_mbps=1600000 refused" param_refused base_rtt_us 1000000
+echo 1000 >"$params/host_bw_mbps"
+e2e_check "refusals are logged with the range" bash -c "dmesg | grep -q 'gamma: refused .1001.: must be \[10, 1000\] permille'"
+echo 800 >"$params/gamma"
+e2e_check "gamma=800 accepted at runtime" test "$(cat $params/gamma)" = 800
+echo 900 >"$params/gamma"
+e2e_check "stats is read only" bash -c "! (echo 0 > $params/stats) 2>/dev/null"
+
+# namespaces other than the initial one may select allowed algorithms only
+allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
+e2e_on_exit "echo '$allowed_before' > /proc/sys/net/ipv4/tcp_allowed_congestion_control"
+echo "$allowed_before powertcp theta_powertcp" >/proc/sys/net/ipv4/tcp_allowed_congestion_control
+ns_sel="$(e2e_ns sel)"
+ip netns exec "$ns_sel" sysctl -qw net.ipv4.tcp_congestion_control=powertcp
+e2e_check "a namespace selects powertcp by sysctl (new sockets use it)" \
+	test "$(ip netns exec "$ns_sel" python3 "$tmp/cc.py")" = powertcp
+e2e_check "setsockopt selects theta_powertcp" test "$(py_cc theta_powertcp)" = theta_powertcp
+ip netns exec "$ns_sel" sysctl -qw net.ipv4.tcp_congestion_control=cubic
+
+# --- flows over the INT dumbbell --------------------------------------------
+cg="$(e2e_cgroup flows)"
+"$LUMEN_BIN" int enable --cgroup "$cg"
+e2e_on_exit "'$LUMEN_BIN' int disable"
+rate="${LUMEN_KMOD_RATE:-100mbit}"
+e2e_dumbbell 2 "$rate" 1m
+rate_mbps="$("$LUMEN_BIN" switch stats --json | e2e_json "int(d['ports'][0]['rate_mbps'])")"
+# tau: under load the stack adds far more than an idle ping shows, above all
+# in an emulated VM; a tau below the real RTT caps the window (host BDP + beta)
+ping_us="$(e2e_base_rtt_us)"
+rtt_us="${LUMEN_KMOD_BASE_RTT_US:-$((ping_us * 4 < 1000 ? 1000 : ping_us * 4))}"
+echo "$rate_mbps" >"$params/host_bw_mbps"
+echo "$rtt_us" >"$params/base_rtt_us"
+e2e_log "bottleneck $rate, ping RTT $ping_us us, tau $rtt_us us"
+
+trace=/sys/kernel/tracing
+[[ -d $trace/events ]] || trace=/sys/kernel/debug/tracing
+if [[ -e $trace/events/powertcp/powertcp_ack/enable ]]; then
+	echo >"$trace/trace"
+	echo 1 >"$trace/events/powertcp/powertcp_ack/enable"
+	e2e_on_exit "echo 0 > '$trace/events/powertcp/powertcp_ack/enable'"
+fi
+
+# run_flows ALGO SECONDS: one iperf3 flow per sender, concurrently; ss -tin
+# of sender 0 is sampled in the middle into $tmp/ALGO.ss
+run_flows() {
+	local algo="$1" secs="$2" i port pids=()
+	for i in "${!DB_SENDERS[@]}"; do
+		port=$((5301 + i))
+		e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p "$port" -D
+	done
+	sleep 0.5
+	for i in "${!DB_SENDERS[@]}"; do
+		port=$((5301 + i))
+		e2e_in "$cg" "${DB_SENDERS[$i]}" iperf3 -c "$DB_RX_ADDR" -p "$port" -t "$secs" -C "$algo" -J \
+			>"$tmp/$algo-$i.json" 2>&1 &
+		pids+=($!)
+	done
+	# sample ss -ti of sender 0 once its data connection runs with ALGO
+	for ((i = 0; i < 4 * secs; i++)); do
+		sleep 0.5
+		ip netns exec "${DB_SENDERS[0]}" ss -tin "dst $DB_RX_ADDR" >"$tmp/$algo.ss" 2>&1 || true
+		grep -q "dctcp:(ce_state:[1-9]" "$tmp/$algo.ss" && break
+		[[ $algo != powertcp ]] && grep -q "$algo.*dctcp:" "$tmp/$algo.ss" && break
+	done
+	local rc=0
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+
+secs="${LUMEN_KMOD_SECONDS:-4}"
+for algo in powertcp theta_powertcp; do
+	e2e_check "$algo: both flows complete" run_flows "$algo" "$secs"
+	total=0
+	for i in "${!DB_SENDERS[@]}"; do
+		mbps="$(e2e_iperf_mbps "$tmp/$algo-$i.json" 2>/dev/null || echo 0)"
+		e2e_log "$algo flow $i: $mbps Mbit/s"
+		e2e_check "$algo flow $i moves data" test "$mbps" -ge 1
+		total=$((total + mbps))
+	done
+	e2e_log "$algo total $total Mbit/s of $rate_mbps"
+	sed 's/^/    /' "$tmp/$algo.ss"
+	e2e_check "ss -ti names $algo" grep -q "$algo" "$tmp/$algo.ss"
+	e2e_check "ss -ti shows the module's info (dctcp:(ce_state:...))" grep -q 'dctcp:(ce_state:' "$tmp/$algo.ss"
+done
+e2e_check "powertcp ss info: one INT hop, power > 0" \
+	grep -Eq 'dctcp:\(ce_state:1,alpha:[1-9][0-9]*,' "$tmp/powertcp.ss"
+
+cat "$params/stats" | sed 's/^/    /'
+for c in flows acks int_echoes int_updates rtt_updates; do
+	v="$(stat_of "$c")"
+	e2e_check "counter $c > 0 ($v)" test "$v" -gt 0
+done
+for c in int_malformed no_state no_mem hash_fail hook_bad_csum; do
+	v="$(stat_of "$c")"
+	e2e_check "counter $c == 0 ($v)" test "$v" -eq 0
+done
+if [[ -e $trace/events/powertcp/powertcp_ack/enable ]]; then
+	e2e_check "tracepoint powertcp_ack recorded INT updates" grep -q 'powertcp_ack:.*mode=int result=int hops=1' "$trace/trace"
+	echo 0 >"$trace/events/powertcp/powertcp_ack/enable"
+fi
+
+# host_bw_mbps=0: HostBw from the output device's link speed (veth: 10000)
+det_before="$(stat_of bw_detected)"
+echo 0 >"$params/host_bw_mbps"
+e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p 5312 -D
+sleep 0.5
+autobw_flow() {
+	e2e_in "$cg" "${DB_SENDERS[0]}" iperf3 -c "$DB_RX_ADDR" -p 5312 -t 1 -C powertcp -J >"$tmp/autobw.json" 2>&1
+}
+e2e_check "powertcp flow with host_bw_mbps=0 completes" autobw_flow
+e2e_check "host bandwidth taken from the link speed ($det_before -> $(stat_of bw_detected))" \
+	test "$(stat_of bw_detected)" -gt "$det_before"
+echo "$rate_mbps" >"$params/host_bw_mbps"
+
+# IPv6 reaches the IPv6 hook: loopback in a namespace of the INT cgroup
+# (no switch, so the echoes carry no hops, but the hook stores them)
+ns6="$(e2e_ns v6)"
+echoes_before="$(stat_of int_echoes)"
+e2e_in "$cg" "$ns6" iperf3 -s -1 -p 5400 -D
+sleep 0.5
+v6_flow() { e2e_in "$cg" "$ns6" iperf3 -6 -c ::1 -p 5400 -t 1 -C powertcp -b 50M -J >"$tmp/v6.json" 2>&1; }
+e2e_check "IPv6 flow with powertcp completes" v6_flow
+e2e_check "IPv6 echoes reach the module (int_echoes $echoes_before -> $(stat_of int_echoes))" \
+	test "$(stat_of int_echoes)" -gt "$echoes_before"
+
+# early demux off: no skb->sk at LOCAL_IN, the hook looks the socket up
+lookup_before="$(stat_of hook_lookup)"
+echoes_before="$(stat_of int_echoes)"
+ip netns exec "${DB_SENDERS[0]}" sysctl -qw net.ipv4.tcp_early_demux=0
+e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p 5310 -D
+sleep 0.5
+nodemux_flow() {
+	e2e_in "$cg" "${DB_SENDERS[0]}" iperf3 -c "$DB_RX_ADDR" -p 5310 -t 2 -C powertcp -J >"$tmp/nodemux.json" 2>&1
+}
+e2e_check "powertcp flow with early demux off completes" nodemux_flow
+ip netns exec "${DB_SENDERS[0]}" sysctl -qw net.ipv4.tcp_early_demux=1
+e2e_check "early demux off: the hook looked the sockets up ($lookup_before -> $(stat_of hook_lookup))" \
+	test "$(stat_of hook_lookup)" -gt "$lookup_before"
+e2e_check "early demux off: INT still reaches the module ($echoes_before -> $(stat_of int_echoes))" \
+	test "$(stat_of int_echoes)" -gt "$echoes_before"
+
+# --- unload -----------------------------------------------------------------
+e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p 5311 -D
+sleep 0.5
+e2e_in "$cg" "${DB_SENDERS[0]}" iperf3 -c "$DB_RX_ADDR" -p 5311 -t 3 -C powertcp -J >"$tmp/busy.json" 2>&1 &
+busy=$!
+sleep 1
+e2e_check "rmmod refused while a flow uses the module" bash -c '! rmmod tcp_powertcp 2>/dev/null'
+e2e_check "the flow survives the rmmod attempt" wait "$busy"
+for ((i = 0; i < 50; i++)); do
+	[[ "$(stat_of states)" == 0 ]] && break
+	sleep 0.2
+done
+e2e_check "every per-socket state freed (states $(stat_of states))" test "$(stat_of states)" = 0
+e2e_check "rmmod" unload
+e2e_check "module gone" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
+e2e_check "names gone" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+dmesg | sed -n "/$dmesg_mark/,\$p" >"$tmp/dmesg"
+if grep -Eq 'WARNING|BUG|Oops|leak|refcount' "$tmp/dmesg"; then
+	cat "$tmp/dmesg"
+fi
+e2e_check "no kernel warnings while testing" bash -c "! grep -Eq 'WARNING|BUG|Oops|leak|refcount' '$tmp/dmesg'"
+e2e_finish
