@@ -209,9 +209,14 @@
  * per-namespace netfilter hooks, powertcp, theta_powertcp; any failure
  * unwinds what was registered before it. Sockets using either algorithm
  * hold a reference on the module (taken by the TCP core), so rmmod fails
- * with EBUSY while any exists; exit unregisters both algorithms, then the
- * hooks (which waits for running hooks), then the notifier, and waits for
- * pending RCU callbacks before the tables are destroyed.
+ * with EBUSY while any exists, and every state has been released when exit
+ * runs. exit unregisters both algorithms (the TCP core waits for RCU readers
+ * such as inet_diag), then the hooks (nf_unregister_net_hooks waits for
+ * running ones), then the notifier, and calls rcu_barrier() before it
+ * destroys the tables. (kfree_rcu runs no module code, so pending frees
+ * need not be waited for; the barrier is for anything that does.) The
+ * "states" counter in stats shows per-socket states allocated and not yet
+ * released, so a leak would be visible from a shell.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -549,11 +554,12 @@ struct ptcp_dev_bw {
 static DEFINE_HASHTABLE(ptcp_bw_table, PTCP_BW_HASH_BITS);
 static DEFINE_SPINLOCK(ptcp_bw_lock); /* writers; they also hold RTNL, except at exit */
 
+/* Caller holds RCU or ptcp_bw_lock. */
 static struct ptcp_dev_bw *ptcp_bw_find(const struct net_device *dev)
 {
 	struct ptcp_dev_bw *e;
 
-	hash_for_each_possible_rcu(ptcp_bw_table, e, node, (unsigned long)dev)
+	hash_for_each_possible_rcu(ptcp_bw_table, e, node, (unsigned long)dev, lockdep_is_held(&ptcp_bw_lock))
 		if (e->dev == dev)
 			return e;
 	return NULL;
