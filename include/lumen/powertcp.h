@@ -556,6 +556,31 @@ LUMEN_INLINE void lumen_ptcp_ewma(__u64 *avg, __u64 sample, __u64 dt_ns, __u64 t
 }
 
 /*
+ * One hop of one ACK: the wraparound-safe delta to the hop's previous record
+ * and its normalised power. Returns 0, or the lumen_int_delta_error that makes
+ * the sample unusable. A BPF subprogram (LUMEN_SUBPROG): inlined five times
+ * into the hop loop, it alone took cong_control past the 6.12 verifier's
+ * budget of one million instructions.
+ */
+LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const struct lumen_int_hop *cur, __u64 tau_ns,
+					__u64 *power, __u64 *dt_ns)
+{
+	struct lumen_int_delta d;
+	int err;
+
+	if (!prev || !cur || !power || !dt_ns) /* LUMEN_SUBPROG: the BPF verifier cannot know */
+		return LUMEN_INT_DELTA_ERATE;
+	*power = 0;
+	*dt_ns = 0;
+	err = lumen_int_hop_delta(prev, cur, &d);
+	if (err)
+		return err;
+	*power = lumen_ptcp_hop_power(&d, tau_ns);
+	*dt_ns = d.dt_ns;
+	return 0;
+}
+
+/*
  * INT power of one ACK: the maximum normalised power over the hops (A1),
  * smoothed. Returns 1 when the window may be updated, 0 when the ACK only
  * re-baselined the history (counted in stats).
@@ -577,13 +602,12 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 		usable = 0;
 	} else {
 		for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
-			struct lumen_int_delta d;
-			__u64 power;
+			__u64 power = 0, dt = 0;
 			int err;
 
 			if (i >= count)
 				break;
-			err = lumen_int_hop_delta(&st->prev_hops[i], &echo->hops[i], &d);
+			err = lumen_ptcp_hop_sample(&st->prev_hops[i], &echo->hops[i], tau_ns, &power, &dt);
 			if (err == LUMEN_INT_DELTA_ETIME && echo->hops[i].ts == st->prev_hops[i].ts) {
 				duplicate = 1;
 				break;
@@ -596,15 +620,14 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 				usable = 0;
 				break;
 			}
-			power = lumen_ptcp_hop_power(&d, tau_ns);
 			/*
-			 * The first usable hop always sets max_dt (d.dt_ns > 0): a
-			 * power of 0 (idle link, quantised tx) is a real sample and
-			 * must pull the EWMA down with weight dt/tau, not weight 0.
+			 * The first usable hop always sets max_dt (dt > 0): a power
+			 * of 0 (idle link, quantised tx) is a real sample and must
+			 * pull the EWMA down with weight dt/tau, not weight 0.
 			 */
 			if (power > max_power || max_dt == 0) {
 				max_power = power;
-				max_dt = d.dt_ns;
+				max_dt = dt;
 				st->max_hop = (__u8)i;
 			}
 		}

@@ -46,6 +46,22 @@
 #define LUMEN_INLINE static inline __attribute__((always_inline))
 #endif
 
+/*
+ * A function the BPF verifier should check once, on its own, instead of once
+ * per call site and path: the per-hop step of a loop, say. In BPF it is a
+ * global (non-static, noinline) function: the verifier checks a global
+ * function once against its BTF signature, while a static subprogram is
+ * re-verified at every call in the caller's state (6.1 then explores more
+ * states than with the code inlined). A global function's pointer arguments
+ * may be NULL as far as the verifier knows: the body must check them.
+ * Everywhere else it is an ordinary inline function.
+ */
+#if defined(__bpf__)
+#define LUMEN_SUBPROG __attribute__((noinline))
+#else
+#define LUMEN_SUBPROG LUMEN_INLINE
+#endif
+
 /* Unsigned 64-bit division; callers guarantee a non-zero divisor. */
 LUMEN_INLINE __u64 lumen_div64(__u64 dividend, __u64 divisor)
 {

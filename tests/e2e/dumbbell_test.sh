@@ -38,35 +38,38 @@ e2e_on_exit "rm -rf '$tmp'"
 
 # run_flows ALGO SECONDS: one iperf3 flow per sender, concurrently
 run_flows() {
-	local algo="$1" secs="$2" i port pids=()
-	for i in "${!DB_SENDERS[@]}"; do
-		port=$((5301 + i))
-		e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p "$port" -D
-	done
-	sleep 0.5
-	for i in "${!DB_SENDERS[@]}"; do
-		port=$((5301 + i))
-		local cc=()
-		[[ -n "$algo" ]] && cc=(-C "$algo")
-		e2e_in "$cg" "${DB_SENDERS[$i]}" iperf3 -c "$DB_RX_ADDR" -p "$port" -t "$secs" "${cc[@]}" -J \
-			>"$tmp/$algo-$i.json" 2>&1 &
-		pids+=($!)
-	done
-	local rc=0
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	return $rc
+	e2e_start_flows "$cg" "$1" "$2" "$tmp"
+	e2e_wait_flows
 }
 
-for algo in bpf_powertcp bpf_theta_ptcp; do
-	e2e_check "$algo: both flows complete" run_flows "$algo" 3
-	total=0
+# total_mbps ALGO: the flows' summed goodput of the last run_flows ALGO
+total_mbps() {
+	local i mbps total=0
 	for i in "${!DB_SENDERS[@]}"; do
-		mbps="$(e2e_iperf_mbps "$tmp/$algo-$i.json" 2>/dev/null || echo 0)"
-		e2e_log "$algo flow $i: $mbps Mbit/s"
-		e2e_check "$algo flow $i moves data (>= 50 Mbit/s)" test "$mbps" -ge 50
+		mbps="$(e2e_iperf_mbps "$tmp/$1-$i.json" 2>/dev/null || echo 0)"
+		e2e_log "$1 flow $i: $mbps Mbit/s" >&2
 		total=$((total + mbps))
 	done
-	e2e_check "$algo fills the 1 Gbit/s bottleneck (total $total >= 700 Mbit/s)" test "$total" -ge 700
+	echo "$total"
+}
+
+# What this machine can push through the testbed: cubic, same flows. On the
+# host that is the full 1 Gbit/s; in a VM under software emulation the
+# senders' CPUs bind first (100-400 Mbit/s), so PowerTCP must reach 70 % of
+# the link or 2/3 of cubic's total, whichever is lower (at least 100).
+e2e_check "cubic baseline: both flows complete" run_flows cubic 3
+cubic_total="$(total_mbps cubic)"
+need=$((cubic_total * 2 / 3 < 700 ? cubic_total * 2 / 3 : 700))
+need=$((need < 100 ? 100 : need)) # a broken baseline must not lower the bar to nothing
+e2e_log "cubic moves $cubic_total Mbit/s: PowerTCP needs $need"
+for algo in bpf_powertcp bpf_theta_ptcp; do
+	e2e_check "$algo: both flows complete" run_flows "$algo" 3
+	for i in "${!DB_SENDERS[@]}"; do
+		mbps="$(e2e_iperf_mbps "$tmp/$algo-$i.json" 2>/dev/null || echo 0)"
+		e2e_check "$algo flow $i moves data (>= 50 Mbit/s): $mbps" test "$mbps" -ge 50
+	done
+	total="$(total_mbps "$algo")"
+	e2e_check "$algo fills the bottleneck (total $total >= $need Mbit/s)" test "$total" -ge "$need"
 done
 
 int_json="$("$LUMEN_BIN" int status --json)"

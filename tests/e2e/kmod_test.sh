@@ -231,18 +231,8 @@ fi
 # run_flows ALGO SECONDS: one iperf3 flow per sender, concurrently; ss -tin
 # of sender 0 is sampled in the middle into $tmp/ALGO.ss
 run_flows() {
-	local algo="$1" secs="$2" i port pids=()
-	for i in "${!DB_SENDERS[@]}"; do
-		port=$((5301 + i))
-		e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p "$port" -D
-	done
-	sleep 0.5
-	for i in "${!DB_SENDERS[@]}"; do
-		port=$((5301 + i))
-		e2e_in "$cg" "${DB_SENDERS[$i]}" iperf3 -c "$DB_RX_ADDR" -p "$port" -t "$secs" -C "$algo" -J \
-			>"$tmp/$algo-$i.json" 2>&1 &
-		pids+=($!)
-	done
+	local algo="$1" secs="$2"
+	e2e_start_flows "$cg" "$algo" "$secs" "$tmp"
 	# ss -ti of sender 0, sampled in the background while the flows run (an
 	# emulated VM may take seconds for one ss call); $tmp/ALGO.ss is the last
 	# sample that shows INT hops (powertcp) or the module's info, else the
@@ -253,8 +243,8 @@ run_flows() {
 			sleep 0.2
 		done
 	) &
-	local sampler=$! rc=0 p k f strong="" weak=""
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	local sampler=$! rc=0 k f strong="" weak=""
+	e2e_wait_flows || rc=1
 	kill "$sampler" 2>/dev/null || true
 	wait "$sampler" 2>/dev/null || true
 	for ((k = 0; ; k++)); do

@@ -172,3 +172,30 @@ e2e_json() {
 e2e_iperf_mbps() {
 	e2e_json 'int(d["end"]["sum_received"]["bits_per_second"] / 1e6)' <"$1"
 }
+
+# e2e_start_flows CGROUP ALGO SECONDS OUTDIR: on the dumbbell, one iperf3 flow
+# per sender to the receiver (ports 5301, 5302, ...), all at once, inside
+# CGROUP; ALGO empty = the namespace's default. Client results (-J) go to
+# OUTDIR/ALGO-<sender index>.json; the client pids to E2E_FLOW_PIDS. Call it
+# directly, not in $(...).
+e2e_start_flows() {
+	local cg="$1" algo="$2" secs="$3" out="$4" i cc=()
+	[[ -n "$algo" ]] && cc=(-C "$algo")
+	for i in "${!DB_SENDERS[@]}"; do
+		e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p $((5301 + i)) -D
+	done
+	sleep 0.5
+	E2E_FLOW_PIDS=()
+	for i in "${!DB_SENDERS[@]}"; do
+		e2e_in "$cg" "${DB_SENDERS[$i]}" iperf3 -c "$DB_RX_ADDR" -p $((5301 + i)) -t "$secs" "${cc[@]}" -J \
+			>"$out/$algo-$i.json" 2>&1 &
+		E2E_FLOW_PIDS+=($!)
+	done
+}
+
+# e2e_wait_flows: waits for the flows of e2e_start_flows; fails if any failed.
+e2e_wait_flows() {
+	local p rc=0
+	for p in "${E2E_FLOW_PIDS[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}

@@ -81,6 +81,9 @@ untouched() {
 py() {
 	python3 -c "import json, sys; a = sys.argv[1:]; sys.exit(0 if ($1) else 1)" "${@:2}"
 }
+py_print() { # py_print EXPR ARGS...: prints EXPR over a = ARGS
+	python3 -c "import sys; a = sys.argv[1:]; print($1)" "${@:2}"
+}
 
 iperf_run() { # iperf_run OUT SECONDS [DST]: iperf3 (cubic) h1 -> h2, JSON into OUT
 	ip netns exec "$H2" iperf3 -s -1 -D -p 5201
@@ -92,11 +95,21 @@ iperf_run() { # iperf_run OUT SECONDS [DST]: iperf3 (cubic) h1 -> h2, JSON into 
 	ip netns exec "$H1" iperf3 -c "${3:-10.88.2.1}" -p 5201 -C cubic -t "$2" -J >"$1"
 }
 
-iperf_field() { # iperf_field OUT sent_bytes|rx_mbps
+iperf_field() { # iperf_field OUT sent_bytes|rx_bytes|rx_mbps
 	python3 -c '
 import json, sys
 e = json.load(open(sys.argv[1]))["end"]
-print(e["sum_sent"]["bytes"] if sys.argv[2] == "sent_bytes" else "%.1f" % (e["sum_received"]["bits_per_second"] / 1e6))' "$1" "$2"
+f = {"sent_bytes": lambda: e["sum_sent"]["bytes"], "rx_bytes": lambda: e["sum_received"]["bytes"],
+     "rx_mbps": lambda: "%.1f" % (e["sum_received"]["bits_per_second"] / 1e6)}
+print(f[sys.argv[2]]())' "$1" "$2"
+}
+
+# Port B's rate in the data-path phases (chosen below, once the path is up):
+# 100 Mbit/s, or LUMEN_E2E_PORT_MBPS.
+rate="${LUMEN_E2E_PORT_MBPS:-100}"
+[[ $rate =~ ^[0-9]+$ ]] && ((rate >= 10 && rate <= 1000)) || {
+	e2e_log "LUMEN_E2E_PORT_MBPS=$rate: expected 10..1000"
+	exit 1
 }
 
 attach_b() { # attach_b ARGS...: port B, sw:b1 -> h2:b0
@@ -164,25 +177,43 @@ e2e_check "switch --help documents attach, detach, stats" \
 e2e_check "no qdisc or filter left on any device" \
 	bash -c "$(declare -f untouched); untouched '$H1' a0 && untouched '$SW' a1 && untouched '$SW' b1 && untouched '$H2' b0"
 
-# ---------------------------------------------------------------------------
-e2e_log "port B at 100 Mbit/s, buffer 200k: throughput and exact queue accounting"
+# The shaped flows below must fill port B, so its rate must sit well below
+# what one TCP flow moves on this machine: a VM under software emulation, or
+# a busy one, moves only some tens of Mbit/s. Measure the unshaped path and
+# use at most half of it.
+iperf_run "$TMPD/iperf0.json" 1
+path_mbps="$(iperf_field "$TMPD/iperf0.json" rx_mbps)"
+rate="$(py_print "max(10, min(int(a[0]), int(float(a[1]) / 2) // 10 * 10))" "$rate" "$path_mbps")"
+# INT byte unit at that rate (include/lumen/int_option.h: 2^14 units hold
+# 2^22 ns of line rate) and a buffer whose queue the qlen field can hold
+unit=1
+while ((16384 * unit < 524288 * rate / 1000)); do unit=$((unit * 2)); done
+probe_buffer=$((16384 * unit * 7 / 8 < 40960 ? 16384 * unit * 7 / 8 : 40960))
 
-attach_b --rate 100mbit --buffer 200k >/dev/null
-e2e_check "tbf root qdisc at 100Mbit on b1" bash -c "tc -n '$SW' qdisc show dev b1 | grep -q 'tbf.*rate 100Mbit'"
+# ---------------------------------------------------------------------------
+e2e_log "port B at $rate Mbit/s (unshaped path: $path_mbps Mbit/s), buffer 200k: throughput and exact queue accounting"
+
+attach_b --rate "${rate}mbit" --buffer 200k >/dev/null
+e2e_check "tbf root qdisc at ${rate}Mbit on b1" bash -c "tc -n '$SW' qdisc show dev b1 | grep -q 'tbf.*rate ${rate}Mbit'"
 e2e_check "egress program on b1, ingress program on b0" \
 	bash -c "tc -n '$SW' filter show dev b1 egress | grep -q lumen_sw_egress && tc -n '$H2' filter show dev b0 ingress | grep -q lumen_sw_ingres"
 iperf_run "$TMPD/iperf1.json" 2
 sleep 0.5
 mbps="$(iperf_field "$TMPD/iperf1.json" rx_mbps)"
 sent="$(iperf_field "$TMPD/iperf1.json" sent_bytes)"
+received="$(iperf_field "$TMPD/iperf1.json" rx_bytes)"
 deq="$(port_field b1 "$SW" deq_bytes)"
 enq="$(port_field b1 "$SW" enq_bytes)"
 e2e_log "  iperf3 ${mbps} Mbit/s, sent $sent B; switch enq $enq B deq $deq B, max queue" \
 	"$(port_field b1 "$SW" qlen_max_bytes) B, p50 $(port_field b1 "$SW" qlen_p50_bytes) B," \
 	"p99 $(port_field b1 "$SW" qlen_p99_bytes) B, drops $(port_field b1 "$SW" drops)"
-e2e_check "throughput close to the port rate (85..105 Mbit/s): $mbps" py "85 <= float(a[0]) <= 105" "$mbps"
-e2e_check "dequeued bytes = iperf bytes + headers (ratio 1.0..1.12)" \
-	py "1.0 <= int(a[0]) / int(a[1]) <= 1.12" "$deq" "$sent"
+e2e_check "throughput close to the port rate (0.85..1.05 x $rate Mbit/s): $mbps" \
+	py "0.85 * int(a[1]) <= float(a[0]) <= 1.05 * int(a[1])" "$mbps" "$rate"
+# every received byte was dequeued (with headers); at most what was sent
+# plus headers and retransmissions (iperf3's sent count may include bytes
+# still unsent in the socket when the test ended)
+e2e_check "dequeued bytes: received <= dequeued <= 1.12 x sent" \
+	py "int(a[1]) <= int(a[0]) <= 1.12 * int(a[2])" "$deq" "$received" "$sent"
 e2e_check "queue drained to exactly 0: enqueued == dequeued" py "a[0] == a[1]" "$enq" "$deq"
 e2e_check "a standing queue was seen (max > 20k, median > 0)" \
 	py "int(a[0]) > 20000 and int(a[1]) > 0" "$(port_field b1 "$SW" qlen_max_bytes)" "$(port_field b1 "$SW" qlen_p50_bytes)"
@@ -200,7 +231,7 @@ e2e_check "detach removed the port entry" py "a[0] == 'none'" "$(port_field b1 "
 # ---------------------------------------------------------------------------
 e2e_log "port B with a 20k buffer: tail drops"
 
-attach_b --rate 100mbit --buffer 20k >/dev/null
+attach_b --rate "${rate}mbit" --buffer 20k >/dev/null
 iperf_run "$TMPD/iperf2.json" 2
 sleep 0.3
 drops="$(port_field b1 "$SW" drops)"
@@ -219,20 +250,22 @@ e2e_log "port B with ECN threshold 30k and an ECN flow: CE marks"
 
 ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=1
 ip netns exec "$H2" sysctl -qw net.ipv4.tcp_ecn=1
-attach_b --rate 100mbit --buffer 200k --ecn-threshold 30k >/dev/null
+attach_b --rate "${rate}mbit" --buffer 200k --ecn-threshold 30k >/dev/null
 iperf_run "$TMPD/iperf3.json" 2
 sleep 0.3
 marks="$(port_field b1 "$SW" ecn_marks)"
 e2e_log "  iperf3 $(iperf_field "$TMPD/iperf3.json" rx_mbps) Mbit/s, ECN marks $marks," \
 	"drops $(port_field b1 "$SW" drops), max queue $(port_field b1 "$SW" qlen_max_bytes) B"
 e2e_check "ECN marks counted: $marks" py "int(a[0]) > 0" "$marks"
-e2e_check "ECN keeps the throughput (>= 80 Mbit/s)" py "float(a[0]) >= 80" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)"
+e2e_check "ECN keeps the throughput (>= 0.8 x $rate Mbit/s)" \
+	py "float(a[0]) >= 0.8 * int(a[1])" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)" "$rate"
 iperf_run "$TMPD/iperf3v6.json" 2 fd88:2::1
 sleep 0.3
 marks6="$(port_field b1 "$SW" ecn_marks)"
 e2e_log "  IPv6: iperf3 $(iperf_field "$TMPD/iperf3v6.json" rx_mbps) Mbit/s, ECN marks now $marks6"
 e2e_check "IPv6 flow marked too (traffic class CE)" py "int(a[0]) > int(a[1])" "$marks6" "$marks"
-e2e_check "IPv6 ECN flow at >= 80 Mbit/s" py "float(a[0]) >= 80" "$(iperf_field "$TMPD/iperf3v6.json" rx_mbps)"
+e2e_check "IPv6 ECN flow at >= 0.8 x $rate Mbit/s" \
+	py "float(a[0]) >= 0.8 * int(a[1])" "$(iperf_field "$TMPD/iperf3v6.json" rx_mbps)" "$rate"
 ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=2
 ip netns exec "$H2" sysctl -qw net.ipv4.tcp_ecn=2
 "$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null
@@ -282,13 +315,18 @@ probes 6 "$TMPD/p6.json" 2 4 v6a:req:2:ts v6b:req:2:odd
 e2e_check "IPv6: 2 hops filled, checksums valid" \
 	probe_ok "$TMPD/p6.json" "len(r) == 2 and all(v['csum_ok'] and v['count'] == 2 and [h['rate'] for h in v['hops']] == [801, 800] for v in r.values())"
 
-e2e_log "INT under load: probes behind an iperf3 flow through port B, buffer 40k"
-# 40k stays below what the qlen field holds at 100 Mbit/s (2^14 units of 4 B)
+e2e_log "INT under load: probes behind an iperf3 flow through port B, buffer $probe_buffer B"
+# the buffer stays below what the qlen field holds (2^14 units of $unit B)
 "$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null
-attach_b --rate 100mbit --buffer 40k >/dev/null
-iperf_run "$TMPD/iperf4.json" 3 &
+attach_b --rate "${rate}mbit" --buffer "$probe_buffer" >/dev/null
+# the flow outlasts the probes even where python3 starts slowly (a VM under
+# software emulation): the probes go out once the queue has built up
+iperf_run "$TMPD/iperf4.json" 8 &
 iperf_pid=$!
-sleep 1
+for ((i = 0; i < 50; i++)); do
+	(($(port_field b1 "$SW" qlen_bytes) > 0)) && break
+	sleep 0.1
+done
 load=()
 for i in $(seq 1 20); do load+=("l$i:req:2:plain"); done
 probes 4 "$TMPD/pl.json" 20 3 --gap 0.05 "${load[@]}"
@@ -296,13 +334,15 @@ wait "$iperf_pid"
 e2e_log "  $(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("%d probes arrived, port B queue in hop 1 (4 B units):" % len(r), sorted(v["hops"][1]["qlen"] for v in r.values()))' "$TMPD/pl.json")"
+print("%d probes arrived, port B queue in hop 1 (%s B units):" % (len(r), sys.argv[2]), sorted(v["hops"][1]["qlen"] for v in r.values()))' "$TMPD/pl.json" "$unit")"
 e2e_check "most probes arrived, all with 2 hops and valid checksums" \
 	probe_ok "$TMPD/pl.json" "len(r) >= 10 and all(v['csum_ok'] and v['count'] == 2 for v in r.values())"
-e2e_check "hop 1 reports port B's queue: non-zero, at most the 40k buffer" \
-	probe_ok "$TMPD/pl.json" "any(v['hops'][1]['qlen'] > 0 for v in r.values()) and all(v['hops'][1]['qlen'] * 4 <= 40960 for v in r.values())"
-e2e_check "hop 0 reports port A (1 Gbit/s, not a bottleneck): queue below 16 KiB" \
-	probe_ok "$TMPD/pl.json" "all(v['hops'][0]['rate'] == 801 and v['hops'][0]['qlen'] * 32 < 16384 for v in r.values())"
+e2e_check "hop 1 reports port B's queue: non-zero, at most the $probe_buffer B buffer" \
+	probe_ok "$TMPD/pl.json" "any(v['hops'][1]['qlen'] > 0 for v in r.values()) and all(v['hops'][1]['qlen'] * $unit <= $probe_buffer for v in r.values())"
+# port A's "queue" includes its peer's receive backlog, which a slow
+# (emulated) receiver can let grow for a moment: judge the median probe
+e2e_check "hop 0 reports port A (1 Gbit/s, not a bottleneck): median queue below 16 KiB" \
+	probe_ok "$TMPD/pl.json" "all(v['hops'][0]['rate'] == 801 for v in r.values()) and sorted(v['hops'][0]['qlen'] for v in r.values())[len(r) // 2] * 32 < 16384"
 
 # ---------------------------------------------------------------------------
 e2e_log "detach"
