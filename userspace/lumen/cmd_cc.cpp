@@ -140,11 +140,6 @@ struct SkelDeleter {
 	}
 };
 
-std::string errno_text(int err)
-{
-	return std::strerror(err < 0 ? -err : err);
-}
-
 bool contains(const std::vector<std::string> &words, const std::string &w)
 {
 	return std::find(words.begin(), words.end(), w) != words.end();

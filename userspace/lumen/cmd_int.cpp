@@ -117,11 +117,6 @@ const char kUsage[] = "usage: lumen int enable --cgroup PATH [--slots N] [--port
 		      "State is pinned under " LUMEN_PIN_ROOT ": int_sockops_link, int_sockops_prog,\n"
 		      "lumen_int_cfg, lumen_int_stats, lumen_int_sk.\n";
 
-std::string errno_text(int err)
-{
-	return std::strerror(err < 0 ? -err : err);
-}
-
 // Closes a file descriptor on scope exit.
 struct Fd {
 	int fd = -1;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -374,6 +376,53 @@ std::vector<std::uint64_t> sum_percpu_counters(int map_fd, std::uint32_t n)
 			sums[k] += v;
 	}
 	return sums;
+}
+
+std::string errno_text(int err)
+{
+	return std::strerror(err < 0 ? -err : err);
+}
+
+// ---------------------------------------------------------------------
+// Interruption
+
+namespace
+{
+volatile std::sig_atomic_t interrupt_flag = 0;
+
+void on_interrupt(int)
+{
+	interrupt_flag = 1;
+}
+} // namespace
+
+void install_interrupt_handlers()
+{
+	struct sigaction sa = {};
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	// no SA_RESTART: a blocking wait returns EINTR and its loop re-checks
+	for (int sig : {SIGINT, SIGTERM, SIGHUP})
+		sigaction(sig, &sa, nullptr);
+}
+
+bool interrupted()
+{
+	return interrupt_flag != 0;
+}
+
+void throw_if_interrupted()
+{
+	if (interrupted())
+		throw Interrupted();
+}
+
+void sleep_interruptible_ns(std::uint64_t ns)
+{
+	struct timespec left = {static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+	while (!interrupted() && nanosleep(&left, &left) != 0 && errno == EINTR) {
+	}
+	throw_if_interrupted();
 }
 
 // ---------------------------------------------------------------------

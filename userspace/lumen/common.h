@@ -64,6 +64,8 @@ void require_btf(); // Error when /sys/kernel/btf/vmlinux is missing
 std::string ensure_pin_root();
 std::string pin_path(std::string_view name); // LUMEN_PIN_ROOT "/" name
 bool path_exists(const std::string &path);
+// strerror of an errno value, or of a negative one as libbpf returns them
+std::string errno_text(int err);
 
 // libbpf's messages are collected, not printed; on failure the last lines
 // go into the error text (verifier logs, missing kernel features).
@@ -86,6 +88,22 @@ std::vector<std::string> split_words(const std::string &text);
 
 // Sums a per-CPU array of u64 counters (map fd), entries [0, n).
 std::vector<std::uint64_t> sum_percpu_counters(int map_fd, std::uint32_t n);
+
+// ---------------------------------------------------------------------
+// Interruption (Ctrl-C): long-running commands install the handlers, poll
+// interrupted() in their loops and throw Interrupted, so destructors undo
+// what was set up (testbeds, loaded programs) before the process exits.
+
+struct Interrupted : Error {
+	Interrupted() : Error("interrupted")
+	{
+	}
+};
+void install_interrupt_handlers(); // SIGINT, SIGTERM, SIGHUP set the flag
+bool interrupted();
+void throw_if_interrupted();
+// Sleeps up to `ns`, waking early (and throwing Interrupted) on a signal.
+void sleep_interruptible_ns(std::uint64_t ns);
 
 // ---------------------------------------------------------------------
 // Output

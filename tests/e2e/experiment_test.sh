@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# tests/e2e/experiment_test.sh - `lumen experiment`: every built-in
+# experiment runs with --smoke and writes well-formed results (JSON that
+# parses, CSVs with the exact headers and column counts, real PNGs), a bad
+# description and an injected testbed failure are refused cleanly, and
+# nothing is left behind (namespaces, testbed state files, lumen pins,
+# cgroups, sysctls). About 4-5 minutes on 2 cores.
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+e2e_require_bpf
+command -v gnuplot >/dev/null || e2e_skip "gnuplot missing (tools/install-deps)"
+"$LUMEN_BIN" experiment --help >/dev/null 2>&1 || e2e_skip "lumen built without 'lumen experiment'"
+# (status captured first: grep -q closing the pipe early would fail it)
+cc_status="$("$LUMEN_BIN" cc status 2>&1 || true)"
+[[ "$cc_status" == *"not loaded"* ]] || e2e_skip "the PowerTCP struct_ops is loaded by someone else (lumen cc status)"
+int_status="$("$LUMEN_BIN" int status 2>&1 || true)"
+[[ "$int_status" == *"not enabled"* ]] || e2e_skip "INT sockops is enabled by someone else (lumen int status)"
+
+out="$(mktemp -d /tmp/lumen-experiment-e2e.XXXXXX)"
+e2e_on_exit "rm -rf '$out'"
+
+# host state that must be the same after every run. The runner names its
+# testbeds x<hex pid> (namespaces lt-x*); other testbeds may come and go
+# meanwhile (other people's tests), so only the runner's count. The switch
+# maps (lumen_sw_*) are shared with every testbed: the runner's ports are
+# covered by its namespaces, the cc/int pins are its own.
+state() {
+	ip netns list | awk '$1 ~ /^lt-x/ { print "netns " $1 }'
+	{ ls /run/lumen/testbeds 2>/dev/null || true; } | awk '/^x/ { print "testbed " $0 }'
+	{ ls /sys/fs/bpf/lumen 2>/dev/null || true; } | awk '!/^lumen_sw_/ { print "pin " $0 }'
+	{ ls -d "$(e2e_cgroup2_root)"/lt-x* 2>/dev/null || true; } | sed 's/^/cgroup /'
+	echo "allowed $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
+	echo "default $(cat /proc/sys/net/ipv4/tcp_congestion_control)"
+}
+
+nothing_new() { # nothing_new BEFORE_FILE: no state that was not there before
+	local added
+	added="$(comm -13 <(sort "$1") <(state | sort))"
+	[[ -z "$added" ]] || { e2e_log "left behind: $added"; return 1; }
+}
+
+check_results() { # check_results DIR RUNS [PNG...]
+	python3 "$(dirname "$0")/experiment_results.py" "$@"
+}
+
+before="$out/state.before"
+state >"$before"
+
+run_builtin() { # run_builtin NAME RUNS [extra PNGs...]
+	local name="$1" runs="$2" rc=0
+	shift 2
+	e2e_log "running $name --smoke"
+	"$LUMEN_BIN" experiment run "$name" --smoke --out "$out/$name" >"$out/$name.log" 2>&1 || rc=$?
+	e2e_check "$name: exit status 0" test "$rc" -eq 0
+	((rc == 0)) || tail -20 "$out/$name.log"
+	e2e_check "$name: printed the summary table" grep -q "goodput Mb/s" "$out/$name.log"
+	e2e_check "$name: JSON, CSV and PNG results are well-formed" check_results "$out/$name" "$runs" "$@"
+	e2e_check "$name: nothing left behind" nothing_new "$before"
+}
+
+run_builtin quick 2 cwnd.png incast.png
+run_builtin fairness 4 cwnd.png
+run_builtin incast 4 cwnd.png incast.png
+run_builtin websearch 12 fct_slowdown.png
+
+# a bad description: refused before anything is built
+printf '{"name": "bad", "topology": {"topology": "dumbbell"}, "algorithms": ["cubic"], "duration": "2s",
+  "phases": [{"name": "p", "kind": "long", "from": "s9", "to": "r1", "duration": "3s"}]}' >"$out/bad.json"
+rc=0
+"$LUMEN_BIN" experiment run "$out/bad.json" --out "$out/bad" >"$out/bad.log" 2>&1 || rc=$?
+e2e_check "a phase longer than the experiment is a usage error (exit 2)" test "$rc" -eq 2
+e2e_check "the error names the file and the phase" grep -q "bad.json: phases\[0\]: ends at" "$out/bad.log"
+
+# a host the testbed does not have: found after setup, everything undone
+sed -i 's/"duration": "3s"/"duration": "2s"/' "$out/bad.json"
+rc=0
+"$LUMEN_BIN" experiment run "$out/bad.json" --out "$out/bad2" >"$out/bad2.log" 2>&1 || rc=$?
+e2e_check "an unknown host is refused" grep -q "the testbed has no host 's9'" "$out/bad2.log"
+e2e_check "nothing left behind after the refused host" nothing_new "$before"
+
+# an injected testbed failure (step 5) with the eBPF algorithm requested
+rc=0
+LUMEN_TESTBED_FAIL_AT=5 "$LUMEN_BIN" experiment run quick --smoke --out "$out/fail" >"$out/fail.log" 2>&1 || rc=$?
+e2e_check "an injected testbed failure fails the run (exit 1)" test "$rc" -eq 1
+e2e_check "nothing left behind after the injected failure" nothing_new "$before"
+
+e2e_finish

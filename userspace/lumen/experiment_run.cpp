@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumen/experiment_run.cpp - the experiment runner (see
+// experiment_run.h). The order of a run:
+//   1. resolve the description, check the algorithms and tools exist, make
+//      the result directory;
+//   2. Testbed::create (atomic), then `lumen cc load --allow` with the
+//      testbed's rate and base RTT if a bpf_* algorithm runs, the same
+//      values as tcp_powertcp's module parameters if one of its algorithms
+//      runs (powertcp, theta_powertcp: in a VM, experiment_vm.h), then
+//      `lumen int enable --cgroup <testbed cgroup>` if bpf_powertcp or
+//      powertcp runs;
+//   3. per case and algorithm: traffic servers in the receiving hosts, then
+//      clients in the sending hosts all aligned to one CLOCK_MONOTONIC start
+//      (--start-at); the switch statistics map is read every 10 ms until the
+//      clients are done; their CSVs are collected;
+//   4. teardown in reverse (RAII, so also on errors and Ctrl-C), then the
+//      result files, plots and the terminal table.
+#include "lumen/experiment_run.h"
+
+#include "lumen/commands.h"
+#include "lumen/common.h"
+#include "lumen/experiment_kmod.h"
+#include "lumen/experiment_proc.h"
+#include "lumen/report.h"
+#include "lumen/report_plot.h"
+#include "lumen/testbed.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+extern "C" {
+#include "lumen/bpf_shared.h"
+}
+
+#ifndef LUMEN_VERSION
+#define LUMEN_VERSION "unknown"
+#endif
+
+namespace lumen
+{
+
+namespace
+{
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+constexpr std::uint64_t kQueueSampleNs = 10 * kMs;
+constexpr std::uint64_t kProgressNs = kSec;
+constexpr std::uint64_t kMinTauNs = 200'000; // as tools/bench-int-dumbbell: veth understates the loaded RTT
+constexpr std::uint64_t kStartupLeadNs = 1500 * kMs; // clients start up before the common start
+constexpr std::uint64_t kServerReadyTimeoutNs = 10 * kSec;
+constexpr std::uint64_t kMinGraceNs = 5 * kSec;
+constexpr std::uint16_t kFirstPort = 5500;
+
+std::uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return std::uint64_t(ts.tv_sec) * kSec + std::uint64_t(ts.tv_nsec);
+}
+
+// Sleeps until the absolute CLOCK_MONOTONIC time, or throws Interrupted.
+void sleep_until(std::uint64_t t_ns)
+{
+	struct timespec ts = {static_cast<time_t>(t_ns / kSec), static_cast<long>(t_ns % kSec)};
+	while (!interrupted() && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+	}
+	throw_if_interrupted();
+}
+
+void progress(const std::string &line)
+{
+	std::fprintf(stderr, "%s\n", line.c_str());
+	std::fflush(stderr);
+}
+
+// The running binary, for the helper processes (traffic, cc, int). The
+// magic link, not the path it names: a forked child executes the very
+// image this process runs even after a rebuild replaced the file.
+std::string self_exe()
+{
+	const char link[] = "/proc/self/exe";
+	if (::access(link, X_OK) != 0)
+		throw Error(std::string("cannot find the lumen binary (/proc/self/exe): ") + std::strerror(errno));
+	return link;
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	if (!f)
+		throw Error("cannot read " + path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+void write_file(const std::string &path, const std::string &text)
+{
+	std::ofstream f(path);
+	f << text;
+	if (!f)
+		throw Error("cannot write " + path);
+}
+
+void make_dirs(const std::string &path)
+{
+	std::string partial;
+	std::size_t pos = 0;
+	while (pos != std::string::npos) {
+		pos = path.find('/', pos + 1);
+		partial = path.substr(0, pos);
+		if (!partial.empty() && ::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+			throw Error("cannot create directory " + partial + ": " + std::strerror(errno));
+	}
+}
+
+std::string utc_timestamp(const char *format)
+{
+	std::time_t t = std::time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char buf[64];
+	std::strftime(buf, sizeof(buf), format, &tm);
+	return buf;
+}
+
+std::string kernel_release()
+{
+	struct utsname u;
+	return ::uname(&u) == 0 ? u.release : "unknown";
+}
+
+std::string us_text(std::uint64_t ns)
+{
+	return std::to_string((ns + 500) / 1000) + "us";
+}
+
+std::string seconds_text(std::uint64_t ns)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%.3fs", double(ns) / 1e9);
+	return buf;
+}
+
+// ---------------------------------------------------------------------
+// Preflight
+
+bool algorithm_available(const std::string &algo)
+{
+	auto avail = split_words(read_sysctl("net.ipv4.tcp_available_congestion_control"));
+	return std::find(avail.begin(), avail.end(), algo) != avail.end();
+}
+
+// Kernel algorithms may be modules (tcp_bbr): load them before the run
+// rather than let every flow fail.
+void require_kernel_algorithm(const std::string &algo)
+{
+	if (algorithm_available(algo))
+		return;
+	run_process({"modprobe", "tcp_" + algo});
+	if (!algorithm_available(algo))
+		throw Error("congestion control '" + algo + "' is not available (not in " +
+			    "net.ipv4.tcp_available_congestion_control, and 'modprobe tcp_" + algo +
+			    "' did not add it)");
+}
+
+// The module's algorithms are not modprobed: it is not installed in the
+// kernel's tree; `--vm` boots a kernel with it loaded.
+void require_kmod_algorithm(const std::string &algo)
+{
+	if (!kmod_loaded())
+		throw Error("'" + algo + "' is the kernel module tcp_powertcp's, which is not loaded (no " +
+			    kmod_sysfs_dir() + "/parameters); run with --vm 6.1|6.12 to load it in a VM, or insmod it");
+	if (!algorithm_available(algo))
+		throw Error("tcp_powertcp is loaded but '" + algo +
+			    "' is not in net.ipv4.tcp_available_congestion_control (another algorithm took the name?)");
+}
+
+void preflight(const ExperimentSpec &spec)
+{
+	require_root();
+	if (!find_command("traffic"))
+		throw Error("this lumen was built without 'lumen traffic'");
+	if (!find_command("testbed"))
+		throw Error("this lumen was built without 'lumen testbed'");
+	bool bpf = false;
+	for (const auto &a : spec.algorithms) {
+		if (is_bpf_algorithm(a))
+			bpf = true;
+		else if (is_kmod_algorithm(a))
+			require_kmod_algorithm(a);
+		else if (a.rfind("bpf_", 0) == 0)
+			throw UsageError("unknown eBPF algorithm '" + a + "' (bpf_powertcp, bpf_theta_ptcp)");
+		else
+			require_kernel_algorithm(a);
+	}
+	if (bpf)
+		require_btf();
+	if (run_process({"gnuplot", "--version"}).status != 0)
+		throw Error("gnuplot is needed for the plots (apt-get install gnuplot-nox, or tools/install-deps)");
+}
+
+// ---------------------------------------------------------------------
+// Global state the run changes, undone by destructors
+
+// `lumen cc load --allow ...` now, `lumen cc unload` at the end.
+class CcLoaded
+{
+      public:
+	CcLoaded(const std::string &exe, const std::vector<std::string> &params) : exe_(exe)
+	{
+		std::vector<std::string> argv = {exe, "cc", "load", "--allow"};
+		argv.insert(argv.end(), params.begin(), params.end());
+		run_checked(argv, "lumen cc load");
+	}
+	CcLoaded(const CcLoaded &) = delete;
+	CcLoaded &operator=(const CcLoaded &) = delete;
+	~CcLoaded()
+	{
+		ProcessResult r = run_process({exe_, "cc", "unload"});
+		if (r.status != 0)
+			std::fprintf(stderr, "lumen experiment: warning: 'lumen cc unload' failed: %s\n",
+				     r.output.c_str());
+	}
+
+      private:
+	std::string exe_;
+};
+
+// `lumen int enable --cgroup CG` now, `lumen int disable` at the end.
+class IntEnabled
+{
+      public:
+	IntEnabled(const std::string &exe, const std::string &cgroup) : exe_(exe)
+	{
+		run_checked({exe, "int", "enable", "--cgroup", cgroup}, "lumen int enable");
+	}
+	IntEnabled(const IntEnabled &) = delete;
+	IntEnabled &operator=(const IntEnabled &) = delete;
+	~IntEnabled()
+	{
+		ProcessResult r = run_process({exe_, "int", "disable"});
+		if (r.status != 0)
+			std::fprintf(stderr, "lumen experiment: warning: 'lumen int disable' failed: %s\n",
+				     r.output.c_str());
+	}
+
+      private:
+	std::string exe_;
+};
+
+// Declared in teardown order reversed: the INT program goes first, then
+// the testbed (its processes and sockets), then the congestion control.
+struct Environment {
+	std::optional<CcLoaded> cc;
+	std::optional<KmodParamsSet> kmod_params;
+	std::optional<Testbed> testbed;
+	std::optional<IntEnabled> int_enabled;
+};
+
+// ---------------------------------------------------------------------
+// Switch statistics
+
+class PortSampler
+{
+      public:
+	explicit PortSampler(const std::vector<TestbedPort> &ports)
+	{
+		std::string path = pin_path("lumen_sw_stats");
+		fd_ = bpf_obj_get(path.c_str());
+		if (fd_ < 0)
+			throw Error("cannot open the switch statistics map " + path + ": " + std::strerror(errno));
+		for (const auto &p : ports)
+			ids_.push_back(p.port_id);
+	}
+	PortSampler(const PortSampler &) = delete;
+	PortSampler &operator=(const PortSampler &) = delete;
+	~PortSampler()
+	{
+		::close(fd_);
+	}
+
+	QueueTick sample() const
+	{
+		QueueTick t;
+		t.t_ns = now_ns();
+		for (__u32 id : ids_) {
+			lumen_switch_port_stats st{};
+			if (bpf_map_lookup_elem(fd_, &id, &st) != 0)
+				throw Error("cannot read switch port " + std::to_string(id) +
+					    " statistics: " + std::strerror(errno));
+			PortCounters c;
+			c.enq_bytes = st.enq_bytes;
+			c.deq_bytes = st.deq_bytes;
+			c.qlen_bytes = st.enq_bytes > st.deq_bytes ? st.enq_bytes - st.deq_bytes : 0;
+			c.drops = st.drops;
+			c.ecn_marks = st.ecn_marks;
+			t.ports.push_back(c);
+		}
+		return t;
+	}
+
+      private:
+	int fd_ = -1;
+	std::vector<__u32> ids_;
+};
+
+// ---------------------------------------------------------------------
+// One run
+
+struct Plan {
+	ExperimentSpec spec;
+	std::string exe, dir;
+	std::uint32_t path_rate_mbps = 0; // the path's slowest link: ideal FCT, poisson load
+	std::uint64_t base_rtt_ns = 0; // measured, idle
+	std::uint64_t tau_ns = 0; // PowerTCP's base RTT: max(measured, 200 us)
+	std::map<std::string, std::string> kmod_params; // as written to tcp_powertcp
+};
+
+// tcp_powertcp's counters over one run; empty for runs of other algorithms.
+using KmodRunCounters = std::optional<KmodCounters>;
+
+struct ClientJob {
+	std::string label, host, flows_csv, samples_csv, log;
+};
+
+std::vector<HostRef> host_refs(const Testbed &tb)
+{
+	std::vector<HostRef> refs;
+	for (const auto &h : tb.hosts())
+		refs.push_back({h.name, h.role});
+	return refs;
+}
+
+const TestbedHost &host_named(const Testbed &tb, const std::string &name)
+{
+	for (const auto &h : tb.hosts())
+		if (h.name == name)
+			return h;
+	throw Error("testbed has no host " + name);
+}
+
+std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load)
+{
+	switch (ph.kind) {
+	case PhaseKind::Long:
+		return {"--long", std::to_string(ph.flows), "--duration", seconds_text(ph.duration_ns)};
+	case PhaseKind::Poisson: {
+		char load[32];
+		std::snprintf(load, sizeof(load), "%g", case_load > 0 ? case_load : ph.load);
+		std::vector<std::string> a = {"--poisson", ph.workload,	 "--load",
+					      load,	   "--duration", seconds_text(ph.duration_ns)};
+		if (ph.max_flows) {
+			a.push_back("--max-flows");
+			a.push_back(std::to_string(ph.max_flows));
+		}
+		return a;
+	}
+	case PhaseKind::Incast:
+		return {"--incast", std::to_string(ph.size_bytes), "--bursts", std::to_string(ph.bursts),
+			"--period", seconds_text(ph.period_ns)};
+	}
+	return {};
+}
+
+// The hosts that receive in any phase (they run a server).
+std::vector<std::string> receiving_hosts(const Plan &plan, const Testbed &tb)
+{
+	std::vector<std::string> out;
+	auto refs = host_refs(tb);
+	for (const auto &ph : plan.spec.phases)
+		for (const auto &h : expand_hosts(ph.to, refs, "phase " + ph.name + ": to"))
+			if (std::find(out.begin(), out.end(), h) == out.end())
+				out.push_back(h);
+	return out;
+}
+
+void check_selectors(const Plan &plan, const Testbed &tb)
+{
+	auto refs = host_refs(tb);
+	for (const auto &ph : plan.spec.phases) {
+		expand_hosts(ph.from, refs, plan.spec.source + ": phase " + ph.name + ": from");
+		expand_hosts(ph.to, refs, plan.spec.source + ": phase " + ph.name + ": to");
+	}
+}
+
+void start_servers(const Plan &plan, const Testbed &tb, std::uint16_t port, const std::string &raw, ChildSet &servers)
+{
+	std::vector<std::string> ready_files;
+	for (const auto &name : receiving_hosts(plan, tb)) {
+		std::string ready = raw + "/server-" + name + ".ready";
+		std::string log = raw + "/server-" + name + ".log";
+		pid_t pid =
+			tb.spawn(host_named(tb, name),
+				 {plan.exe, "traffic", "server", "--port", std::to_string(port), "--ready-file", ready},
+				 log, log);
+		servers.add(pid, "traffic server in " + name);
+		ready_files.push_back(ready);
+	}
+	std::uint64_t deadline = now_ns() + kServerReadyTimeoutNs;
+	for (const auto &ready : ready_files) {
+		while (!path_exists(ready)) {
+			if (servers.poll() < servers.size())
+				throw Error("a traffic server exited early: " + servers.failures().front() + " (see " +
+					    raw + ")");
+			if (now_ns() > deadline)
+				throw Error("traffic server not ready after 10 s (no " + ready + ")");
+			sleep_interruptible_ns(10 * kMs);
+		}
+	}
+}
+
+std::vector<ClientJob> start_clients(const Plan &plan, const Testbed &tb, const std::string &algo,
+				     const ExperimentCase &cs, std::uint16_t port, std::uint64_t t0,
+				     const std::string &raw, ChildSet &clients)
+{
+	auto refs = host_refs(tb);
+	std::vector<ClientJob> jobs;
+	for (std::size_t p = 0; p < plan.spec.phases.size(); p++) {
+		const PhaseSpec &ph = plan.spec.phases[p];
+		auto from = expand_hosts(ph.from, refs, "phase " + ph.name + ": from");
+		auto to = expand_hosts(ph.to, refs, "phase " + ph.name + ": to");
+		for (std::size_t i = 0; i < from.size(); i++) {
+			std::string addrs;
+			for (const auto &t : to)
+				if (t != from[i])
+					addrs += (addrs.empty() ? "" : ",") + host_named(tb, t).addr;
+			if (addrs.empty())
+				throw UsageError("phase " + ph.name + ": host " + from[i] +
+						 " has nobody to send to (its only destination is itself)");
+			ClientJob job;
+			job.label = ph.name + "." + from[i];
+			job.host = from[i];
+			job.flows_csv = raw + "/" + job.label + ".flows.csv";
+			job.samples_csv = raw + "/" + job.label + ".samples.csv";
+			job.log = raw + "/" + job.label + ".log";
+			// the same seed for every algorithm: identical workloads
+			std::uint64_t seed = 1000 * (p + 1) + i + 1;
+			std::vector<std::string> argv = {plan.exe,
+							 "traffic",
+							 "client",
+							 "--to",
+							 addrs,
+							 "--port",
+							 std::to_string(port),
+							 "--cc",
+							 algo,
+							 "--label",
+							 job.label,
+							 "--seed",
+							 std::to_string(seed),
+							 "--sample",
+							 "10ms",
+							 "--link-rate",
+							 std::to_string(plan.path_rate_mbps),
+							 "--base-rtt",
+							 us_text(plan.base_rtt_ns),
+							 "--flows-csv",
+							 job.flows_csv,
+							 "--samples-csv",
+							 job.samples_csv,
+							 "--start-at",
+							 std::to_string(t0 + ph.start_ns),
+							 "--json"};
+			auto w = workload_args(ph, cs.load);
+			argv.insert(argv.end(), w.begin(), w.end());
+			pid_t pid = tb.spawn(host_named(tb, from[i]), argv, raw + "/" + job.label + ".json", job.log);
+			clients.add(pid, "traffic client " + job.label);
+			jobs.push_back(job);
+		}
+	}
+	return jobs;
+}
+
+std::string progress_line(const std::string &tag, const RunData &run, std::uint64_t now, std::uint64_t duration,
+			  std::size_t running, std::size_t total)
+{
+	char buf[256];
+	double t = now > run.t0_ns ? double(now - run.t0_ns) / 1e9 : -double(run.t0_ns - now) / 1e9;
+	std::string extra;
+	if (!run.queue.empty()) {
+		std::vector<std::uint64_t> q = observed_queue(run);
+		std::snprintf(buf, sizeof(buf), "  queue %.1f KB", double(q.back()) / 1024.0);
+		extra += buf;
+		int b = bottleneck_port(run);
+		std::size_t n = run.queue.size();
+		std::size_t back = std::min<std::size_t>(n - 1, kProgressNs / kQueueSampleNs);
+		if (b >= 0 && back > 0) {
+			const QueueTick &a = run.queue[n - 1 - back], &z = run.queue[n - 1];
+			double mbps =
+				double(z.ports[b].deq_bytes - a.ports[b].deq_bytes) * 8e3 / double(z.t_ns - a.t_ns);
+			std::snprintf(buf, sizeof(buf), "  bottleneck %.0f Mbit/s", mbps);
+			extra += buf;
+		}
+	}
+	std::snprintf(buf, sizeof(buf), "%s t=%5.1f/%.0f s%s  generators running %zu/%zu", tag.c_str(), t,
+		      double(duration) / 1e9, extra.c_str(), running, total);
+	return buf;
+}
+
+// Samples the switch until the clients are done (or the deadline passes).
+void sample_until_done(RunData &run, const PortSampler &sampler, ChildSet &clients, std::uint64_t duration,
+		       const std::string &tag)
+{
+	std::uint64_t grace = std::max(kMinGraceNs, duration / 2);
+	std::uint64_t deadline = run.t0_ns + duration + grace;
+	std::uint64_t next = now_ns(), next_progress = run.t0_ns;
+	while (clients.poll() > 0) {
+		sleep_until(next);
+		std::uint64_t t = now_ns();
+		if (t >= run.t0_ns - kQueueSampleNs) // from just before the start
+			run.queue.push_back(sampler.sample());
+		if (t >= next_progress) {
+			progress(progress_line(tag, run, t, duration, clients.running(), clients.size()));
+			next_progress += kProgressNs;
+		}
+		if (t > deadline) {
+			progress(tag + " generators still running " + seconds_text(grace) +
+				 " after the end: stopping them");
+			clients.stop_all();
+			break;
+		}
+		next += kQueueSampleNs;
+		if (next < t)
+			next = t; // fell behind (busy machine): do not burst
+	}
+}
+
+void collect_client_output(RunData &run, const std::vector<ClientJob> &jobs, const ChildSet &clients)
+{
+	std::vector<std::string> missing;
+	for (const auto &job : jobs) {
+		if (!path_exists(job.flows_csv)) {
+			std::string log = path_exists(job.log) ? read_file(job.log) : "";
+			missing.push_back(job.label + ": " + (log.empty() ? "no output" : log));
+			continue;
+		}
+		auto flows = parse_flows_csv(read_file(job.flows_csv), job.flows_csv);
+		run.flows.insert(run.flows.end(), flows.begin(), flows.end());
+		if (path_exists(job.samples_csv)) {
+			auto samples = parse_samples_csv(read_file(job.samples_csv), job.samples_csv);
+			run.samples.insert(run.samples.end(), samples.begin(), samples.end());
+		}
+	}
+	run.client_failures = static_cast<int>(clients.failures().size());
+	if (!missing.empty() && missing.size() == jobs.size())
+		throw Error("no traffic generator of run " + run.algo + "/" + run.case_name +
+			    " wrote results; first: " + missing.front());
+	for (const auto &m : missing)
+		progress("  warning: no flows.csv from " + m);
+}
+
+std::vector<IncastInfo> incast_infos(const Plan &plan, const Testbed &tb, std::uint64_t t0)
+{
+	std::vector<IncastInfo> out;
+	for (const auto &ph : plan.spec.phases) {
+		if (ph.kind != PhaseKind::Incast)
+			continue;
+		IncastInfo i;
+		i.phase = ph.name;
+		i.fan_in = static_cast<std::uint32_t>(expand_hosts(ph.from, host_refs(tb), ph.name).size());
+		i.size_bytes = ph.size_bytes;
+		i.start_ns = t0 + ph.start_ns;
+		i.period_ns = ph.period_ns;
+		i.bursts = ph.bursts;
+		out.push_back(i);
+	}
+	return out;
+}
+
+std::uint64_t traffic_end(const ExperimentSpec &spec)
+{
+	std::uint64_t end = 0;
+	for (const auto &ph : spec.phases)
+		if (ph.kind != PhaseKind::Incast)
+			end = std::max(end, ph.end_ns());
+	return end;
+}
+
+RunData run_once(const Plan &plan, const Testbed &tb, const std::string &algo, const ExperimentCase &cs,
+		 std::size_t index, std::size_t total)
+{
+	char tag_buf[128];
+	std::snprintf(tag_buf, sizeof(tag_buf), "[%s %zu/%zu %s%s%s]", plan.spec.name.c_str(), index + 1, total,
+		      algo.c_str(), cs.name == "run" ? "" : " ", cs.name == "run" ? "" : cs.name.c_str());
+	std::string tag = tag_buf;
+	std::string raw = plan.dir + "/raw/" + algo + "-" + cs.name;
+	make_dirs(raw);
+	auto port = static_cast<std::uint16_t>(kFirstPort + index);
+
+	RunData run;
+	run.algo = algo;
+	run.case_name = cs.name;
+	run.load = cs.load;
+	run.warmup_ns = plan.spec.warmup_ns;
+	run.traffic_end_ns = traffic_end(plan.spec);
+	for (const auto &p : tb.ports())
+		run.ports.push_back({p.name, p.rate_mbps, p.bottleneck});
+	PortSampler sampler(tb.ports());
+
+	progress(tag + " starting traffic servers and generators");
+	ChildSet servers, clients;
+	start_servers(plan, tb, port, raw, servers);
+	run.t0_ns = now_ns() + kStartupLeadNs;
+	run.incasts = incast_infos(plan, tb, run.t0_ns);
+	auto jobs = start_clients(plan, tb, algo, cs, port, run.t0_ns, raw, clients);
+	sample_until_done(run, sampler, clients, plan.spec.duration_ns, tag);
+	servers.stop_all();
+	run.length_ns = std::max(plan.spec.duration_ns, run.queue.empty() ? 0 : run.queue.back().t_ns - run.t0_ns);
+	collect_client_output(run, jobs, clients);
+	progress(tag + " done: " + std::to_string(run.flows.size()) + " flows, " +
+		 std::to_string(clients.failures().size()) + " generator(s) reported incomplete flows");
+	return run;
+}
+
+// Waits (up to 3 s) for the queues of the previous run to empty.
+void settle(const PortSampler &sampler)
+{
+	std::uint64_t deadline = now_ns() + 3 * kSec;
+	while (now_ns() < deadline) {
+		QueueTick t = sampler.sample();
+		if (std::all_of(t.ports.begin(), t.ports.end(),
+				[](const PortCounters &c) { return c.qlen_bytes == 0; }))
+			break;
+		sleep_interruptible_ns(50 * kMs);
+	}
+	sleep_interruptible_ns(300 * kMs);
+}
+
+// ---------------------------------------------------------------------
+// Setup
+
+std::uint32_t path_rate(const TopologySpec &t)
+{
+	std::uint32_t r = t.host_link.rate_mbps;
+	if (t.kind == TopologyKind::LeafSpine)
+		return std::min(r, t.fabric_link.rate_mbps);
+	return std::min(r, t.bottleneck.rate_mbps);
+}
+
+// --rate: the link the experiment's traffic shares (dumbbell: the middle
+// link; incast: the receiver's port; leaf-spine: the fabric) at another
+// rate, e.g. one an emulated VM can fill.
+void override_bottleneck_rate(TopologySpec &topo, std::uint32_t rate_mbps)
+{
+	if (topo.kind == TopologyKind::LeafSpine)
+		topo.fabric_link.rate_mbps = rate_mbps;
+	else
+		topo.bottleneck.rate_mbps = rate_mbps;
+	try {
+		validate_topology(topo);
+	} catch (const UsageError &e) {
+		throw UsageError(std::string("--rate: ") + e.what());
+	}
+}
+
+TopologySpec topology_for_run(const ExperimentSpec &spec, const RunOptions &opts)
+{
+	TopologySpec topo;
+	try {
+		topo = parse_topology(spec.topology_json);
+	} catch (const UsageError &e) {
+		throw UsageError(spec.source + ": topology: " + e.what());
+	}
+	if (opts.rate_mbps)
+		override_bottleneck_rate(topo, *opts.rate_mbps);
+	// a name of our own, so concurrent runs (and other testbeds) never clash
+	char name[16];
+	std::snprintf(name, sizeof(name), "x%x", static_cast<unsigned>(::getpid()) & 0xfffffff);
+	topo.name = name;
+	return topo;
+}
+
+std::vector<std::string> cc_params(const Plan &plan)
+{
+	std::vector<std::string> params = {"host-bw=" + std::to_string(plan.path_rate_mbps),
+					   "base-rtt=" + us_text(plan.tau_ns)};
+	for (const auto &[k, v] : plan.spec.cc_params)
+		params.push_back(k + "=" + v);
+	return params;
+}
+
+bool uses(const ExperimentSpec &spec, bool (*pred)(const std::string &))
+{
+	return std::any_of(spec.algorithms.begin(), spec.algorithms.end(), pred);
+}
+
+// The algorithms whose window follows INT echoes: they need the sockops
+// program that requests and echoes INT on the testbed's sockets.
+bool needs_int(const std::string &algo)
+{
+	return algo == "bpf_powertcp" || algo == "powertcp";
+}
+
+std::string env_or_empty(const char *name)
+{
+	const char *v = std::getenv(name);
+	return v ? v : "";
+}
+
+json testbed_json(const Testbed &tb, const Plan &plan)
+{
+	json t;
+	t["description"] = json::parse(topology_to_json(tb.spec()));
+	t["base_rtt_ns"] = plan.base_rtt_ns;
+	t["path_rate_mbps"] = plan.path_rate_mbps;
+	t["hosts"] = json::array();
+	for (const auto &h : tb.hosts())
+		t["hosts"].push_back({{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
+	t["ports"] = json::array();
+	for (const auto &p : tb.ports())
+		t["ports"].push_back({{"name", p.name},
+				      {"port_id", p.port_id},
+				      {"rate_mbps", p.rate_mbps},
+				      {"bottleneck", p.bottleneck}});
+	return t;
+}
+
+json config_json(const Plan &plan, const RunOptions &opts, const Testbed &tb, const std::vector<RunData> &runs)
+{
+	json c;
+	c["experiment"] = json::parse(experiment_to_json(plan.spec));
+	c["options"] = {
+		{"smoke", opts.smoke},
+		{"duration_override_s", opts.duration_ns ? json(double(*opts.duration_ns) / 1e9) : json(nullptr)},
+		{"algorithms_override", opts.algorithms},
+		{"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
+	c["lumen_version"] = LUMEN_VERSION;
+	c["kernel_release"] = kernel_release();
+	c["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");
+	c["testbed"] = testbed_json(tb, plan);
+	c["powertcp"] = {{"loaded", uses(plan.spec, is_bpf_algorithm)},
+			 {"host_bw_mbps", plan.path_rate_mbps},
+			 {"base_rtt_us", double(plan.tau_ns) / 1e3},
+			 {"params", plan.spec.cc_params}};
+	c["cc_impl"] = json::object();
+	for (const auto &a : plan.spec.algorithms)
+		c["cc_impl"][a] = cc_impl(a);
+	json kmod = {{"loaded", kmod_loaded()}, {"used", uses(plan.spec, is_kmod_algorithm)}};
+	if (uses(plan.spec, is_kmod_algorithm))
+		kmod["params"] = plan.kmod_params;
+	c["kmod"] = kmod;
+	std::string vm_kernel = env_or_empty("LUMEN_EXPERIMENT_VM");
+	c["vm"] = vm_kernel.empty() ? json(nullptr)
+				    : json{{"kernel", vm_kernel}, {"kmod", env_or_empty("LUMEN_EXPERIMENT_KMOD")}};
+	c["queue_sample_interval_ms"] = kQueueSampleNs / kMs;
+	c["throughput_bin_ms"] = kThroughputBinNs / kMs;
+	c["runs"] = json::array();
+	for (const auto &r : runs)
+		c["runs"].push_back({{"algo", r.algo},
+				     {"cc_impl", cc_impl(r.algo)},
+				     {"case", r.case_name},
+				     {"load", r.load},
+				     {"t0_monotonic_ns", r.t0_ns},
+				     {"length_s", double(r.length_ns) / 1e9}});
+	return c;
+}
+
+template <typename Writer> void write_csv(const std::string &path, const std::vector<RunData> &runs, Writer w)
+{
+	std::ofstream f(path);
+	w(f, runs);
+	if (!f)
+		throw Error("cannot write " + path);
+}
+
+// "kmod powertcp/run: int_updates 1234, ..." per run of a module
+// algorithm: the counters that say whether INT drove the window.
+std::string kmod_counters_text(const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
+{
+	static const char *const shown[] = {"flows",	   "int_echoes", "int_updates", "fallback_updates",
+					    "rtt_updates", "no_state"};
+	std::string out;
+	for (std::size_t i = 0; i < runs.size(); i++) {
+		if (!counters[i])
+			continue;
+		out += "tcp_powertcp " + runs[i].algo + "/" + runs[i].case_name + ":";
+		for (const char *name : shown) {
+			auto it = counters[i]->find(name);
+			if (it != counters[i]->end())
+				out += std::string(" ") + name + " " + std::to_string(it->second);
+		}
+		out += "\n";
+	}
+	return out;
+}
+
+void write_results(const Plan &plan, const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
+{
+	std::vector<RunSummary> sums;
+	for (const auto &r : runs)
+		sums.push_back(summarise_run(r));
+	json summary;
+	summary["experiment"] = plan.spec.name;
+	summary["kernel_release"] = kernel_release();
+	summary["runs"] = json::array();
+	for (std::size_t i = 0; i < sums.size(); i++) {
+		json j = summary_to_json(sums[i]);
+		j["cc_impl"] = cc_impl(sums[i].algo);
+		// the module's counters over this run (null: not a module algorithm)
+		j["kmod_stats"] = counters[i] ? json(*counters[i]) : json(nullptr);
+		summary["runs"].push_back(j);
+	}
+	write_file(plan.dir + "/summary.json", summary.dump(2) + "\n");
+	write_csv(plan.dir + "/flows.csv", runs, write_flows_csv);
+	write_csv(plan.dir + "/samples.csv", runs, write_samples_csv);
+	write_csv(plan.dir + "/queue.csv", runs, write_queue_csv);
+	write_csv(plan.dir + "/throughput.csv", runs, write_throughput_csv);
+	progress("[" + plan.spec.name + "] plotting");
+	auto pngs = render_plots(plot_scripts(runs, sums), plan.dir);
+
+	std::string table = summary_table(sums) + kmod_counters_text(runs, counters);
+	write_file(plan.dir + "/summary.txt", table);
+	std::printf("\n%s: %s\nbottleneck %u Mbit/s, base RTT %.0f us (PowerTCP tau %.0f us)\n\n%s\n",
+		    plan.spec.name.c_str(), plan.spec.description.c_str(), plan.path_rate_mbps,
+		    double(plan.base_rtt_ns) / 1e3, double(plan.tau_ns) / 1e3, table.c_str());
+	std::printf("results: %s/ (config.json summary.json flows.csv samples.csv queue.csv throughput.csv",
+		    plan.dir.c_str());
+	for (const auto &p : pngs)
+		std::printf(" %s", p.substr(p.rfind('/') + 1).c_str());
+	std::printf(")\n");
+	std::fflush(stdout);
+}
+
+} // namespace
+
+std::string default_out_dir(const ExperimentSpec &spec)
+{
+	return "results/" + spec.name + "-" + utc_timestamp("%Y%m%dT%H%M%SZ");
+}
+
+void prepare_out_dir(const std::string &dir)
+{
+	make_dirs(dir);
+	if (DIR *d = ::opendir(dir.c_str())) {
+		bool empty = true;
+		while (struct dirent *e = ::readdir(d))
+			if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+				empty = false;
+		::closedir(d);
+		if (!empty)
+			throw UsageError("--out " + dir + " exists and is not empty; choose a new directory");
+	}
+}
+
+std::string experiments_dir()
+{
+	const char *env = std::getenv("LUMEN_DATA_DIR");
+	if (env && *env)
+		return std::string(env) + "/experiments";
+	return std::string(LUMEN_SOURCE_DIR) + "/experiments";
+}
+
+std::string find_experiment_file(const std::string &name_or_path)
+{
+	bool is_path = name_or_path.find('/') != std::string::npos ||
+		       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+	std::string path = is_path ? name_or_path : experiments_dir() + "/" + name_or_path + ".json";
+	if (!path_exists(path)) {
+		if (is_path)
+			throw UsageError("no experiment file " + path);
+		throw UsageError("no built-in experiment '" + name_or_path + "' (no " + path +
+				 "; 'lumen experiment list' shows them; set LUMEN_DATA_DIR to the directory holding "
+				 "experiments/)");
+	}
+	return path;
+}
+
+ExperimentSpec load_experiment(const std::string &name_or_path)
+{
+	std::string path = find_experiment_file(name_or_path);
+	return parse_experiment(read_file(path), path);
+}
+
+ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &opts)
+{
+	ExperimentSpec s = spec;
+	if (opts.duration_ns)
+		s = scale_to_duration(s, *opts.duration_ns);
+	else if (opts.smoke)
+		s = scale_to_duration(s, s.smoke_duration_ns);
+	if (!opts.algorithms.empty())
+		s.algorithms = opts.algorithms;
+	return s;
+}
+
+std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
+{
+	install_interrupt_handlers();
+	Plan plan;
+	plan.spec = resolve_experiment(spec_in, opts);
+	plan.exe = self_exe();
+	TopologySpec topo = topology_for_run(plan.spec, opts);
+	preflight(plan.spec);
+	plan.dir = opts.out_dir.empty() ? default_out_dir(plan.spec) : opts.out_dir;
+	prepare_out_dir(plan.dir);
+	plan.path_rate_mbps = path_rate(topo);
+
+	auto cases = experiment_cases(plan.spec);
+	std::size_t total = cases.size() * plan.spec.algorithms.size();
+	progress("[" + plan.spec.name + "] " + std::to_string(total) + " run(s) of " +
+		 seconds_text(plan.spec.duration_ns) + "; results in " + plan.dir);
+
+	std::vector<RunData> runs;
+	std::vector<KmodRunCounters> kmod_counters; // one per run
+	{
+		Environment env;
+		env.testbed.emplace(Testbed::create(topo));
+		const Testbed &tb = *env.testbed;
+		plan.base_rtt_ns = tb.base_rtt_ns();
+		plan.tau_ns = std::max(plan.base_rtt_ns, kMinTauNs);
+		check_selectors(plan, tb); // before anything runs
+		if (uses(plan.spec, is_bpf_algorithm))
+			env.cc.emplace(plan.exe, cc_params(plan));
+		if (uses(plan.spec, is_kmod_algorithm)) {
+			KmodParamList params = kmod_param_values(plan.path_rate_mbps, plan.tau_ns, plan.spec.cc_params);
+			env.kmod_params.emplace(params);
+			plan.kmod_params = std::map<std::string, std::string>(params.begin(), params.end());
+		}
+		if (uses(plan.spec, needs_int))
+			env.int_enabled.emplace(plan.exe, tb.cgroup());
+		write_file(plan.dir + "/config.json", config_json(plan, opts, tb, runs).dump(2) + "\n");
+
+		PortSampler sampler(tb.ports());
+		std::size_t index = 0;
+		for (const auto &cs : cases)
+			for (const auto &algo : plan.spec.algorithms) {
+				if (index > 0)
+					settle(sampler);
+				KmodRunCounters before;
+				if (is_kmod_algorithm(algo))
+					before = read_kmod_stats();
+				runs.push_back(run_once(plan, tb, algo, cs, index++, total));
+				kmod_counters.push_back(
+					before ? KmodRunCounters(kmod_counters_delta(*before, read_kmod_stats()))
+					       : std::nullopt);
+			}
+		write_file(plan.dir + "/config.json", config_json(plan, opts, tb, runs).dump(2) + "\n");
+		progress("[" + plan.spec.name + "] tearing down");
+	}
+	write_results(plan, runs, kmod_counters);
+	return plan.dir;
+}
+
+} // namespace lumen

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "lumen/traffic_ring.h"
+
+#include "lumen/common.h"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace lumen
+{
+
+std::uint64_t monotonic_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+Ring::Ring(unsigned entries)
+{
+	io_uring_params params = {};
+	// completions of hundreds of flows can outpace one drain: a larger
+	// completion queue (the kernel also buffers overflow, IORING_FEAT_NODROP)
+	params.flags = IORING_SETUP_CQSIZE;
+	params.cq_entries = entries * 4;
+	int rc = io_uring_queue_init_params(entries, &ring_, &params);
+	if (rc < 0)
+		throw Error(std::string("cannot create an io_uring: ") + std::strerror(-rc) +
+			    (rc == -EPERM ? " (io_uring disabled? see sysctl kernel.io_uring_disabled)" : ""));
+}
+
+Ring::~Ring()
+{
+	io_uring_queue_exit(&ring_);
+}
+
+io_uring_sqe *Ring::prepare(std::uint64_t user_data)
+{
+	io_uring_sqe *sqe = io_uring_get_sqe(&ring_);
+	if (!sqe) {
+		int rc = io_uring_submit(&ring_);
+		if (rc < 0)
+			throw Error(std::string("io_uring submit: ") + std::strerror(-rc));
+		sqe = io_uring_get_sqe(&ring_);
+		if (!sqe)
+			throw Error("io_uring submission queue stays full");
+	}
+	io_uring_sqe_set_data64(sqe, user_data);
+	return sqe;
+}
+
+void Ring::arm_timer_at(std::uint64_t at_ns, std::uint64_t user_data)
+{
+	__kernel_timespec ts;
+	ts.tv_sec = static_cast<long long>(at_ns / 1'000'000'000ull);
+	ts.tv_nsec = static_cast<long long>(at_ns % 1'000'000'000ull);
+	io_uring_sqe *sqe = prepare(user_data);
+	io_uring_prep_timeout(sqe, &ts, 0, IORING_TIMEOUT_ABS);
+	int rc = io_uring_submit(&ring_);
+	if (rc < 0)
+		throw Error(std::string("io_uring submit: ") + std::strerror(-rc));
+}
+
+bool Ring::submit_and_wait()
+{
+	int rc = io_uring_submit_and_wait(&ring_, 1);
+	if (rc == -EINTR)
+		return false;
+	if (rc < 0)
+		throw Error(std::string("io_uring wait: ") + std::strerror(-rc));
+	return true;
+}
+
+} // namespace lumen
