@@ -16,10 +16,6 @@
 namespace lumen
 {
 
-const char kTrafficFlowsHeader[] =
-	"label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,retrans,ideal_fct_ns,slowdown,status";
-const char kTrafficSamplesHeader[] =
-	"label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,delivery_rate_bps";
 const char kFlowsHeader[] = "algo,case,start_s,label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,"
 			    "retrans,ideal_fct_ns,slowdown,status";
 const char kSamplesHeader[] = "algo,case,t_s,label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,"

@@ -17,12 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lumen/traffic_records.h"
+
 namespace lumen
 {
 
-// The exact CSV headers of `lumen traffic client` (contract, part T).
-extern const char kTrafficFlowsHeader[];
-extern const char kTrafficSamplesHeader[];
+// The exact CSV headers of `lumen traffic client`: defined once, by the
+// writer (traffic_records), read back here.
+inline constexpr const char *kTrafficFlowsHeader = kFlowsCsvHeader;
+inline constexpr const char *kTrafficSamplesHeader = kSamplesCsvHeader;
 
 // One row of the generator's flows.csv.
 struct FlowRecord {
