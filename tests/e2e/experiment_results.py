@@ -4,7 +4,8 @@
 # have RUNS runs with flows and queue samples, the merged CSVs have their
 # exact headers and column counts, every PNG is a real plot, and
 # throughput.png, queue.png and the named PNGs exist. Exit 1 with the
-# problems listed. Used by experiment_test.sh and experiment_vm.sh.
+# problems listed. Used by experiment_test.sh, experiment_vm.sh and
+# remote_test.sh.
 import csv, json, os, sys
 d, runs = sys.argv[1], int(sys.argv[2])
 ok = True
@@ -13,9 +14,11 @@ def fail(msg):
     ok = False
     print("  " + msg)
 cfg = json.load(open(os.path.join(d, "config.json")))
-for key in ("experiment", "kernel_release", "lumen_version", "testbed", "runs"):
+for key in ("experiment", "kernel_release", "lumen_version", "runs", "base_rtt_ns", "path_rate_mbps"):
     if key not in cfg:
         fail(f"config.json lacks {key}")
+if ("testbed" in cfg) == ("hosts" in cfg):  # a namespace testbed, or hosts (--hosts)
+    fail("config.json must have exactly one of testbed and hosts")
 if len(cfg.get("runs", [])) != runs:
     fail(f"config.json has {len(cfg.get('runs', []))} runs, expected {runs}")
 summary = json.load(open(os.path.join(d, "summary.json")))

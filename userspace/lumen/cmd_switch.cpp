@@ -59,6 +59,7 @@ const char kUsage[] =
                          [--buffer BYTES] [--ecn-threshold BYTES] [--no-int] [--port-id N]
        lumen switch detach (DEV [--netns NS] | --port-id N | --all)
        lumen switch stats [--json] [--port-id N]
+       lumen switch sample [--interval D] [--count N]
 
 Software INT switch: the veth link DEV -> PEER becomes a switch egress port with
 a real queue. DEV (in network namespace --netns, default: the current one)
@@ -115,6 +116,14 @@ stats
   drops, ECN marks, INT hops filled, requests found full, malformed options.
   --json prints one JSON object {"ports": [...]} including the histogram
   (bucket b counts samples in [2^(b-1), 2^b) bytes, bucket 0 empty queues).
+
+sample
+  Streams the counters of every attached port, for an experiment runner on
+  another machine (lumen experiment run --hosts): first one JSON line
+  {"ports": [{"port_id", "dev", "dev_netns", "rate_mbps"}, ...]}, then every
+  --interval (default 10ms, 1ms..10s) one line {"t_ns": CLOCK_MONOTONIC,
+  "c": [[enq_bytes, deq_bytes, drops, ecn_marks], ...]} in the ports' order
+  (queue = enq - deq), until SIGTERM/SIGINT or --count lines.
 )";
 
 constexpr std::uint64_t kMaxBuffer = 1ull << 30; // 1 GiB: the histogram's last bucket
@@ -1239,11 +1248,80 @@ int cmd_stats(const Args &a)
 	return 0;
 }
 
+int cmd_sample(const Args &a)
+{
+	a.allow_only({"--interval", "--count"});
+	if (a.positional.size() != 1)
+		throw UsageError("sample takes no positional argument");
+	constexpr std::uint64_t kMsNs = 1'000'000;
+	std::uint64_t interval = 10 * kMsNs;
+	if (a.has("--interval")) {
+		interval = parse_duration_ns(*a.get("--interval"), "--interval", 10'000 * kMsNs);
+		if (interval < kMsNs)
+			throw UsageError("--interval: at least 1ms");
+	}
+	std::uint64_t count = 0; // 0 = until stopped
+	if (a.has("--count"))
+		count = parse_uint(*a.get("--count"), "--count", 1, 100'000'000);
+	require_root();
+	Fd records = open_records(false);
+	Fd cfg_fd = open_pinned(kCfgMap);
+	Fd stats_fd = open_pinned(kStatsMap);
+	if (cfg_fd.fd < 0 || stats_fd.fd < 0)
+		throw Error("no switch port attached (no pinned " + std::string(kCfgMap) + ")");
+	check_map_layout(cfg_fd.fd, kCfgMap, sizeof(lumen_switch_port_cfg));
+	check_map_layout(stats_fd.fd, kStatsMap, sizeof(lumen_switch_port_stats));
+
+	std::vector<__u32> ids;
+	std::string head = "{\"ports\": [";
+	for (__u32 id = 0; id < LUMEN_SWITCH_MAX_PORTS; id++) {
+		auto cfg = read_entry<lumen_switch_port_cfg>(cfg_fd.fd, id);
+		if (!cfg.in_use)
+			continue;
+		PortRecord rec = records.fd >= 0 ? read_entry<PortRecord>(records.fd, id) : PortRecord{};
+		Json j;
+		j.num("port_id", std::uint64_t(id))
+			.str("dev", rec.in_use ? rec.dev : "")
+			.str("dev_netns", rec.in_use ? rec.dev_netns : "")
+			.num("rate_mbps", std::uint64_t(cfg.rate_mbps));
+		head += (ids.empty() ? "" : ", ") + j.dump();
+		ids.push_back(id);
+	}
+	if (ids.empty())
+		throw Error("no switch port attached");
+	std::setvbuf(stdout, nullptr, _IOLBF, 0);
+	std::printf("%s]}\n", head.c_str());
+
+	install_interrupt_handlers();
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (std::uint64_t n = 0; (count == 0 || n < count) && !interrupted(); n++) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		std::string line =
+			"{\"t_ns\": " +
+			std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000ull + std::uint64_t(now.tv_nsec)) +
+			", \"c\": [";
+		for (std::size_t i = 0; i < ids.size(); i++) {
+			auto st = read_entry<lumen_switch_port_stats>(stats_fd.fd, ids[i]);
+			line += (i ? ", [" : "[") + std::to_string(st.enq_bytes) + ", " + std::to_string(st.deq_bytes) +
+				", " + std::to_string(st.drops) + ", " + std::to_string(st.ecn_marks) + "]";
+		}
+		std::printf("%s]}\n", line.c_str());
+		std::uint64_t t = std::uint64_t(next.tv_nsec) + interval;
+		next.tv_sec += static_cast<time_t>(t / 1'000'000'000ull);
+		next.tv_nsec = static_cast<long>(t % 1'000'000'000ull);
+		while (!interrupted() && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR) {
+		}
+	}
+	return 0;
+}
+
 int run_switch(const std::vector<std::string> &args)
 {
 	Args a = Args::parse(args, {"--no-int", "--all", "--json"});
 	if (a.positional.empty())
-		throw UsageError("missing subcommand: attach, detach or stats");
+		throw UsageError("missing subcommand: attach, detach, stats or sample");
 	const std::string &sub = a.positional[0];
 	if (sub == "attach")
 		return cmd_attach(a);
@@ -1251,7 +1329,9 @@ int run_switch(const std::vector<std::string> &args)
 		return cmd_detach(a);
 	if (sub == "stats")
 		return cmd_stats(a);
-	throw UsageError("unknown subcommand '" + sub + "' (attach, detach, stats)");
+	if (sub == "sample")
+		return cmd_sample(a);
+	throw UsageError("unknown subcommand '" + sub + "' (attach, detach, stats, sample)");
 }
 
 } // namespace

@@ -378,6 +378,31 @@ std::vector<std::uint64_t> sum_percpu_counters(int map_fd, std::uint32_t n)
 	return sums;
 }
 
+std::uint64_t monotonic_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::string join_words(const std::vector<std::string> &words, const char *sep)
+{
+	std::string out;
+	for (const auto &w : words)
+		out += (out.empty() ? "" : sep) + w;
+	return out;
+}
+
+std::string cgroup2_root()
+{
+	std::ifstream f("/proc/mounts");
+	std::string dev, dir, type, rest;
+	while (f >> dev >> dir >> type && std::getline(f, rest))
+		if (type == "cgroup2")
+			return dir;
+	throw Error("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+}
+
 std::string errno_text(int err)
 {
 	return std::strerror(err < 0 ? -err : err);

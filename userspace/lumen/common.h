@@ -64,6 +64,10 @@ void require_btf(); // Error when /sys/kernel/btf/vmlinux is missing
 std::string ensure_pin_root();
 std::string pin_path(std::string_view name); // LUMEN_PIN_ROOT "/" name
 bool path_exists(const std::string &path);
+std::uint64_t monotonic_ns(); // CLOCK_MONOTONIC in ns
+// Where the cgroup v2 hierarchy is mounted (first cgroup2 in
+// /proc/mounts); Error when there is none.
+std::string cgroup2_root();
 // strerror of an errno value, or of a negative one as libbpf returns them
 std::string errno_text(int err);
 
@@ -122,5 +126,7 @@ class Json
 	std::vector<std::pair<std::string, std::string>> fields_;
 };
 std::string json_escape(const std::string &s);
+// The words joined by `sep`: {"a", "b"}, ", " -> "a, b".
+std::string join_words(const std::vector<std::string> &words, const char *sep);
 
 } // namespace lumen

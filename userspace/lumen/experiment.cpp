@@ -5,6 +5,7 @@
 #include "lumen/experiment.h"
 
 #include "lumen/common.h"
+#include "lumen/json_fields.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,75 +21,12 @@ namespace
 {
 
 using nlohmann::json;
+using namespace json_fields;
 
 constexpr std::uint64_t kMaxDurationNs = 3600ull * 1000000000ull; // one hour per run
 constexpr std::uint64_t kMaxIncastBytes = 1ull << 30;
 constexpr std::uint32_t kMaxFlowsPerSender = 64;
 constexpr std::uint32_t kMaxBursts = 10000;
-
-// Where in the description a value is, for messages: "phases[1].kind".
-struct Where {
-	const std::string &source;
-	std::string path;
-
-	Where at(const std::string &key) const
-	{
-		return {source, path.empty() ? key : path + "." + key};
-	}
-	Where at(std::size_t index) const
-	{
-		return {source, path + "[" + std::to_string(index) + "]"};
-	}
-	[[noreturn]] void fail(const std::string &what) const
-	{
-		throw UsageError(source + ": " + (path.empty() ? "" : path + ": ") + what);
-	}
-};
-
-std::string kind_of(const json &v)
-{
-	return v.type_name();
-}
-
-void allow_keys(const json &obj, const Where &w, const std::vector<std::string> &known)
-{
-	if (!obj.is_object())
-		w.fail("expected an object, got " + kind_of(obj));
-	for (const auto &item : obj.items()) {
-		if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-			std::string list;
-			for (const auto &k : known)
-				list += (list.empty() ? "" : ", ") + k;
-			w.at(item.key()).fail("unknown key (known: " + list + ")");
-		}
-	}
-}
-
-const json &require(const json &obj, const Where &w, const std::string &key)
-{
-	if (!obj.contains(key))
-		w.fail("missing key \"" + key + "\"");
-	return obj.at(key);
-}
-
-std::string get_string(const json &v, const Where &w)
-{
-	if (!v.is_string())
-		w.fail("expected a string, got " + kind_of(v));
-	return v.get<std::string>();
-}
-
-// [a-z0-9_-], 1..max characters
-std::string get_name(const json &v, const Where &w, std::size_t max)
-{
-	std::string s = get_string(v, w);
-	bool ok = !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
-		return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-	});
-	if (!ok)
-		w.fail("'" + s + "' is not a name (1.." + std::to_string(max) + " of a-z, 0-9, _ and -)");
-	return s;
-}
 
 std::uint64_t get_duration(const json &v, const Where &w)
 {
@@ -379,12 +317,7 @@ bool is_bpf_algorithm(const std::string &name)
 
 ExperimentSpec parse_experiment(const std::string &json_text, const std::string &source)
 {
-	json doc;
-	try {
-		doc = json::parse(json_text);
-	} catch (const json::parse_error &e) {
-		throw UsageError(source + ": not valid JSON: " + e.what());
-	}
+	json doc = parse_document(json_text, source);
 	Where w{source, ""};
 	allow_keys(doc, w,
 		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",

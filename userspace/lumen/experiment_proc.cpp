@@ -28,13 +28,6 @@ int decode_status(int wstatus)
 	return -1;
 }
 
-std::uint64_t now_ns()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
-}
-
 // In the child: stdin from /dev/null, stdout and stderr into the pipe.
 [[noreturn]] void exec_child(const std::vector<std::string> &argv, const std::string &cwd, int out_fd)
 {
@@ -143,8 +136,8 @@ void ChildSet::stop_all(std::uint64_t grace_ns)
 	for (const auto &c : children_)
 		if (!c.done)
 			::kill(c.pid, SIGTERM);
-	std::uint64_t deadline = now_ns() + grace_ns;
-	while (poll() > 0 && now_ns() < deadline) {
+	std::uint64_t deadline = monotonic_ns() + grace_ns;
+	while (poll() > 0 && monotonic_ns() < deadline) {
 		struct timespec ts = {0, 20'000'000};
 		nanosleep(&ts, nullptr); // no interruption check: this is the cleanup
 	}

@@ -4,24 +4,29 @@
 // experiment_run.h). The order of a run:
 //   1. resolve the description, check the algorithms and tools exist, make
 //      the result directory;
-//   2. Testbed::create (atomic), then `lumen cc load --allow` with the
-//      testbed's rate and base RTT if a bpf_* algorithm runs, the same
-//      values as tcp_powertcp's module parameters if one of its algorithms
-//      runs (powertcp, theta_powertcp: in a VM, experiment_vm.h), then
-//      `lumen int enable --cgroup <testbed cgroup>` if bpf_powertcp or
-//      powertcp runs;
+//   2. the fabric (experiment_fabric.h): Testbed::create (atomic), or the
+//      hosts of --hosts checked and prepared over SSH (experiment_remote.h);
+//      then `lumen cc load --allow` with the path's rate and base RTT if a
+//      bpf_* algorithm runs, the same values as tcp_powertcp's module
+//      parameters if one of its algorithms runs (powertcp, theta_powertcp:
+//      in a VM, experiment_vm.h), then `lumen int enable --cgroup <the
+//      run's cgroup>` if bpf_powertcp or powertcp runs;
 //   3. per case and algorithm: traffic servers in the receiving hosts, then
 //      clients in the sending hosts all aligned to one CLOCK_MONOTONIC start
-//      (--start-at); the switch statistics map is read every 10 ms until the
-//      clients are done; their CSVs are collected;
+//      (--start-at, in each host's own clock); the switch queues are
+//      sampled every 10 ms until the clients are done; their CSVs are
+//      collected (and moved into this machine's clock);
 //   4. teardown in reverse (RAII, so also on errors and Ctrl-C), then the
 //      result files, plots and the terminal table.
 #include "lumen/experiment_run.h"
 
 #include "lumen/commands.h"
 #include "lumen/common.h"
+#include "lumen/experiment_fabric.h"
 #include "lumen/experiment_kmod.h"
 #include "lumen/experiment_proc.h"
+#include "lumen/experiment_remote.h"
+#include "lumen/inventory.h"
 #include "lumen/report.h"
 #include "lumen/report_plot.h"
 #include "lumen/testbed.h"
@@ -29,6 +34,7 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +43,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <sys/stat.h>
@@ -69,13 +76,6 @@ constexpr std::uint64_t kStartupLeadNs = 1500 * kMs; // clients start up before 
 constexpr std::uint64_t kServerReadyTimeoutNs = 10 * kSec;
 constexpr std::uint64_t kMinGraceNs = 5 * kSec;
 constexpr std::uint16_t kFirstPort = 5500;
-
-std::uint64_t now_ns()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return std::uint64_t(ts.tv_sec) * kSec + std::uint64_t(ts.tv_nsec);
-}
 
 // Sleeps until the absolute CLOCK_MONOTONIC time, or throws Interrupted.
 void sleep_until(std::uint64_t t_ns)
@@ -195,11 +195,20 @@ void require_kmod_algorithm(const std::string &algo)
 			    "' is not in net.ipv4.tcp_available_congestion_control (another algorithm took the name?)");
 }
 
-void preflight(const ExperimentSpec &spec)
+// What every run needs on this machine.
+void preflight_common()
 {
-	require_root();
 	if (!find_command("traffic"))
 		throw Error("this lumen was built without 'lumen traffic'");
+	if (run_process({"gnuplot", "--version"}).status != 0)
+		throw Error("gnuplot is needed for the plots (apt-get install gnuplot-nox, or tools/install-deps)");
+}
+
+// A namespace testbed here: root, and every algorithm in this kernel.
+void preflight_testbed(const ExperimentSpec &spec)
+{
+	require_root();
+	preflight_common();
 	if (!find_command("testbed"))
 		throw Error("this lumen was built without 'lumen testbed'");
 	bool bpf = false;
@@ -215,8 +224,19 @@ void preflight(const ExperimentSpec &spec)
 	}
 	if (bpf)
 		require_btf();
-	if (run_process({"gnuplot", "--version"}).status != 0)
-		throw Error("gnuplot is needed for the plots (apt-get install gnuplot-nox, or tools/install-deps)");
+}
+
+// A name for what this run creates on hosts (cgroup, work directory):
+// unique per runner host and process.
+std::string run_id()
+{
+	char host[64] = {};
+	::gethostname(host, sizeof(host) - 1);
+	std::string clean;
+	for (char c : std::string(host))
+		if (std::isalnum(static_cast<unsigned char>(c)))
+			clean += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+	return "lumen-x-" + clean.substr(0, 16) + "-" + std::to_string(::getpid());
 }
 
 // ---------------------------------------------------------------------
@@ -268,19 +288,10 @@ class IntEnabled
 	std::string exe_;
 };
 
-// Declared in teardown order reversed: the INT program goes first, then
-// the testbed (its processes and sockets), then the congestion control.
-struct Environment {
-	std::optional<CcLoaded> cc;
-	std::optional<KmodParamsSet> kmod_params;
-	std::optional<Testbed> testbed;
-	std::optional<IntEnabled> int_enabled;
-};
-
 // ---------------------------------------------------------------------
 // Switch statistics
 
-class PortSampler
+class PortSampler : public QueueSource
 {
       public:
 	explicit PortSampler(const std::vector<TestbedPort> &ports)
@@ -289,20 +300,32 @@ class PortSampler
 		fd_ = bpf_obj_get(path.c_str());
 		if (fd_ < 0)
 			throw Error("cannot open the switch statistics map " + path + ": " + std::strerror(errno));
-		for (const auto &p : ports)
+		for (const auto &p : ports) {
 			ids_.push_back(p.port_id);
+			ports_.push_back({p.name, p.rate_mbps, p.bottleneck});
+		}
 	}
 	PortSampler(const PortSampler &) = delete;
 	PortSampler &operator=(const PortSampler &) = delete;
-	~PortSampler()
+	~PortSampler() override
 	{
 		::close(fd_);
 	}
 
+	const std::vector<PortInfo> &ports() const override
+	{
+		return ports_;
+	}
+	void poll(std::vector<QueueTick> &out) override
+	{
+		out.push_back(sample());
+	}
+
+      private:
 	QueueTick sample() const
 	{
 		QueueTick t;
-		t.t_ns = now_ns();
+		t.t_ns = monotonic_ns();
 		for (__u32 id : ids_) {
 			lumen_switch_port_stats st{};
 			if (bpf_map_lookup_elem(fd_, &id, &st) != 0)
@@ -319,9 +342,110 @@ class PortSampler
 		return t;
 	}
 
-      private:
 	int fd_ = -1;
 	std::vector<__u32> ids_;
+	std::vector<PortInfo> ports_;
+};
+
+// A namespace testbed on this machine. Members are declared in teardown
+// order reversed: the INT program goes first, then the testbed (its
+// processes and sockets), then the congestion control.
+class NetnsFabric : public Fabric
+{
+      public:
+	NetnsFabric(const TopologySpec &topo, const std::string &exe, std::uint32_t path_rate_mbps)
+	    : exe_(exe), path_rate_mbps_(path_rate_mbps)
+	{
+		testbed_.emplace(Testbed::create(topo));
+		for (const auto &h : testbed_->hosts())
+			hosts_.push_back({h.name, h.role, h.addr});
+		sampler_.emplace(testbed_->ports());
+	}
+
+	const std::vector<FabricHost> &hosts() const override
+	{
+		return hosts_;
+	}
+	std::uint32_t path_rate_mbps() const override
+	{
+		return path_rate_mbps_;
+	}
+	std::uint64_t base_rtt_ns() const override
+	{
+		return testbed_->base_rtt_ns();
+	}
+	QueueSource &queue() override
+	{
+		return *sampler_;
+	}
+	void load_algorithms(const AlgorithmSetup &setup) override
+	{
+		// the algorithms were checked before the testbed was built
+		if (!setup.bpf_params.empty())
+			cc_.emplace(exe_, setup.bpf_params);
+		if (setup.kmod_params)
+			kmod_params_.emplace(*setup.kmod_params);
+		if (setup.int_sockops)
+			int_enabled_.emplace(exe_, testbed_->cgroup());
+	}
+	std::string host_dir(const std::string &, const std::string &raw) override
+	{
+		return raw; // the hosts share this machine's files
+	}
+	pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args, const std::string &stdout_path,
+			  const std::string &stderr_path) override
+	{
+		std::vector<std::string> argv = {exe_};
+		argv.insert(argv.end(), args.begin(), args.end());
+		for (const auto &h : testbed_->hosts())
+			if (h.name == host)
+				return testbed_->spawn(h, argv, stdout_path, stderr_path);
+		throw Error("testbed has no host " + host);
+	}
+	bool fetch(const std::string &, const std::string &path, const std::string &local_path) override
+	{
+		return path == local_path && path_exists(path);
+	}
+	std::int64_t clock_offset_ns(const std::string &) const override
+	{
+		return 0; // one kernel, one clock
+	}
+	void end_run() override
+	{
+	}
+	KmodCounters kmod_stats() override
+	{
+		return read_kmod_stats();
+	}
+	std::string describe_json() const override
+	{
+		const Testbed &tb = *testbed_;
+		json t;
+		t["description"] = json::parse(topology_to_json(tb.spec()));
+		t["base_rtt_ns"] = tb.base_rtt_ns();
+		t["path_rate_mbps"] = path_rate_mbps_;
+		t["hosts"] = json::array();
+		for (const auto &h : tb.hosts())
+			t["hosts"].push_back(
+				{{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
+		t["ports"] = json::array();
+		for (const auto &p : tb.ports())
+			t["ports"].push_back({{"name", p.name},
+					      {"port_id", p.port_id},
+					      {"rate_mbps", p.rate_mbps},
+					      {"bottleneck", p.bottleneck}});
+		return json{{"testbed", t}}.dump();
+	}
+
+      private:
+	std::string exe_;
+	std::uint32_t path_rate_mbps_;
+	std::vector<FabricHost> hosts_;
+	std::optional<CcLoaded> cc_;
+	std::optional<KmodParamsSet> kmod_params_;
+	std::optional<Testbed> testbed_;
+	std::optional<PortSampler> sampler_;
+	std::optional<IntEnabled> int_enabled_;
 };
 
 // ---------------------------------------------------------------------
@@ -340,23 +464,24 @@ struct Plan {
 using KmodRunCounters = std::optional<KmodCounters>;
 
 struct ClientJob {
-	std::string label, host, flows_csv, samples_csv, log;
+	std::string label, host, flows_csv, samples_csv, log; // local files
+	std::string host_flows_csv, host_samples_csv; // where the host writes them
 };
 
-std::vector<HostRef> host_refs(const Testbed &tb)
+std::vector<HostRef> host_refs(const Fabric &fab)
 {
 	std::vector<HostRef> refs;
-	for (const auto &h : tb.hosts())
+	for (const auto &h : fab.hosts())
 		refs.push_back({h.name, h.role});
 	return refs;
 }
 
-const TestbedHost &host_named(const Testbed &tb, const std::string &name)
+const FabricHost &host_named(const Fabric &fab, const std::string &name)
 {
-	for (const auto &h : tb.hosts())
+	for (const auto &h : fab.hosts())
 		if (h.name == name)
 			return h;
-	throw Error("testbed has no host " + name);
+	throw Error("no host " + name);
 }
 
 std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load)
@@ -383,10 +508,10 @@ std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load)
 }
 
 // The hosts that receive in any phase (they run a server).
-std::vector<std::string> receiving_hosts(const Plan &plan, const Testbed &tb)
+std::vector<std::string> receiving_hosts(const Plan &plan, Fabric &fab)
 {
 	std::vector<std::string> out;
-	auto refs = host_refs(tb);
+	auto refs = host_refs(fab);
 	for (const auto &ph : plan.spec.phases)
 		for (const auto &h : expand_hosts(ph.to, refs, "phase " + ph.name + ": to"))
 			if (std::find(out.begin(), out.end(), h) == out.end())
@@ -394,46 +519,43 @@ std::vector<std::string> receiving_hosts(const Plan &plan, const Testbed &tb)
 	return out;
 }
 
-void check_selectors(const Plan &plan, const Testbed &tb)
+void check_selectors(const Plan &plan, Fabric &fab)
 {
-	auto refs = host_refs(tb);
+	auto refs = host_refs(fab);
 	for (const auto &ph : plan.spec.phases) {
 		expand_hosts(ph.from, refs, plan.spec.source + ": phase " + ph.name + ": from");
 		expand_hosts(ph.to, refs, plan.spec.source + ": phase " + ph.name + ": to");
 	}
 }
 
-void start_servers(const Plan &plan, const Testbed &tb, std::uint16_t port, const std::string &raw, ChildSet &servers)
+void start_servers(const Plan &plan, Fabric &fab, std::uint16_t port, const std::string &raw, ChildSet &servers)
 {
-	std::vector<std::string> ready_files;
-	for (const auto &name : receiving_hosts(plan, tb)) {
-		std::string ready = raw + "/server-" + name + ".ready";
+	// a server prints "ready" once it listens; its output is a local file
+	// wherever it runs (over SSH too), so that is what is watched
+	std::vector<std::string> logs;
+	for (const auto &name : receiving_hosts(plan, fab)) {
 		std::string log = raw + "/server-" + name + ".log";
-		pid_t pid =
-			tb.spawn(host_named(tb, name),
-				 {plan.exe, "traffic", "server", "--port", std::to_string(port), "--ready-file", ready},
-				 log, log);
+		pid_t pid = fab.spawn_lumen(name, {"traffic", "server", "--port", std::to_string(port)}, log, log);
 		servers.add(pid, "traffic server in " + name);
-		ready_files.push_back(ready);
+		logs.push_back(log);
 	}
-	std::uint64_t deadline = now_ns() + kServerReadyTimeoutNs;
-	for (const auto &ready : ready_files) {
-		while (!path_exists(ready)) {
+	std::uint64_t deadline = monotonic_ns() + kServerReadyTimeoutNs;
+	for (const auto &log : logs) {
+		while (("\n" + read_file(log)).find("\nready\n") == std::string::npos) {
 			if (servers.poll() < servers.size())
-				throw Error("a traffic server exited early: " + servers.failures().front() + " (see " +
-					    raw + ")");
-			if (now_ns() > deadline)
-				throw Error("traffic server not ready after 10 s (no " + ready + ")");
+				throw Error("a traffic server exited early: " + servers.failures().front() + ": " +
+					    read_file(log));
+			if (monotonic_ns() > deadline)
+				throw Error("traffic server not ready after 10 s (see " + log + ")");
 			sleep_interruptible_ns(10 * kMs);
 		}
 	}
 }
 
-std::vector<ClientJob> start_clients(const Plan &plan, const Testbed &tb, const std::string &algo,
-				     const ExperimentCase &cs, std::uint16_t port, std::uint64_t t0,
-				     const std::string &raw, ChildSet &clients)
+std::vector<ClientJob> start_clients(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs,
+				     std::uint16_t port, std::uint64_t t0, const std::string &raw, ChildSet &clients)
 {
-	auto refs = host_refs(tb);
+	auto refs = host_refs(fab);
 	std::vector<ClientJob> jobs;
 	for (std::size_t p = 0; p < plan.spec.phases.size(); p++) {
 		const PhaseSpec &ph = plan.spec.phases[p];
@@ -443,7 +565,7 @@ std::vector<ClientJob> start_clients(const Plan &plan, const Testbed &tb, const 
 			std::string addrs;
 			for (const auto &t : to)
 				if (t != from[i])
-					addrs += (addrs.empty() ? "" : ",") + host_named(tb, t).addr;
+					addrs += (addrs.empty() ? "" : ",") + host_named(fab, t).addr;
 			if (addrs.empty())
 				throw UsageError("phase " + ph.name + ": host " + from[i] +
 						 " has nobody to send to (its only destination is itself)");
@@ -453,37 +575,30 @@ std::vector<ClientJob> start_clients(const Plan &plan, const Testbed &tb, const 
 			job.flows_csv = raw + "/" + job.label + ".flows.csv";
 			job.samples_csv = raw + "/" + job.label + ".samples.csv";
 			job.log = raw + "/" + job.label + ".log";
+			std::string dir = fab.host_dir(job.host, raw);
+			job.host_flows_csv = dir + "/" + job.label + ".flows.csv";
+			job.host_samples_csv = dir + "/" + job.label + ".samples.csv";
+			// --start-at is in the sender's clock
+			auto start_at = static_cast<std::uint64_t>(static_cast<std::int64_t>(t0 + ph.start_ns) +
+								   fab.clock_offset_ns(job.host));
 			// the same seed for every algorithm: identical workloads
 			std::uint64_t seed = 1000 * (p + 1) + i + 1;
-			std::vector<std::string> argv = {plan.exe,
-							 "traffic",
-							 "client",
-							 "--to",
-							 addrs,
-							 "--port",
-							 std::to_string(port),
-							 "--cc",
-							 algo,
-							 "--label",
-							 job.label,
-							 "--seed",
-							 std::to_string(seed),
-							 "--sample",
-							 "10ms",
-							 "--link-rate",
-							 std::to_string(plan.path_rate_mbps),
-							 "--base-rtt",
-							 us_text(plan.base_rtt_ns),
-							 "--flows-csv",
-							 job.flows_csv,
-							 "--samples-csv",
-							 job.samples_csv,
-							 "--start-at",
-							 std::to_string(t0 + ph.start_ns),
+			std::vector<std::string> argv = {"traffic",	  "client",
+							 "--to",	  addrs,
+							 "--port",	  std::to_string(port),
+							 "--cc",	  algo,
+							 "--label",	  job.label,
+							 "--seed",	  std::to_string(seed),
+							 "--sample",	  "10ms",
+							 "--link-rate",	  std::to_string(plan.path_rate_mbps),
+							 "--base-rtt",	  us_text(plan.base_rtt_ns),
+							 "--flows-csv",	  job.host_flows_csv,
+							 "--samples-csv", job.host_samples_csv,
+							 "--start-at",	  std::to_string(start_at),
 							 "--json"};
 			auto w = workload_args(ph, cs.load);
 			argv.insert(argv.end(), w.begin(), w.end());
-			pid_t pid = tb.spawn(host_named(tb, from[i]), argv, raw + "/" + job.label + ".json", job.log);
+			pid_t pid = fab.spawn_lumen(from[i], argv, raw + "/" + job.label + ".json", job.log);
 			clients.add(pid, "traffic client " + job.label);
 			jobs.push_back(job);
 		}
@@ -518,17 +633,20 @@ std::string progress_line(const std::string &tag, const RunData &run, std::uint6
 }
 
 // Samples the switch until the clients are done (or the deadline passes).
-void sample_until_done(RunData &run, const PortSampler &sampler, ChildSet &clients, std::uint64_t duration,
+void sample_until_done(RunData &run, QueueSource &queue, ChildSet &clients, std::uint64_t duration,
 		       const std::string &tag)
 {
 	std::uint64_t grace = std::max(kMinGraceNs, duration / 2);
 	std::uint64_t deadline = run.t0_ns + duration + grace;
-	std::uint64_t next = now_ns(), next_progress = run.t0_ns;
+	std::uint64_t next = monotonic_ns(), next_progress = run.t0_ns;
 	while (clients.poll() > 0) {
 		sleep_until(next);
-		std::uint64_t t = now_ns();
-		if (t >= run.t0_ns - kQueueSampleNs) // from just before the start
-			run.queue.push_back(sampler.sample());
+		std::uint64_t t = monotonic_ns();
+		std::vector<QueueTick> ticks;
+		queue.poll(ticks);
+		for (auto &tick : ticks)
+			if (tick.t_ns + kQueueSampleNs >= run.t0_ns) // from just before the start
+				run.queue.push_back(std::move(tick));
 		if (t >= next_progress) {
 			progress(progress_line(tag, run, t, duration, clients.running(), clients.size()));
 			next_progress += kProgressNs;
@@ -545,19 +663,32 @@ void sample_until_done(RunData &run, const PortSampler &sampler, ChildSet &clien
 	}
 }
 
-void collect_client_output(RunData &run, const std::vector<ClientJob> &jobs, const ChildSet &clients)
+// A time of the host's CLOCK_MONOTONIC in ours (0 stays "none").
+std::uint64_t to_local_clock(std::uint64_t t_ns, std::int64_t offset_ns)
+{
+	return t_ns == 0 ? 0 : static_cast<std::uint64_t>(static_cast<std::int64_t>(t_ns) - offset_ns);
+}
+
+void collect_client_output(RunData &run, Fabric &fab, const std::vector<ClientJob> &jobs, const ChildSet &clients)
 {
 	std::vector<std::string> missing;
 	for (const auto &job : jobs) {
-		if (!path_exists(job.flows_csv)) {
+		std::int64_t offset = fab.clock_offset_ns(job.host);
+		if (!fab.fetch(job.host, job.host_flows_csv, job.flows_csv)) {
 			std::string log = path_exists(job.log) ? read_file(job.log) : "";
 			missing.push_back(job.label + ": " + (log.empty() ? "no output" : log));
 			continue;
 		}
 		auto flows = parse_flows_csv(read_file(job.flows_csv), job.flows_csv);
+		for (auto &f : flows) {
+			f.start_ns = to_local_clock(f.start_ns, offset);
+			f.end_ns = to_local_clock(f.end_ns, offset);
+		}
 		run.flows.insert(run.flows.end(), flows.begin(), flows.end());
-		if (path_exists(job.samples_csv)) {
+		if (fab.fetch(job.host, job.host_samples_csv, job.samples_csv)) {
 			auto samples = parse_samples_csv(read_file(job.samples_csv), job.samples_csv);
+			for (auto &smp : samples)
+				smp.t_ns = to_local_clock(smp.t_ns, offset);
 			run.samples.insert(run.samples.end(), samples.begin(), samples.end());
 		}
 	}
@@ -569,7 +700,7 @@ void collect_client_output(RunData &run, const std::vector<ClientJob> &jobs, con
 		progress("  warning: no flows.csv from " + m);
 }
 
-std::vector<IncastInfo> incast_infos(const Plan &plan, const Testbed &tb, std::uint64_t t0)
+std::vector<IncastInfo> incast_infos(const Plan &plan, Fabric &fab, std::uint64_t t0)
 {
 	std::vector<IncastInfo> out;
 	for (const auto &ph : plan.spec.phases) {
@@ -577,7 +708,7 @@ std::vector<IncastInfo> incast_infos(const Plan &plan, const Testbed &tb, std::u
 			continue;
 		IncastInfo i;
 		i.phase = ph.name;
-		i.fan_in = static_cast<std::uint32_t>(expand_hosts(ph.from, host_refs(tb), ph.name).size());
+		i.fan_in = static_cast<std::uint32_t>(expand_hosts(ph.from, host_refs(fab), ph.name).size());
 		i.size_bytes = ph.size_bytes;
 		i.start_ns = t0 + ph.start_ns;
 		i.period_ns = ph.period_ns;
@@ -596,8 +727,8 @@ std::uint64_t traffic_end(const ExperimentSpec &spec)
 	return end;
 }
 
-RunData run_once(const Plan &plan, const Testbed &tb, const std::string &algo, const ExperimentCase &cs,
-		 std::size_t index, std::size_t total)
+RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs, std::size_t index,
+		 std::size_t total)
 {
 	char tag_buf[128];
 	std::snprintf(tag_buf, sizeof(tag_buf), "[%s %zu/%zu %s%s%s]", plan.spec.name.c_str(), index + 1, total,
@@ -613,34 +744,39 @@ RunData run_once(const Plan &plan, const Testbed &tb, const std::string &algo, c
 	run.load = cs.load;
 	run.warmup_ns = plan.spec.warmup_ns;
 	run.traffic_end_ns = traffic_end(plan.spec);
-	for (const auto &p : tb.ports())
-		run.ports.push_back({p.name, p.rate_mbps, p.bottleneck});
-	PortSampler sampler(tb.ports());
+	run.ports = fab.queue().ports();
 
 	progress(tag + " starting traffic servers and generators");
 	ChildSet servers, clients;
-	start_servers(plan, tb, port, raw, servers);
-	run.t0_ns = now_ns() + kStartupLeadNs;
-	run.incasts = incast_infos(plan, tb, run.t0_ns);
-	auto jobs = start_clients(plan, tb, algo, cs, port, run.t0_ns, raw, clients);
-	sample_until_done(run, sampler, clients, plan.spec.duration_ns, tag);
+	start_servers(plan, fab, port, raw, servers);
+	run.t0_ns = monotonic_ns() + kStartupLeadNs;
+	run.incasts = incast_infos(plan, fab, run.t0_ns);
+	auto jobs = start_clients(plan, fab, algo, cs, port, run.t0_ns, raw, clients);
+	sample_until_done(run, fab.queue(), clients, plan.spec.duration_ns, tag);
 	servers.stop_all();
-	run.length_ns = std::max(plan.spec.duration_ns, run.queue.empty() ? 0 : run.queue.back().t_ns - run.t0_ns);
-	collect_client_output(run, jobs, clients);
+	fab.end_run();
+	std::uint64_t sampled =
+		run.queue.empty() || run.queue.back().t_ns < run.t0_ns ? 0 : run.queue.back().t_ns - run.t0_ns;
+	run.length_ns = std::max(plan.spec.duration_ns, sampled);
+	collect_client_output(run, fab, jobs, clients);
 	progress(tag + " done: " + std::to_string(run.flows.size()) + " flows, " +
 		 std::to_string(clients.failures().size()) + " generator(s) reported incomplete flows");
 	return run;
 }
 
 // Waits (up to 3 s) for the queues of the previous run to empty.
-void settle(const PortSampler &sampler)
+void settle(QueueSource &queue)
 {
-	std::uint64_t deadline = now_ns() + 3 * kSec;
-	while (now_ns() < deadline) {
-		QueueTick t = sampler.sample();
-		if (std::all_of(t.ports.begin(), t.ports.end(),
-				[](const PortCounters &c) { return c.qlen_bytes == 0; }))
+	std::uint64_t deadline = monotonic_ns() + 3 * kSec;
+	std::vector<QueueTick> ticks;
+	while (monotonic_ns() < deadline) {
+		ticks.clear();
+		queue.poll(ticks);
+		if (!ticks.empty() && std::all_of(ticks.back().ports.begin(), ticks.back().ports.end(),
+						  [](const PortCounters &c) { return c.qlen_bytes == 0; }))
 			break;
+		if (queue.ports().empty())
+			break; // nothing to watch
 		sleep_interruptible_ns(50 * kMs);
 	}
 	sleep_interruptible_ns(300 * kMs);
@@ -717,25 +853,7 @@ std::string env_or_empty(const char *name)
 	return v ? v : "";
 }
 
-json testbed_json(const Testbed &tb, const Plan &plan)
-{
-	json t;
-	t["description"] = json::parse(topology_to_json(tb.spec()));
-	t["base_rtt_ns"] = plan.base_rtt_ns;
-	t["path_rate_mbps"] = plan.path_rate_mbps;
-	t["hosts"] = json::array();
-	for (const auto &h : tb.hosts())
-		t["hosts"].push_back({{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
-	t["ports"] = json::array();
-	for (const auto &p : tb.ports())
-		t["ports"].push_back({{"name", p.name},
-				      {"port_id", p.port_id},
-				      {"rate_mbps", p.rate_mbps},
-				      {"bottleneck", p.bottleneck}});
-	return t;
-}
-
-json config_json(const Plan &plan, const RunOptions &opts, const Testbed &tb, const std::vector<RunData> &runs)
+json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const std::vector<RunData> &runs)
 {
 	json c;
 	c["experiment"] = json::parse(experiment_to_json(plan.spec));
@@ -747,7 +865,12 @@ json config_json(const Plan &plan, const RunOptions &opts, const Testbed &tb, co
 	c["lumen_version"] = LUMEN_VERSION;
 	c["kernel_release"] = kernel_release();
 	c["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");
-	c["testbed"] = testbed_json(tb, plan);
+	// "testbed" (namespace testbed) or "hosts" (an inventory over SSH)
+	json where = json::parse(fab.describe_json());
+	for (const auto &[key, value] : where.items())
+		c[key] = value;
+	c["base_rtt_ns"] = plan.base_rtt_ns;
+	c["path_rate_mbps"] = plan.path_rate_mbps;
 	c["powertcp"] = {{"loaded", uses(plan.spec, is_bpf_algorithm)},
 			 {"host_bw_mbps", plan.path_rate_mbps},
 			 {"base_rtt_us", double(plan.tau_ns) / 1e3},
@@ -755,7 +878,7 @@ json config_json(const Plan &plan, const RunOptions &opts, const Testbed &tb, co
 	c["cc_impl"] = json::object();
 	for (const auto &a : plan.spec.algorithms)
 		c["cc_impl"][a] = cc_impl(a);
-	json kmod = {{"loaded", kmod_loaded()}, {"used", uses(plan.spec, is_kmod_algorithm)}};
+	json kmod = {{"used", uses(plan.spec, is_kmod_algorithm)}};
 	if (uses(plan.spec, is_kmod_algorithm))
 		kmod["params"] = plan.kmod_params;
 	c["kmod"] = kmod;
@@ -909,11 +1032,19 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 	Plan plan;
 	plan.spec = resolve_experiment(spec_in, opts);
 	plan.exe = self_exe();
-	TopologySpec topo = topology_for_run(plan.spec, opts);
-	preflight(plan.spec);
+	std::optional<Inventory> inventory;
+	std::optional<TopologySpec> topo;
+	if (!opts.hosts_file.empty()) {
+		inventory = load_inventory(opts.hosts_file);
+		preflight_common();
+		plan.path_rate_mbps = inventory->path_rate_mbps;
+	} else {
+		topo = topology_for_run(plan.spec, opts);
+		preflight_testbed(plan.spec);
+		plan.path_rate_mbps = path_rate(*topo);
+	}
 	plan.dir = opts.out_dir.empty() ? default_out_dir(plan.spec) : opts.out_dir;
 	prepare_out_dir(plan.dir);
-	plan.path_rate_mbps = path_rate(topo);
 
 	auto cases = experiment_cases(plan.spec);
 	std::size_t total = cases.size() * plan.spec.algorithms.size();
@@ -923,38 +1054,45 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 	std::vector<RunData> runs;
 	std::vector<KmodRunCounters> kmod_counters; // one per run
 	{
-		Environment env;
-		env.testbed.emplace(Testbed::create(topo));
-		const Testbed &tb = *env.testbed;
-		plan.base_rtt_ns = tb.base_rtt_ns();
-		plan.tau_ns = std::max(plan.base_rtt_ns, kMinTauNs);
-		check_selectors(plan, tb); // before anything runs
-		if (uses(plan.spec, is_bpf_algorithm))
-			env.cc.emplace(plan.exe, cc_params(plan));
-		if (uses(plan.spec, is_kmod_algorithm)) {
-			KmodParamList params = kmod_param_values(plan.path_rate_mbps, plan.tau_ns, plan.spec.cc_params);
-			env.kmod_params.emplace(params);
-			plan.kmod_params = std::map<std::string, std::string>(params.begin(), params.end());
+		std::unique_ptr<Fabric> fabric;
+		if (inventory) {
+			make_dirs(plan.dir + "/raw");
+			fabric = connect_hosts(*inventory, plan.spec, run_id(), plan.dir + "/raw", progress);
+		} else {
+			fabric = std::make_unique<NetnsFabric>(*topo, plan.exe, plan.path_rate_mbps);
 		}
-		if (uses(plan.spec, needs_int))
-			env.int_enabled.emplace(plan.exe, tb.cgroup());
-		write_file(plan.dir + "/config.json", config_json(plan, opts, tb, runs).dump(2) + "\n");
+		Fabric &fab = *fabric;
+		plan.base_rtt_ns = fab.base_rtt_ns();
+		plan.tau_ns = std::max(plan.base_rtt_ns, kMinTauNs);
+		check_selectors(plan, fab); // before anything runs
 
-		PortSampler sampler(tb.ports());
+		AlgorithmSetup setup;
+		setup.algorithms = plan.spec.algorithms;
+		if (uses(plan.spec, is_bpf_algorithm))
+			setup.bpf_params = cc_params(plan);
+		if (uses(plan.spec, is_kmod_algorithm)) {
+			setup.kmod_params = kmod_param_values(plan.path_rate_mbps, plan.tau_ns, plan.spec.cc_params);
+			plan.kmod_params = std::map<std::string, std::string>(setup.kmod_params->begin(),
+									      setup.kmod_params->end());
+		}
+		setup.int_sockops = uses(plan.spec, needs_int);
+		fab.load_algorithms(setup);
+		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
+
 		std::size_t index = 0;
 		for (const auto &cs : cases)
 			for (const auto &algo : plan.spec.algorithms) {
 				if (index > 0)
-					settle(sampler);
+					settle(fab.queue());
 				KmodRunCounters before;
 				if (is_kmod_algorithm(algo))
-					before = read_kmod_stats();
-				runs.push_back(run_once(plan, tb, algo, cs, index++, total));
+					before = fab.kmod_stats();
+				runs.push_back(run_once(plan, fab, algo, cs, index++, total));
 				kmod_counters.push_back(
-					before ? KmodRunCounters(kmod_counters_delta(*before, read_kmod_stats()))
+					before ? KmodRunCounters(kmod_counters_delta(*before, fab.kmod_stats()))
 					       : std::nullopt);
 			}
-		write_file(plan.dir + "/config.json", config_json(plan, opts, tb, runs).dump(2) + "\n");
+		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
 		progress("[" + plan.spec.name + "] tearing down");
 	}
 	write_results(plan, runs, kmod_counters);

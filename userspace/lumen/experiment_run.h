@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // userspace/lumen/experiment_run.h - running an experiment on a namespace
-// testbed: testbed up, PowerTCP and INT loaded when an algorithm needs them,
-// one run per (case, algorithm) with traffic servers and clients in the
-// hosts and the switch queues sampled every 10 ms, then everything undone
-// and the results written (report.h, report_plot.h).
+// testbed, or on real hosts over SSH (--hosts, experiment_remote.h): testbed
+// up (or hosts checked), PowerTCP and INT loaded when an algorithm needs
+// them, one run per (case, algorithm) with traffic servers and clients in
+// the hosts and the switch queues sampled every 10 ms, then everything
+// undone and the results written (report.h, report_plot.h).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct RunOptions {
 	std::optional<std::uint32_t> rate_mbps; // --rate: the bottleneck's (fabric's) rate instead
 	std::string vm_kernel; // --vm: "" = here; 6.1 | 6.12 (experiment_vm.h)
 	std::string kmod; // --kmod: tcp_powertcp.ko for the VM ("" = the build tree's)
+	std::string hosts_file; // --hosts: drive the hosts of this inventory over SSH (inventory.h)
 };
 
 // The directory experiments are looked up in: $LUMEN_DATA_DIR/experiments,

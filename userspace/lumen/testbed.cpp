@@ -66,13 +66,6 @@ const std::vector<std::string> kOffloadsOff = {"tso", "off", "gso", "off", "gro"
 // ---------------------------------------------------------------------
 // small system helpers
 
-std::uint64_t now_ns()
-{
-	return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-						  std::chrono::steady_clock::now().time_since_epoch())
-						  .count());
-}
-
 void sleep_ms(int ms)
 {
 	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -363,16 +356,6 @@ void require_tools()
 
 // ---------------------------------------------------------------------
 // cgroup v2, namespaces, switch ports
-
-std::string cgroup2_root()
-{
-	std::ifstream f("/proc/mounts");
-	std::string dev, dir, type, rest;
-	while (f >> dev >> dir >> type && std::getline(f, rest))
-		if (type == "cgroup2")
-			return dir;
-	throw Error("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
-}
 
 std::string testbed_cgroup(const std::string &name)
 {
@@ -971,13 +954,13 @@ class Creation
 	void stage_begin(const std::string &what)
 	{
 		stage_ = what;
-		stage_start_ = now_ns();
+		stage_start_ = monotonic_ns();
 	}
 
 	void stage_end()
 	{
 		std::fprintf(stderr, "testbed %s: %s (%.2f s)\n", name_.c_str(), stage_.c_str(),
-			     double(now_ns() - stage_start_) / 1e9);
+			     double(monotonic_ns() - stage_start_) / 1e9);
 	}
 
 	const std::string &exe() const
@@ -1346,7 +1329,7 @@ Testbed::~Testbed()
 
 Testbed Testbed::create(const TopologySpec &spec)
 {
-	const std::uint64_t t0 = now_ns();
+	const std::uint64_t t0 = monotonic_ns();
 	auto st = std::make_unique<State>();
 	st->spec = spec;
 	st->plan = plan_testbed(spec); // validates
@@ -1376,7 +1359,7 @@ Testbed Testbed::create(const TopologySpec &spec)
 	Creation c(spec.name, exe, std::move(doc));
 	try {
 		build(c, *st);
-		c.doc() = complete_doc(c.doc(), *st, now_ns() - t0);
+		c.doc() = complete_doc(c.doc(), *st, monotonic_ns() - t0);
 		c.save();
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "testbed %s: setup failed after %d steps, tearing down: %s\n", spec.name.c_str(),
@@ -1386,7 +1369,7 @@ Testbed Testbed::create(const TopologySpec &spec)
 		throw;
 	}
 	std::fprintf(stderr, "testbed %s: up in %.2f s, base RTT %.1f us\n", spec.name.c_str(),
-		     double(now_ns() - t0) / 1e9, double(st->base_rtt_ns) / 1e3);
+		     double(monotonic_ns() - t0) / 1e9, double(st->base_rtt_ns) / 1e3);
 	return Testbed(st.release());
 }
 

@@ -10,13 +10,6 @@
 namespace lumen
 {
 
-std::uint64_t monotonic_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 Ring::Ring(unsigned entries)
 {
 	io_uring_params params = {};
@@ -52,11 +45,16 @@ io_uring_sqe *Ring::prepare(std::uint64_t user_data)
 
 void Ring::arm_timer_at(std::uint64_t at_ns, std::uint64_t user_data)
 {
+	// relative, not IORING_TIMEOUT_ABS: io_uring takes an absolute time in
+	// the host's CLOCK_MONOTONIC, which is not ours in a time namespace
+	// (a container's, or a host of `lumen experiment --hosts` there)
+	std::uint64_t now_ns = monotonic_ns();
+	std::uint64_t wait_ns = at_ns > now_ns ? at_ns - now_ns : 0;
 	__kernel_timespec ts;
-	ts.tv_sec = static_cast<long long>(at_ns / 1'000'000'000ull);
-	ts.tv_nsec = static_cast<long long>(at_ns % 1'000'000'000ull);
+	ts.tv_sec = static_cast<long long>(wait_ns / 1'000'000'000ull);
+	ts.tv_nsec = static_cast<long long>(wait_ns % 1'000'000'000ull);
 	io_uring_sqe *sqe = prepare(user_data);
-	io_uring_prep_timeout(sqe, &ts, 0, IORING_TIMEOUT_ABS);
+	io_uring_prep_timeout(sqe, &ts, 0, 0);
 	int rc = io_uring_submit(&ring_);
 	if (rc < 0)
 		throw Error(std::string("io_uring submit: ") + std::strerror(-rc));

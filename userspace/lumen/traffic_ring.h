@@ -26,8 +26,6 @@ constexpr std::uint8_t user_data_op(std::uint64_t ud)
 	return static_cast<std::uint8_t>(ud & 0xff);
 }
 
-std::uint64_t monotonic_ns(); // CLOCK_MONOTONIC
-
 class Ring
 {
       public:
