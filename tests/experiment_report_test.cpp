@@ -279,6 +279,26 @@ TEST(ResultFiles, TableHasEveryRunAndSection)
 	EXPECT_NE(t.find("3.98"), std::string::npos); // bbr's short p99
 }
 
+// Real hosts without a switch in the inventory: no queue samples, so no
+// queue or incast plot (gnuplot refuses an empty data set); the summary
+// still has the flows.
+TEST(Plots, NoQueueSamplesNoQueuePlots)
+{
+	RunData run = dumbbell_run();
+	run.ports.clear();
+	run.queue.clear();
+	RunSummary sum = summarise_run(run);
+	EXPECT_EQ(sum.queue_bytes.count, 0u);
+	EXPECT_FALSE(sum.utilisation);
+	EXPECT_GT(sum.flows, 0u);
+	EXPECT_TRUE(sum.incasts.empty()); // not "0 KB peak, undrained"
+	std::vector<std::string> names;
+	for (const auto &p : plot_scripts({run}, {sum}))
+		names.push_back(p.name);
+	EXPECT_EQ(names, (std::vector<std::string>{"throughput", "cwnd"}));
+	EXPECT_NE(summary_table({sum}).find(run.algo), std::string::npos);
+}
+
 TEST(Plots, GnuplotRendersEveryPlot)
 {
 	if (run_process({"sh", "-c", "command -v gnuplot"}).status != 0)

@@ -378,7 +378,16 @@ class RemoteFabric : public Fabric
 			if (!setup.bpf_params.empty()) {
 				std::vector<std::string> argv = {t.lumen, "cc", "load", "--allow"};
 				argv.insert(argv.end(), setup.bpf_params.begin(), setup.bpf_params.end());
-				ssh_run_checked(t, argv, "lumen cc load");
+				try {
+					ssh_run_checked(t, argv, "lumen cc load");
+				} catch (const Error &e) {
+					if (nodes_[kr.rep].info.init_netns)
+						throw;
+					throw Error(std::string(e.what()) + " (every host of " + t.name +
+						    "'s kernel is in a child network namespace, where kernel-wide "
+						    "settings are read-only: add a host or switch of that machine's "
+						    "initial namespace to the inventory)");
+				}
 				kr.cc_loaded = true;
 			}
 			if (setup.kmod_params)

@@ -571,9 +571,12 @@ RunSummary summarise_run(const RunData &run)
 			q.push_back(double(smp.qlen_bytes));
 	s.queue_bytes = percentiles_of(q);
 	s.jain = long_flow_jain(run);
+	// an incast is measured on the queue: none watched (real hosts without
+	// a switch), nothing to say about it
 	std::vector<QueueSample> queue = observed_samples(run);
-	for (const auto &inc : run.incasts)
-		s.incasts.push_back(summarise_incast(run, inc, queue, b));
+	if (!queue.empty())
+		for (const auto &inc : run.incasts)
+			s.incasts.push_back(summarise_incast(run, inc, queue, b));
 	s.slowdown = slowdown_by_bucket(run);
 	return s;
 }

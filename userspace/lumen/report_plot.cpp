@@ -355,6 +355,14 @@ bool has_incast(const std::vector<RunSummary> &sums)
 	return std::any_of(sums.begin(), sums.end(), [](const RunSummary &s) { return !s.incasts.empty(); });
 }
 
+// Queue samples exist unless the run watched no switch (real hosts
+// without a Linux router in the inventory).
+bool has_queue(const std::vector<RunData> &runs)
+{
+	return std::any_of(runs.begin(), runs.end(),
+			   [](const RunData &r) { return !r.ports.empty() && !r.queue.empty(); });
+}
+
 } // namespace
 
 std::vector<PlotScript> plot_scripts(const std::vector<RunData> &runs, const std::vector<RunSummary> &summaries)
@@ -363,12 +371,14 @@ std::vector<PlotScript> plot_scripts(const std::vector<RunData> &runs, const std
 	if (runs.empty())
 		return out;
 	out.push_back(throughput_plot(runs));
-	out.push_back(queue_plot(runs));
+	bool queue = has_queue(runs);
+	if (queue)
+		out.push_back(queue_plot(runs));
 	if (has_long_flows(runs))
 		out.push_back(cwnd_plot(runs));
 	if (has_slowdown(summaries))
 		out.push_back(slowdown_plot(runs, summaries));
-	if (has_incast(summaries))
+	if (queue && has_incast(summaries)) // its panels are the queue's
 		out.push_back(incast_plot(runs, summaries));
 	return out;
 }
