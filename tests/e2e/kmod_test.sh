@@ -278,8 +278,10 @@ for algo in powertcp theta_powertcp; do
 	e2e_check "ss -ti names $algo" grep -q "$algo" "$tmp/$algo.ss"
 	e2e_check "ss -ti shows the module's info (dctcp:(ce_state:...))" grep -q 'dctcp:(ce_state:' "$tmp/$algo.ss"
 done
-e2e_check "powertcp ss info: one INT hop, power > 0" \
-	grep -Eq 'dctcp:\(ce_state:1,alpha:[1-9][0-9]*,' "$tmp/powertcp.ss"
+# one snapshot: the power at that instant may be 0 (queue just drained);
+# that INT drives the window is the int_updates counter below
+e2e_check "powertcp ss info: one INT hop, a power value" \
+	grep -Eq 'dctcp:\(ce_state:1,alpha:[0-9]+,' "$tmp/powertcp.ss"
 
 sed 's/^/    /' "$params/stats"
 for c in flows acks int_echoes int_updates rtt_updates; do
