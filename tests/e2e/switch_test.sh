@@ -257,8 +257,12 @@ marks="$(port_field b1 "$SW" ecn_marks)"
 e2e_log "  iperf3 $(iperf_field "$TMPD/iperf3.json" rx_mbps) Mbit/s, ECN marks $marks," \
 	"drops $(port_field b1 "$SW" drops), max queue $(port_field b1 "$SW" qlen_max_bytes) B"
 e2e_check "ECN marks counted: $marks" py "int(a[0]) > 0" "$marks"
-e2e_check "ECN keeps the throughput (>= 0.8 x $rate Mbit/s)" \
-	py "float(a[0]) >= 0.8 * int(a[1])" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)" "$rate"
+# classic ECN: cubic halves its window at every marked round trip, and a
+# 30k threshold is ~2.5 ms at 100 Mbit/s, so the link is not always full;
+# a 2 s run in an emulated VM measured 75 % (the tail-drop run beside it
+# 82 %). 0.7 still fails a flow that marking throttles or stalls.
+e2e_check "ECN keeps the throughput (>= 0.7 x $rate Mbit/s)" \
+	py "float(a[0]) >= 0.7 * int(a[1])" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)" "$rate"
 iperf_run "$TMPD/iperf3v6.json" 2 fd88:2::1
 sleep 0.3
 marks6="$(port_field b1 "$SW" ecn_marks)"
