@@ -7,10 +7,12 @@
  * point, signed division, 128-bit arithmetic).
  */
 #include "lumen/powertcp.h"
+#include "lumen/tcp_option.h"
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,
 		       const struct lumen_int_opt *echo);
 int lumen_check_parse(const __u8 *buf, __u32 len, struct lumen_int_opt *opt);
+int lumen_check_tcp_opt(const struct lumen_tcp_opts *o, __u32 len);
 struct lumen_check_port {
 	__u64 now, tx, qlen;
 	__u32 rate_mbps;
@@ -51,4 +53,9 @@ int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req)
 int lumen_check_request(__u8 *buf, __u32 len, __u32 slots)
 {
 	return lumen_int_write_request(buf, len, slots);
+}
+
+int lumen_check_tcp_opt(const struct lumen_tcp_opts *o, __u32 len)
+{
+	return lumen_tcp_opt_find(o, len, LUMEN_INT_KIND, LUMEN_INT_EXID);
 }

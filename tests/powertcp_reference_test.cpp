@@ -100,8 +100,9 @@ struct RefFlow {
 	int mode;
 	double cwnd, smooth = 0, smooth_rtt = 0;
 	uint32_t round_end, last_una;
-	bool have_rtt = false;
-	double prev_rtt = 0, prev_rtt_time = 0;
+	bool have_rtt = false, int_in_round = false;
+	double prev_rtt = 0, prev_rtt_time = 0, prev_int_time = 0;
+	double win_start = 0, win_min = 0, rtt_floor = 0; // RTT floor of the liveness guard
 	std::vector<lumen_int_hop> prev_hops;
 
 	RefFlow(const lumen_ptcp_params &params, int m, uint32_t snd_nxt, uint32_t mss) : p(params), mode(m)
@@ -144,10 +145,13 @@ struct RefFlow {
 		return true;
 	}
 
-	bool int_sample(const lumen_int_opt &echo, double tau)
+	bool int_sample(const lumen_int_opt &echo, double tau, double now)
 	{
 		size_t n = echo.count;
 		bool usable = prev_hops.size() == n;
+		// echoes too far apart in host time: the timestamp may have wrapped
+		if (usable && (now < prev_int_time || now - prev_int_time >= double(LUMEN_PTCP_INT_GAP_MAX_NS)))
+			usable = false;
 		double best = 0, best_dt = 0;
 		if (usable) {
 			for (size_t i = 0; i < n; i++) {
@@ -167,6 +171,7 @@ struct RefFlow {
 			}
 		}
 		prev_hops.assign(echo.hops, echo.hops + n);
+		prev_int_time = now;
 		if (!usable)
 			return false;
 		ewma(smooth, best, best_dt, tau);
@@ -177,7 +182,11 @@ struct RefFlow {
 	// tested on its own in powertcp_edge_test): which record an ACK hits
 	// depends on byte-exact window sizes and would let a one-byte
 	// difference swing the comparison.
-	void on_ack(const lumen_ptcp_ack &a, const lumen_int_opt *echo, double cwnd_old)
+	// core_guard: whether the core applied the RTT guard on this ACK. Where
+	// the two estimates sit within rounding of the threshold (or of each
+	// other) the fixed-point and the double comparison may differ; there the
+	// reference follows the core, anywhere else it must agree.
+	void on_ack(const lumen_ptcp_ack &a, const lumen_int_opt *echo, double cwnd_old, bool core_guard)
 	{
 		double tau = double(p.base_rtt_ns), g = p.gamma / kOne;
 		double acked = 0;
@@ -185,19 +194,40 @@ struct RefFlow {
 			acked = double(a.snd_una - last_una);
 			last_una = a.snd_una;
 		}
-		if (a.rtt_ns)
+		if (a.rtt_ns) {
 			rtt_sample(a, tau);
-		if (mode == LUMEN_PTCP_MODE_INT && echo && echo->count) {
-			bool ready = int_sample(*echo, tau);
-			round_done(a);
-			if (ready) {
-				double gain = g * std::min(acked, cwnd) / cwnd;
-				double target = cwnd_old / std::max(smooth, 0.01) + ref_beta(p, tau);
-				target = std::min(target, double(LUMEN_PTCP_MAX_CWND_BYTES));
-				cwnd = ref_clamp_cwnd(p, tau, a.mss, cwnd + gain * (target - cwnd));
+			// the floor: minimum RTT over a window as long as that minimum
+			double rtt = double(a.rtt_ns), now = double(a.now_ns);
+			win_min = win_min == 0 ? rtt : std::min(win_min, rtt);
+			if (win_start == 0 || now < win_start) {
+				win_start = now;
+			} else if (now - win_start >= win_min) {
+				rtt_floor = win_min;
+				win_min = 0;
+				win_start = now;
 			}
+		}
+		bool int_ok =
+			mode == LUMEN_PTCP_MODE_INT && echo && echo->count && int_sample(*echo, tau, double(a.now_ns));
+		if (int_ok) {
+			// the RTT guard: an RTT floor of >= 8 tau overrides INT claiming less
+			double floor_power = rtt_floor / tau;
+			bool guard = rtt_floor >= 8 * tau && floor_power > smooth;
+			if (guard != core_guard) {
+				EXPECT_LT(std::fabs(floor_power - smooth), 1e-3) << "RTT guard decision differs";
+				guard = core_guard;
+			}
+			double power = guard ? floor_power : smooth;
+			double gain = g * std::min(acked, cwnd) / cwnd;
+			double target = cwnd_old / std::max(power, 0.01) + ref_beta(p, tau);
+			target = std::min(target, double(LUMEN_PTCP_MAX_CWND_BYTES));
+			cwnd = ref_clamp_cwnd(p, tau, a.mss, cwnd + gain * (target - cwnd));
+			int_in_round = !round_done(a);
 		} else if (smooth_rtt != 0 && round_done(a)) {
-			cwnd = ref_window(p, tau, a.mss, smooth_rtt, cwnd_old, cwnd);
+			// theta-PowerTCP; PowerTCP only after a round without usable INT
+			if (!int_in_round)
+				cwnd = ref_window(p, tau, a.mss, smooth_rtt, cwnd_old, cwnd);
+			int_in_round = false;
 		}
 	}
 };
@@ -429,8 +459,9 @@ void run_trajectory(uint64_t seed, int mode, std::vector<double> *rel_errors)
 		a.mss = mss;
 		const lumen_int_opt *e = send_int ? &echo : nullptr;
 		double cwnd_old = double(lumen_ptcp_cwnd_at(&st, a.snd_una));
+		uint32_t guards = st.stats.rtt_guard;
 		lumen_ptcp_on_ack(&st, &p, &a, e);
-		ref.on_ack(a, e, cwnd_old);
+		ref.on_ack(a, e, cwnd_old, st.stats.rtt_guard != guards);
 		double err = std::fabs(double(st.cwnd_bytes) - ref.cwnd) / ref.cwnd;
 		ASSERT_LE(err, 2e-3) << "seed " << seed << " ack " << i << " fixed " << st.cwnd_bytes << " ref "
 				     << ref.cwnd << " power " << q16(st.smooth_rtt_power) << "/" << ref.smooth_rtt

@@ -65,9 +65,12 @@
  *   A5 lambda = dq/dt + mu can come out negative through measurement noise;
  *      the arrivals in dt (dq + tx bytes) are clamped at zero before dividing.
  *   A6 No usable hop (first ACK, no INT, path change): the window is left
- *      alone for that ACK and the history is re-baselined; a PowerTCP flow
- *      whose ACKs carry no INT falls back to the theta-PowerTCP rule (once
- *      per RTT, from RTT samples), and this is counted (fallback_updates).
+ *      alone for that ACK and the history is re-baselined. An RTT round in
+ *      which no ACK gave a usable INT sample, whatever the echoes looked
+ *      like (none, zero hops, a rate code of 0, changing hops or rates,
+ *      stale or implausible counters, duplicates), ends with one update by
+ *      the theta-PowerTCP rule from RTT samples (fallback_updates). An echo
+ *      that cannot be used is "no INT" (see "Liveness" below).
  *   B1 Alg. 2 uses Delta-t without defining it: it is the dt between the two
  *      RTT samples, clamped to tau like A3.
  *   B2 Alg. 2 takes the RTT gradient between consecutive ACKs (noisy) and
@@ -97,6 +100,27 @@
  *      delta_t = RTT), while every ACK still reacts to the latest power.
  *      Measured: every equilibrium within 1% of theory, queue CV <= 0.03,
  *      99% of a perturbation gone within 2x of 5 RTT/gamma.
+ * Liveness: the network cannot switch congestion control off
+ * ---------------------------------------------------------------
+ * INT comes from the network, so a broken or hostile path must not be able
+ * to hold the window. Two rules guarantee that whenever the RTT stays far
+ * above tau the window falls, whatever the INT stream looks like:
+ *   - an unusable echo is no INT (A6): an RTT round without one usable INT
+ *     sample falls back to the RTT rule (counted in int_unusable and
+ *     fallback_updates);
+ *   - the RTT guard: while the RTT floor, the smallest RTT sample of the
+ *     last window of one RTT, is at least LUMEN_PTCP_RTT_GUARD base RTTs (8:
+ *     seven BDPs of queueing that persisted for a whole RTT), INT claiming
+ *     less power than RTT floor / tau is overridden by that ratio
+ *     (rtt_guard). A truthful INT path shows that queue itself; a bottleneck
+ *     without INT, or a lying echo, does not. The floor, not the smoothed
+ *     RTT power, decides: one delayed ACK must not override truthful INT.
+ * Echoes more than LUMEN_PTCP_INT_GAP_MAX_NS apart in host time re-baseline
+ * (int_gap): the 18-bit INT timestamp wraps every 4.19 ms, so a gap of a
+ * whole wrap would otherwise alias to a small, plausible dt.
+ * With INT that is valid and claims an idle path while the RTT is below the
+ * guard, a flow's window is still bounded by host BDP + beta (below).
+ *
  * Further decisions the thesis leaves open:
  *   - cwnd is capped at host BDP + beta, the largest window a flow holds in
  *     the fluid equilibrium (w_i = beta_i * (1 + b*tau / sum(beta)) <=
@@ -136,6 +160,10 @@
 /* Largest window the core will hold: 1 GiB. */
 #define LUMEN_PTCP_MAX_CWND_BYTES (1ull << 30)
 #define LUMEN_PTCP_MIN_CWND_SEGS 2
+/* RTT floor, in base RTTs, above which INT claiming less is overridden. */
+#define LUMEN_PTCP_RTT_GUARD 8
+/* Host time between two echoes beyond which their INT delta is not used. */
+#define LUMEN_PTCP_INT_GAP_MAX_NS ((__u64)LUMEN_INT_DT_MAX_TICKS << LUMEN_INT_TS_UNIT_SHIFT)
 
 /* ---------------------------------------------------------------------- */
 /* Parameters                                                              */
@@ -274,10 +302,13 @@ struct lumen_ptcp_stats {
 	__u32 rtt_updates; /* window updates from RTT (theta mode) */
 	__u32 fallback_updates; /* INT mode, updated from RTT: no INT */
 	__u32 int_missing; /* INT mode, ACK without INT hops */
+	__u32 int_unusable; /* INT mode, an echo that gave no sample: no INT */
+	__u32 rtt_guard; /* INT power overridden by a far higher RTT power */
 	__u32 int_path_changes; /* hop count or rate changed: re-baselined */
 	__u32 int_stale; /* a hop delta was stale or implausible */
 	__u32 int_duplicate; /* same INT as the previous ACK (dt == 0) */
 	__u32 int_overflow; /* echo flagged more hops than slots */
+	__u32 int_gap; /* echoes further apart than LUMEN_PTCP_INT_GAP_MAX_NS */
 };
 
 /*
@@ -306,14 +337,20 @@ struct lumen_ptcp {
 	__u64 prev_rtt_ns;
 	__u64 prev_rtt_time_ns;
 	__u32 rtt_round_end; /* no RTT-driven update before snd_una passes this */
+	/* RTT floor (liveness guard): minimum RTT per window of one RTT */
+	__u64 rtt_win_start_ns; /* 0 = no window open */
+	__u64 rtt_win_min_ns; /* minimum of the open window */
+	__u64 rtt_floor_ns; /* minimum of the last complete window; 0 = none */
 	__u32 last_snd_una; /* snd_una of the previous ACK */
 
 	__u32 hist_head; /* index of the newest record */
 	struct lumen_ptcp_cwnd_rec hist[LUMEN_PTCP_CWND_HIST];
 
-	/* INT history: the previous ACK's hop stack */
+	/* INT history: the previous ACK's hop stack and its host time */
 	struct lumen_int_hop prev_hops[LUMEN_INT_MAX_HOPS];
+	__u64 prev_int_time_ns;
 	__u8 prev_hop_count; /* 0 = none */
+	__u8 int_in_round; /* a usable INT sample since the RTT round began */
 	__u8 have_rtt; /* prev_rtt_* valid */
 	__u8 mode; /* enum lumen_ptcp_mode */
 	__u8 max_hop; /* index of the hop that gave the last INT power */
@@ -432,6 +469,9 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	st->last_power = 0;
 	st->prev_rtt_ns = 0;
 	st->prev_rtt_time_ns = 0;
+	st->rtt_win_start_ns = 0;
+	st->rtt_win_min_ns = 0;
+	st->rtt_floor_ns = 0;
 	st->rtt_round_end = snd_nxt;
 	st->last_snd_una = snd_nxt;
 	lumen_ptcp_reset_history(st, snd_nxt);
@@ -443,6 +483,8 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 		st->prev_hops[i].pad = 0;
 	}
 	st->prev_hop_count = 0;
+	st->prev_int_time_ns = 0;
+	st->int_in_round = 0;
 	st->have_rtt = 0;
 	st->max_hop = 0;
 	st->stats.acks = 0;
@@ -450,10 +492,13 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	st->stats.rtt_updates = 0;
 	st->stats.fallback_updates = 0;
 	st->stats.int_missing = 0;
+	st->stats.int_unusable = 0;
+	st->stats.rtt_guard = 0;
 	st->stats.int_path_changes = 0;
 	st->stats.int_stale = 0;
 	st->stats.int_duplicate = 0;
 	st->stats.int_overflow = 0;
+	st->stats.int_gap = 0;
 }
 
 /*
@@ -466,7 +511,11 @@ LUMEN_INLINE void lumen_ptcp_restart(struct lumen_ptcp *st, __u32 snd_nxt)
 	st->smooth_power = 0;
 	st->smooth_rtt_power = 0;
 	st->prev_hop_count = 0;
+	st->int_in_round = 0;
 	st->have_rtt = 0;
+	st->rtt_win_start_ns = 0;
+	st->rtt_win_min_ns = 0;
+	st->rtt_floor_ns = 0;
 	st->rtt_round_end = snd_nxt;
 	lumen_ptcp_reset_history(st, snd_nxt);
 }
@@ -583,9 +632,12 @@ LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const 
 /*
  * INT power of one ACK: the maximum normalised power over the hops (A1),
  * smoothed. Returns 1 when the window may be updated, 0 when the ACK only
- * re-baselined the history (counted in stats).
+ * re-baselined the history (counted in stats). now_ns is the ACK's host time:
+ * echoes further apart than LUMEN_PTCP_INT_GAP_MAX_NS (or out of order)
+ * re-baseline, since their timestamp delta may have wrapped.
  */
-LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_int_opt *echo, __u64 tau_ns)
+LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_int_opt *echo, __u64 tau_ns,
+				      __u64 now_ns)
 {
 	__u64 max_power = 0, max_dt = 0;
 	__u32 count = echo->count, i;
@@ -599,6 +651,9 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 	if (st->prev_hop_count != count) {
 		if (st->prev_hop_count)
 			st->stats.int_path_changes++;
+		usable = 0;
+	} else if (now_ns < st->prev_int_time_ns || now_ns - st->prev_int_time_ns >= LUMEN_PTCP_INT_GAP_MAX_NS) {
+		st->stats.int_gap++;
 		usable = 0;
 	} else {
 		for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
@@ -643,6 +698,7 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 		st->prev_hops[i] = echo->hops[i];
 	}
 	st->prev_hop_count = (__u8)count;
+	st->prev_int_time_ns = now_ns;
 	if (!usable || count == 0)
 		return 0;
 	st->last_power = max_power;
@@ -689,6 +745,28 @@ LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen
 	st->prev_rtt_ns = rtt;
 	st->prev_rtt_time_ns = ack->now_ns;
 	return 1;
+}
+
+/*
+ * RTT floor for the liveness guard: the minimum RTT sample over a window as
+ * long as that minimum, so a floor means "no sample of the last RTT was
+ * lower". A clock step back restarts the window.
+ */
+LUMEN_INLINE void lumen_ptcp_rtt_floor(struct lumen_ptcp *st, const struct lumen_ptcp_ack *ack)
+{
+	__u64 rtt = lumen_min_u64(ack->rtt_ns, 1ull << 32);
+
+	if (st->rtt_win_min_ns == 0 || rtt < st->rtt_win_min_ns)
+		st->rtt_win_min_ns = rtt;
+	if (st->rtt_win_start_ns == 0 || ack->now_ns < st->rtt_win_start_ns) {
+		st->rtt_win_start_ns = ack->now_ns ? ack->now_ns : 1;
+		return;
+	}
+	if (ack->now_ns - st->rtt_win_start_ns >= st->rtt_win_min_ns) {
+		st->rtt_floor_ns = st->rtt_win_min_ns;
+		st->rtt_win_min_ns = 0;
+		st->rtt_win_start_ns = ack->now_ns;
+	}
 }
 
 /* Alg. 2 lines 17-19, 23: RTT-driven window updates happen once per RTT. */
@@ -755,6 +833,42 @@ LUMEN_INLINE __u64 lumen_ptcp_step_toward(__u64 gamma, __u64 acked, __u64 cwnd, 
 }
 
 /*
+ * INT mode: whether this ACK's echo gives a usable INT sample; counts the
+ * echoes that do not (no echo or no hops: int_missing; an echo that gave no
+ * sample: int_unusable).
+ */
+LUMEN_INLINE int lumen_ptcp_take_int(struct lumen_ptcp *st, const struct lumen_ptcp_ack *ack,
+				     const struct lumen_int_opt *echo, __u64 tau)
+{
+	if (!echo || !echo->count) {
+		st->stats.int_missing++;
+		return 0;
+	}
+	if (lumen_ptcp_int_power(st, echo, tau, ack->now_ns))
+		return 1;
+	st->stats.int_unusable++;
+	return 0;
+}
+
+/*
+ * The power an INT update uses: the INT power, unless the RTT guard (see
+ * "Liveness" in the header comment) overrides it with RTT floor / tau.
+ * rtt_floor < 2^33, so rtt_floor << 16 < 2^49.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_guarded_power(struct lumen_ptcp *st, __u64 tau_ns)
+{
+	__u64 floor_power;
+
+	if (st->rtt_floor_ns < LUMEN_PTCP_RTT_GUARD * tau_ns)
+		return st->smooth_power;
+	floor_power = lumen_min_u64(lumen_div64(st->rtt_floor_ns << LUMEN_PTCP_SHIFT, tau_ns), LUMEN_PTCP_POWER_MAX);
+	if (floor_power <= st->smooth_power)
+		return st->smooth_power;
+	st->stats.rtt_guard++;
+	return floor_power;
+}
+
+/*
  * Process one ACK (Alg. 1 / Alg. 2 newAck). echo is the INT echo the ACK
  * carried, or NULL. The new window and pacing rate are left in st.
  */
@@ -764,6 +878,7 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 {
 	enum lumen_ptcp_result result = LUMEN_PTCP_HELD;
 	__u64 tau, power = 0, acked = 0;
+	int int_ok = 0;
 
 	st->stats.acks++;
 	if (lumen_seq_after(ack->snd_una, st->last_snd_una)) {
@@ -780,22 +895,25 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 	tau = lumen_ptcp_tau(st, p);
 
 	/* the RTT estimator runs in both modes, so a fallback starts warm */
-	if (ack->rtt_ns)
+	if (ack->rtt_ns) {
 		lumen_ptcp_rtt_sample(st, ack, tau);
+		lumen_ptcp_rtt_floor(st, ack);
+	}
 
-	if (st->mode == LUMEN_PTCP_MODE_INT && echo && echo->count) {
-		if (lumen_ptcp_int_power(st, echo, tau)) {
-			power = st->smooth_power;
-			result = LUMEN_PTCP_UPDATED_INT;
-		}
-		lumen_ptcp_rtt_round_done(st, ack); /* keep the rounds aligned */
-	} else {
-		if (st->mode == LUMEN_PTCP_MODE_INT)
-			st->stats.int_missing++;
-		if (st->smooth_rtt_power && lumen_ptcp_rtt_round_done(st, ack)) {
+	if (st->mode == LUMEN_PTCP_MODE_INT)
+		int_ok = lumen_ptcp_take_int(st, ack, echo, tau);
+	if (int_ok) {
+		power = lumen_ptcp_guarded_power(st, tau);
+		result = LUMEN_PTCP_UPDATED_INT;
+		/* keep the rounds aligned; a new round has had no INT yet */
+		st->int_in_round = !lumen_ptcp_rtt_round_done(st, ack);
+	} else if (st->smooth_rtt_power && lumen_ptcp_rtt_round_done(st, ack)) {
+		/* theta-PowerTCP; or PowerTCP after a round without usable INT */
+		if (!st->int_in_round) {
 			power = st->smooth_rtt_power;
 			result = LUMEN_PTCP_UPDATED_RTT;
 		}
+		st->int_in_round = 0;
 	}
 
 	if (result != LUMEN_PTCP_HELD) {
