@@ -100,6 +100,37 @@ TEST(ExperimentVm, VmRunCommandLine)
 	EXPECT_EQ(parse_duration_ns(after(cmd, "--duration").front(), "d", 3600'000'000'000ull), 12'500'000'000ull);
 }
 
+TEST(ExperimentVm, VmRunSharesDirectoriesBelowGuestTmpfs)
+{
+	VmLaunch l;
+	l.vm_run = "/src/tools/vm-run";
+	l.kernel = "6.12";
+	l.kmod = "/src/build/kmod-6.12/tcp_powertcp.ko";
+	l.lumen = "/src/build/userspace/lumen";
+	l.experiment_file = "/src/experiments/quick.json";
+	l.out_dir = "/src/build/out";
+	l.timeout_s = 900;
+	// a tree outside the guest's tmpfs paths needs no --visible
+	EXPECT_TRUE(after(vm_run_argv(l), "--visible").empty());
+
+	// a clone under /tmp: the binary's and the description's directories,
+	// each once, before the command
+	l.lumen = "/tmp/clone/build/userspace/lumen";
+	l.experiment_file = "/tmp/clone/build/userspace/x.json";
+	auto argv = vm_run_argv(l);
+	auto dashdash = std::find(argv.begin(), argv.end(), "--");
+	EXPECT_EQ(std::count(argv.begin(), dashdash, "--visible"), 1);
+	EXPECT_EQ(after(argv, "--visible").front(), "/tmp/clone/build/userspace");
+	l.experiment_file = "/run/user/0/quick.json";
+	argv = vm_run_argv(l);
+	dashdash = std::find(argv.begin(), argv.end(), "--");
+	EXPECT_EQ(std::count(argv.begin(), dashdash, "--visible"), 2);
+	EXPECT_NE(std::find(argv.begin(), dashdash, "/run/user/0"), dashdash);
+	auto cmd = after(argv, "--");
+	ASSERT_GE(cmd.size(), 3u);
+	EXPECT_EQ(cmd[2], l.lumen);
+}
+
 TEST(ExperimentVm, TimeoutGrowsWithRuns)
 {
 	ExperimentSpec s;

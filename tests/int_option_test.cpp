@@ -93,8 +93,10 @@ lumen_int_opt parse_ok(const Bytes &buf)
 /* A hand-written valid request: 3 slots, hop 0 filled with a 10G record. */
 Bytes base_request()
 {
-	Bytes b{0xFD, 0x1A, 0x4C, 0x55, 0x21, /* hop 0: */ 0xC8, 0xAA, 0xBC, 0xD4, 0x8D, 0x0F, 0xED};
-	b.resize(26, 0x00); /* hops 1 and 2: empty */
+	const std::uint8_t filled[] = {0xFD, 0x1A, 0x4C, 0x55, 0x21, /* hop 0: */ 0xC8,
+				       0xAA, 0xBC, 0xD4, 0x8D, 0x0F, 0xED};
+	Bytes b(26, 0x00); /* hops 1 and 2: empty */
+	std::copy(std::begin(filled), std::end(filled), b.begin());
 	return b;
 }
 

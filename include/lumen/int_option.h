@@ -487,9 +487,14 @@ LUMEN_INLINE int lumen_int_write_echo(__u8 *buf, __u32 buf_len, const struct lum
 
 	if (count > LUMEN_INT_MAX_HOPS || count > req->slots)
 		return -LUMEN_INT_EINVAL;
-	len = LUMEN_INT_OPT_LEN(count);
-	if (buf_len < len)
+	/*
+	 * buf_len >= LUMEN_INT_OPT_LEN(count), said as a bound on count: so the
+	 * compiler, too, sees that the hop loop stays inside buf (GCC 12 -O3
+	 * warns about a short constant-size buffer otherwise).
+	 */
+	if (buf_len < LUMEN_INT_HDR_LEN || count > (buf_len - LUMEN_INT_HDR_LEN) / LUMEN_INT_HOP_LEN)
 		return -LUMEN_INT_ENOSPACE;
+	len = LUMEN_INT_OPT_LEN(count);
 	lumen_int_write_hdr(buf, count, LUMEN_INT_FLAG_ECHO | (req->flags & LUMEN_INT_FLAG_OVERFLOW), (__u8)count);
 	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
 		if (i >= count)

@@ -25,10 +25,12 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (to
 command -v gnuplot >/dev/null || skip "gnuplot missing (tools/install-deps)"
 : "${LUMEN_BIN:?set LUMEN_BIN to the lumen binary}"
 "$root/tools/kmod-build" --kernel "$kver" --print-release >/dev/null 2>&1 || skip "no kernel headers for $kver"
-kmod="$root/build/kmod-$kver/tcp_powertcp.ko"
-[[ -f $kmod ]] || skip "$kmod not built (tools/kmod-build --kernel $kver)"
+# where CTest's kmod_build_KVER fixture puts it: this build tree's kmod-KVER
+kmod="$build/kmod-$kver/tcp_powertcp.ko"
+[[ -f $kmod ]] || skip "$kmod not built (tools/kmod-build --kernel $kver --out $build/kmod-$kver)"
 
-# under the build directory: the VM cannot see /tmp
+# under the build directory, which the runner shares with the VM (the
+# guest's own /tmp is empty)
 mkdir -p "$build"
 tmp="$(mktemp -d "$(realpath "$build")/experiment-vm.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT

@@ -21,14 +21,16 @@ rc=0
 release="$("$root/tools/kmod-build" --kernel "$kver" --print-release)" || rc=$?
 ((rc == 0)) || skip "no kernel headers for $kver"
 export LUMEN_KMOD="${LUMEN_KMOD:-$root/build/kmod-$kver/tcp_powertcp.ko}"
-[[ -f $LUMEN_KMOD ]] || skip "$LUMEN_KMOD not built (tools/kmod-build --kernel $kver)"
+[[ -f $LUMEN_KMOD ]] || skip "$LUMEN_KMOD not built (tools/kmod-build --kernel $kver --out $(dirname "$LUMEN_KMOD"))"
 LUMEN_BIN="$(realpath "$LUMEN_BIN")" LUMEN_KMOD="$(realpath "$LUMEN_KMOD")"
 export LUMEN_BIN LUMEN_KMOD
 cd "$root"
 rc=0
 # Debian's PATH inside, not the caller's (shims such as pyenv's are slow
-# under emulation)
-"$root/tools/vm-run" --kernel "$release" --timeout "${LUMEN_VM_TIMEOUT:-1700}" -- \
+# under emulation); the checkout, the binary and the module visible wherever
+# they are (vm-run shares them when the guest's /tmp, /run ... would hide them)
+"$root/tools/vm-run" --kernel "$release" --timeout "${LUMEN_VM_TIMEOUT:-1700}" --visible "$root" \
+	--visible "$(dirname "$LUMEN_BIN")" --visible "$(dirname "$LUMEN_KMOD")" -- \
 	env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash tests/e2e/kmod_test.sh || rc=$?
 case $rc in
 0 | 1 | 77) exit "$rc" ;;

@@ -83,8 +83,10 @@ command -v qemu-system-x86_64 >/dev/null || {
 LUMEN_BIN="$(realpath "$LUMEN_BIN")"
 export LUMEN_BIN
 rc=0
+# the checkout and the binary's build tree, wherever they are (vm-run shares
+# them when the guest's /tmp, /run ... would hide them)
 "$root/tools/vm-run" --kernel "$kernel" --timeout "${LUMEN_VM_TIMEOUT:-1500}" \
-	-- bash "$here/run_in_vm.sh" --inside || rc=$?
+	--visible "$root" --visible "$(dirname "$LUMEN_BIN")" -- bash "$here/run_in_vm.sh" --inside || rc=$?
 case $rc in
 0 | 1 | 77) exit "$rc" ;;
 124) echo "vm_e2e $kernel: FAILED, the VM timed out" ;;

@@ -181,8 +181,11 @@ std::string ports_text(const lumen_int_config &cfg)
 	if (cfg.nports == 0)
 		return "all";
 	std::string s;
-	for (std::uint32_t i = 0; i < cfg.nports && i < LUMEN_INT_MAX_PORTS; i++)
-		s += (i ? "," : "") + std::to_string(cfg.ports[i]);
+	for (std::uint32_t i = 0; i < cfg.nports && i < LUMEN_INT_MAX_PORTS; i++) {
+		if (i)
+			s += ',';
+		s += std::to_string(cfg.ports[i]);
+	}
 	return s;
 }
 

@@ -7,6 +7,7 @@
 #include "lumen/common.h"
 #include "lumen/experiment_kmod.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -36,14 +37,6 @@ std::string absolute_path(const std::string &path, const std::string &what)
 	if (!::realpath(path.c_str(), buf))
 		throw Error(what + " " + path + ": " + std::strerror(errno));
 	return buf;
-}
-
-void require_visible_in_guest(const std::string &abs_path, const std::string &what)
-{
-	if (below_guest_tmpfs(abs_path))
-		throw UsageError(what + " " + abs_path +
-				 " is below /tmp, /var/tmp, /run or /dev/shm, which the VM replaces with an empty "
-				 "tmpfs; use a path elsewhere");
 }
 
 std::string join(const std::vector<std::string> &v)
@@ -126,6 +119,18 @@ std::vector<std::string> vm_run_argv(const VmLaunch &l)
 					 "LUMEN_EXPERIMENT_KMOD=" + l.kmod, "--", "env", kGuestPath, l.lumen,
 					 "experiment", "run", l.experiment_file, "--out", l.out_dir, "--algos",
 					 join(l.algorithms)};
+	// a binary or description below the guest's empty /tmp, /run ... (a
+	// clone under /tmp): vm-run shares its directory; the module's and its
+	// current directory (the source tree) it shares by itself
+	std::vector<std::string> visible;
+	for (const auto &file : {l.lumen, l.experiment_file}) {
+		std::string dir = std::filesystem::path(file).parent_path().string();
+		if (below_guest_tmpfs(dir) && std::find(visible.begin(), visible.end(), dir) == visible.end())
+			visible.push_back(dir);
+	}
+	auto cmd = std::find(argv.begin(), argv.end(), "--");
+	for (const auto &dir : visible)
+		cmd = argv.insert(cmd, {"--visible", dir}) + 2;
 	if (l.smoke)
 		argv.push_back("--smoke");
 	if (l.duration_ns) {
@@ -177,15 +182,9 @@ std::string run_experiment_in_vm(const std::string &experiment_file, const RunOp
 	l.duration_ns = opts.duration_ns;
 	l.rate_mbps = opts.rate_mbps;
 	l.timeout_s = vm_timeout_s(spec);
-	require_visible_in_guest(l.kmod, "--kmod");
-	require_visible_in_guest(l.lumen, "the lumen binary");
-	require_visible_in_guest(l.experiment_file, "the experiment file");
 	std::string dir = opts.out_dir.empty() ? default_out_dir(spec) : opts.out_dir;
-	// before it is made, and again below once symlinks are resolved
-	require_visible_in_guest(std::filesystem::absolute(dir).lexically_normal().string(), "--out");
 	prepare_out_dir(dir);
 	l.out_dir = absolute_path(dir, "--out");
-	require_visible_in_guest(l.out_dir, "--out");
 
 	std::fprintf(stderr, "[%s] in a VM with kernel %s and %s: %s; results in %s (at most %llu s)\n",
 		     spec.name.c_str(), l.kernel.c_str(), l.kmod.c_str(), join(l.algorithms).c_str(), l.out_dir.c_str(),

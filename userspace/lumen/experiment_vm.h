@@ -28,7 +28,8 @@ std::string parse_vm_kernel(const std::string &text);
 std::vector<std::string> vm_default_algorithms();
 
 // Paths the guest replaces with an empty tmpfs (/tmp, /var/tmp, /run,
-// /dev/shm and below): files there are invisible in the VM.
+// /dev/shm and below): files there are visible in the VM only when vm-run
+// shares them (--visible, --share, --module, its current directory).
 bool below_guest_tmpfs(const std::string &abs_path);
 
 // Everything the host side hands to tools/vm-run.
@@ -46,8 +47,10 @@ struct VmLaunch {
 	std::uint64_t timeout_s = 0;
 };
 
-// tools/vm-run --kernel K --module KO --share OUT --timeout S --env ... --
-// env PATH=<Debian's> LUMEN experiment run FILE --out OUT --algos ...
+// tools/vm-run --kernel K --module KO --share OUT --timeout S --env ...
+// [--visible DIR ...] -- env PATH=<Debian's> LUMEN experiment run FILE
+// --out OUT --algos ... (--visible: the directories of LUMEN and FILE when
+// below_guest_tmpfs)
 std::vector<std::string> vm_run_argv(const VmLaunch &l);
 
 // How long the VM may take for the (resolved) experiment: boot, testbed,

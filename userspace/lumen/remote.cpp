@@ -96,8 +96,11 @@ std::string shell_quote(const std::string &word)
 std::string shell_command(const std::vector<std::string> &argv)
 {
 	std::string out;
-	for (const auto &w : argv)
-		out += (out.empty() ? "" : " ") + shell_quote(w);
+	for (const auto &w : argv) {
+		if (!out.empty())
+			out += ' ';
+		out += shell_quote(w);
+	}
 	return out;
 }
 

@@ -18,6 +18,15 @@ std::string str(std::uint32_t v)
 	return std::to_string(v);
 }
 
+// "s" + str(i), appended: GCC 12 -O3 warns (-Wrestrict, a false positive,
+// GCC PR105329) when a literal is prepended to a temporary std::string
+std::string indexed(const char *prefix, std::uint32_t i)
+{
+	std::string s = prefix;
+	s += str(i);
+	return s;
+}
+
 std::string ipv4(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d)
 {
 	return str(a) + "." + str(b) + "." + str(c) + "." + str(d);
@@ -142,9 +151,9 @@ TestbedPlan plan_dumbbell(const TopologySpec &spec)
 	b.add_switch("sw2", {});
 	b.add_fabric_link("sw1", "10.0.0.1/30", "sw2", "10.0.0.2/30", spec.bottleneck, true);
 	for (std::uint32_t i = 1; i <= spec.senders; i++)
-		b.add_host("s" + str(i), "sender", "sw1", 1, i, spec.host_link, false);
+		b.add_host(indexed("s", i), "sender", "sw1", 1, i, spec.host_link, false);
 	for (std::uint32_t j = 1; j <= spec.receivers; j++)
-		b.add_host("r" + str(j), "receiver", "sw2", 2, j, spec.host_link, false);
+		b.add_host(indexed("r", j), "receiver", "sw2", 2, j, spec.host_link, false);
 	b.add_route("sw1", "10.2.0.0/16", {{"10.0.0.2", "sw2"}});
 	b.add_route("sw2", "10.1.0.0/16", {{"10.0.0.1", "sw1"}});
 	b.measure_rtt("s1", "r1");
@@ -156,7 +165,7 @@ TestbedPlan plan_incast(const TopologySpec &spec)
 	PlanBuilder b(spec.name);
 	b.add_switch("sw", {});
 	for (std::uint32_t i = 1; i <= spec.senders; i++)
-		b.add_host("s" + str(i), "sender", "sw", 1, i, spec.host_link, false);
+		b.add_host(indexed("s", i), "sender", "sw", 1, i, spec.host_link, false);
 	b.add_host("r1", "receiver", "sw", 2, 1, spec.bottleneck, true);
 	b.measure_rtt("s1", "r1");
 	return b.take();
@@ -187,7 +196,8 @@ TestbedPlan plan_leafspine(const TopologySpec &spec)
 					  cidr(ipv4(10, 100 + s, l, 2), 24), spec.fabric_link, false);
 	for (std::uint32_t l = 1; l <= spec.leaves; l++)
 		for (std::uint32_t i = 1; i <= spec.hosts_per_leaf; i++)
-			b.add_host("h" + str(l) + "_" + str(i), "host", leaf_name(l), l, i, spec.host_link, false);
+			b.add_host(indexed("h", l) + indexed("_", i), "host", leaf_name(l), l, i, spec.host_link,
+				   false);
 	for (std::uint32_t l = 1; l <= spec.leaves; l++) {
 		for (std::uint32_t m = 1; m <= spec.leaves; m++) {
 			if (m == l)
