@@ -26,8 +26,10 @@
  * in the egress buffer. At low load that is a packet or so.
  *
  * Enqueue (egress of DEV), per packet of wire length len:
- *   - tail drop when qlen + len > buffer_bytes (TC_ACT_SHOT, drops and
- *     drop_bytes counted, nothing enqueued);
+ *   - tail drop when the queue is not empty and qlen + len > buffer_bytes
+ *     (TC_ACT_SHOT, drops and drop_bytes counted, nothing enqueued). An
+ *     empty queue admits any packet: a GSO packet (below) larger than the
+ *     buffer would otherwise never pass, however idle the port;
  *   - DCTCP-style ECN: an ECT(0)/ECT(1) IPv4 or IPv6 packet arriving while
  *     qlen > ecn_threshold_bytes (K) is marked CE (IPv4 header checksum fixed
  *     incrementally), counted in ecn_marks;
@@ -56,10 +58,12 @@
  * is too coarse, `ip link set DEV gso_max_segs 1` makes TCP send one segment
  * per packet (at a CPU cost that shows at Gbit/s rates).
  *
- * Buffer and tbf limit: admission here keeps qlen <= buffer_bytes, and tbf's
- * backlog is a part of qlen, so a tbf whose limit is at least buffer_bytes
- * never drops; the loader (lumen switch attach) sets limit = buffer + 64 KiB
- * so every drop is a counted tail drop of this program.
+ * Buffer and tbf limit: admission here keeps qlen <= buffer_bytes, or one
+ * packet (at most 64 KiB of GSO segments) above it when that packet found the
+ * queue empty; tbf's backlog is a part of qlen, so a tbf whose limit is at
+ * least buffer_bytes plus one such packet with its headers never drops; the
+ * loader (lumen switch attach) sets buffer_bytes + 96 KiB: every drop is a
+ * counted tail drop of this program.
  *
  * What makes the count drift: a packet accounted at enqueue that never
  * reaches PEER's ingress hook (tbf limit set too low by hand, PEER down, its
@@ -298,7 +302,7 @@ int lumen_sw_egress(struct __sk_buff *skb)
 	len = lumen_sw_wire_len(skb, &p);
 	q = lumen_sw_qlen(st);
 
-	if (cfg->buffer_bytes && q + len > cfg->buffer_bytes) {
+	if (cfg->buffer_bytes && q && q + len > cfg->buffer_bytes) {
 		__sync_fetch_and_add(&st->drops, 1);
 		__sync_fetch_and_add(&st->drop_bytes, len);
 		return TC_ACT_SHOT;

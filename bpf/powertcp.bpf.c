@@ -217,6 +217,7 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 	struct lumen_ptcp_params p;
 	struct lumen_ptcp_ack ack;
 	enum lumen_ptcp_result res;
+	__u32 unusable, guard;
 	struct lumen_cc_sk *cs;
 
 	cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0);
@@ -245,7 +246,13 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 		}
 	}
 
+	unusable = cs->ptcp.stats.int_unusable;
+	guard = cs->ptcp.stats.rtt_guard;
 	res = lumen_ptcp_on_ack(&cs->ptcp, &p, &ack, echo);
+	if (cs->ptcp.stats.int_unusable != unusable)
+		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_INT_UNUSABLE);
+	if (cs->ptcp.stats.rtt_guard != guard)
+		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
 		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_INT_UPDATES);
 	else if (res == LUMEN_PTCP_UPDATED_RTT && mode == LUMEN_PTCP_MODE_INT)

@@ -166,7 +166,10 @@
  * forgets it on NETDEV_DOWN / UNREGISTER; init looks the device up in that
  * cache under RCU. A device without a speed (loopback, tunnels, virtio-net
  * without speed=) gives the core's default, 25000 Mbit/s (bw_default);
- * veth reports 10000.
+ * veth reports 10000. When that rate times a configured base_rtt_us exceeds
+ * the core's 1 GiB window limit (10 Gbit/s x 1 s, say), the flow uses the
+ * largest rate that fits, counted as bw_clamped instead of bw_detected /
+ * bw_default.
  *
  * Parameters
  * ----------
@@ -207,7 +210,13 @@
  * ---------------------
  * init registers, in order: the socket table, the netdevice notifier, the
  * per-namespace netfilter hooks, powertcp, theta_powertcp; any failure
- * unwinds what was registered before it. Sockets using either algorithm
+ * unwinds what was registered before it. A name already taken (another
+ * module, or a BPF struct_ops of that name) fails the load with EEXIST and
+ * a log line; neither name stays registered. The kernel exports no lookup
+ * by name, so the names cannot be checked before registering: if
+ * theta_powertcp is taken, powertcp was selectable for a moment, and should
+ * a socket have selected it then, failing init would free the module under
+ * that socket; the module then stays loaded with no algorithm registered. Sockets using either algorithm
  * hold a reference on the module (taken by the TCP core), so rmmod fails
  * with EBUSY while any exists, and every state has been released when exit
  * runs. exit unregisters both algorithms (the TCP core waits for RCU readers
@@ -241,6 +250,7 @@
 #include <net/tcp.h>
 
 #include "lumen/powertcp.h"
+#include "lumen/tcp_option.h"
 
 #define CREATE_TRACE_POINTS
 #include "powertcp_trace.h"
@@ -271,6 +281,9 @@ enum ptcp_counter {
 	PTCP_CNT_HOOK_BAD_CSUM, /* echo on a segment with a bad checksum */
 	PTCP_CNT_HOOK_NO_STATE, /* echo for a powertcp socket without state */
 	PTCP_CNT_HOOK_LOOKUP, /* echo without skb->sk (no early demux): socket looked up */
+	PTCP_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
+	PTCP_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
+	PTCP_CNT_BW_CLAMPED, /* link speed x tau over the window limit: largest rate that fits */
 	PTCP_CNT_MAX
 };
 
@@ -294,6 +307,9 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_HOOK_BAD_CSUM] = "hook_bad_csum",
 	[PTCP_CNT_HOOK_NO_STATE] = "hook_no_state",
 	[PTCP_CNT_HOOK_LOOKUP] = "hook_lookup",
+	[PTCP_CNT_INT_UNUSABLE] = "int_unusable",
+	[PTCP_CNT_RTT_GUARD] = "rtt_guard",
+	[PTCP_CNT_BW_CLAMPED] = "bw_clamped",
 };
 
 struct ptcp_stats {
@@ -709,16 +725,29 @@ static struct ptcp_sk *ptcp_lookup(const struct sock *sk)
 	return rhashtable_lookup(&ptcp_socks, &sk, ptcp_socks_params);
 }
 
+/*
+ * HostBw for link-speed mode: the detected speed, or the default without one;
+ * if that rate times a configured tau exceeds the 1 GiB window limit, the
+ * largest rate that fits (*clamped set). Never a rate the limit refuses.
+ */
+static u32 ptcp_fit_bw(const struct lumen_ptcp_params *p, u32 detected, bool *clamped)
+{
+	u32 rate = detected ? detected : LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
+	u32 fit = lumen_ptcp_fit_host_bw(p, rate);
+
+	*clamped = fit != rate;
+	return fit;
+}
+
 /* Parameters for one ACK of this flow (link speed resolved). */
 static void ptcp_flow_params(const struct ptcp_sk *s, struct lumen_ptcp_params *p)
 {
+	bool clamped;
+
 	ptcp_params_read(p);
 	if (p->host_bw_mbps)
 		return;
-	p->host_bw_mbps = s->host_bw_mbps ? s->host_bw_mbps : LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
-	/* a detected speed may not fit a configured tau (1 GiB window limit) */
-	if (lumen_ptcp_params_validate(p))
-		p->host_bw_mbps = LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
+	p->host_bw_mbps = ptcp_fit_bw(p, s->host_bw_mbps, &clamped);
 }
 
 /* Smoothed power (Q16) the last window update used: INT or RTT. */
@@ -758,8 +787,14 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	spin_lock_init(&s->lock);
 	ptcp_params_read(&p);
 	if (!p.host_bw_mbps) {
+		bool clamped;
+
 		s->host_bw_mbps = ptcp_detect_bw(sk);
-		ptcp_count(s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
+		ptcp_fit_bw(&p, s->host_bw_mbps, &clamped);
+		if (clamped)
+			ptcp_count(PTCP_CNT_BW_CLAMPED);
+		else
+			ptcp_count(s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
 	}
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_init(&s->st, &p, mode, tp->snd_nxt, tp->mss_cache);
@@ -827,6 +862,7 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	enum lumen_ptcp_result res;
 	bool have_echo = false;
 	long rtt_us = rs->rtt_us;
+	u32 unusable, guard;
 
 	if (!s) {
 		ptcp_count(PTCP_CNT_NO_STATE);
@@ -855,7 +891,13 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 			ptcp_count(PTCP_CNT_NO_INT);
 	}
 
+	unusable = s->st.stats.int_unusable;
+	guard = s->st.stats.rtt_guard;
 	res = lumen_ptcp_on_ack(&s->st, &p, &ack, have_echo ? &echo : NULL);
+	if (s->st.stats.int_unusable != unusable)
+		ptcp_count(PTCP_CNT_INT_UNUSABLE);
+	if (s->st.stats.rtt_guard != guard)
+		ptcp_count(PTCP_CNT_RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
 		ptcp_count(PTCP_CNT_INT_UPDATES);
 	else if (res == LUMEN_PTCP_UPDATED_RTT && s->st.mode == LUMEN_PTCP_MODE_INT)
@@ -965,35 +1007,6 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = {
 /* INT reception: netfilter hook at LOCAL_IN                               */
 
 /*
- * Offset of our option (kind 253, ExID 0x4C55) in a TCP option block, or -1.
- * TCP's walk (tcp_parse_options): EOL ends it, NOP is one byte, any other
- * option has a length byte; a length < 2 or past the block ends it.
- */
-static int ptcp_find_int_option(const u8 *opt, unsigned int len)
-{
-	unsigned int i = 0, olen;
-
-	while (i < len) {
-		if (opt[i] == TCPOPT_EOL)
-			break;
-		if (opt[i] == TCPOPT_NOP) {
-			i++;
-			continue;
-		}
-		if (len - i < 2)
-			break;
-		olen = opt[i + 1];
-		if (olen < 2 || olen > len - i)
-			break;
-		if (opt[i] == LUMEN_INT_KIND && olen >= 4 && opt[i + 2] == (LUMEN_INT_EXID >> 8) &&
-		    opt[i + 3] == (LUMEN_INT_EXID & 0xff))
-			return (int)i;
-		i += olen;
-	}
-	return -1;
-}
-
-/*
  * The established socket of a segment that early demux did not assign
  * (early demux off, or loopback, whose skbs keep their route): the lookup
  * tcp_v4_rcv / tcp_v6_rcv will do. Returns a reference (sock_gen_put) or NULL.
@@ -1067,7 +1080,7 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 /* One TCP segment; thoff is the TCP header's offset from skb->data. */
 static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf_hook_state *state)
 {
-	u8 optbuf[MAX_TCP_OPTION_SPACE];
+	struct lumen_tcp_opts optbuf;
 	struct sock *sk = skb->sk, *ref;
 	const struct tcphdr *th;
 	struct tcphdr thbuf;
@@ -1084,10 +1097,15 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 	optlen = th->doff * 4 - sizeof(*th);
 	if (optlen < LUMEN_INT_HDR_LEN || th->syn)
 		return;
-	opts = skb_header_pointer(skb, thoff + sizeof(*th), optlen, optbuf);
+	/* optlen <= 40 = sizeof(optbuf): doff is 4 bits */
+	opts = skb_header_pointer(skb, thoff + sizeof(*th), optlen, &optbuf);
 	if (!opts)
 		return;
-	off = ptcp_find_int_option(opts, optlen);
+	if (opts != optbuf.b)
+		memcpy(optbuf.b, opts, optlen); /* the walker takes a whole block */
+	opts = optbuf.b;
+	/* TCP's own walk (include/lumen/tcp_option.h), shared with the switch */
+	off = lumen_tcp_opt_find(&optbuf, optlen, LUMEN_INT_KIND, LUMEN_INT_EXID);
 	/* no option, or a request (data towards a powertcp receiver: the peer's) */
 	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen || !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
 		return;
@@ -1163,6 +1181,9 @@ static struct pernet_operations ptcp_net_ops = {
 /* ---------------------------------------------------------------------- */
 /* Module                                                                  */
 
+/* Both algorithms registered (see ptcp_register for when they are not). */
+static bool ptcp_registered;
+
 /* States left in the table at exit: impossible while sockets hold the module. */
 static void ptcp_leaked(void *ptr, void *arg)
 {
@@ -1188,15 +1209,32 @@ static int __init ptcp_register(void)
 	if (ret)
 		goto err_notifier;
 	ret = tcp_register_congestion_control(&ptcp_int_ops);
-	if (ret)
+	if (ret) {
+		pr_err("cannot register powertcp (%d): the name is taken\n", ret);
 		goto err_pernet;
+	}
 	ret = tcp_register_congestion_control(&ptcp_theta_ops);
-	if (ret)
+	if (ret) {
+		pr_err("cannot register theta_powertcp (%d): the name is taken\n", ret);
 		goto err_int;
+	}
+	ptcp_registered = true;
 	return 0;
 
 err_int:
+	/*
+	 * powertcp was selectable for a moment. Unregistering waits for RCU
+	 * readers, so any socket that found it holds a module reference by now
+	 * (besides the one init holds). Failing init would free the module
+	 * under such a socket: stay loaded, with neither name registered, and
+	 * let rmmod remove the module once that socket is gone.
+	 */
 	tcp_unregister_congestion_control(&ptcp_int_ops);
+	if (module_refcount(THIS_MODULE) > 1) {
+		pr_err("powertcp was selected while loading failed: module stays loaded without algorithms; rmmod "
+		       "it\n");
+		return 0;
+	}
 err_pernet:
 	unregister_pernet_subsys(&ptcp_net_ops);
 err_notifier:
@@ -1210,8 +1248,10 @@ err_socks:
 
 static void __exit ptcp_unregister(void)
 {
-	tcp_unregister_congestion_control(&ptcp_theta_ops);
-	tcp_unregister_congestion_control(&ptcp_int_ops);
+	if (ptcp_registered) {
+		tcp_unregister_congestion_control(&ptcp_theta_ops);
+		tcp_unregister_congestion_control(&ptcp_int_ops);
+	}
 	unregister_pernet_subsys(&ptcp_net_ops);
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();

@@ -101,6 +101,22 @@ TEST(Params, DefaultsAreValidAndFromTheThesis)
 	EXPECT_EQ(p.beta_bytes, 0u);
 }
 
+TEST(Params, FitHostBwKeepsARateThatFitsAndClampsOneThatDoesNot)
+{
+	lumen_ptcp_params p = params_10g_20us();
+	EXPECT_EQ(lumen_ptcp_fit_host_bw(&p, 100000), 100000u); // 250 KB BDP
+	p.base_rtt_ns = 1000000000ull; // 1 s: 10 Gbit/s is 1.25 GB, over 1 GiB
+	uint32_t fit = lumen_ptcp_fit_host_bw(&p, 10000);
+	EXPECT_EQ(fit, 8589u); // floor(2^30 * 8000 / 1e9)
+	p.host_bw_mbps = fit;
+	EXPECT_EQ(lumen_ptcp_params_validate(&p), 0);
+	p.host_bw_mbps = fit + 1;
+	EXPECT_EQ(lumen_ptcp_params_validate(&p), -LUMEN_PTCP_PARAM_EBDP);
+	p.base_rtt_ns = 0; // tracked tau adapts to the rate instead
+	EXPECT_EQ(lumen_ptcp_fit_host_bw(&p, 1600000), 1600000u);
+	EXPECT_EQ(lumen_ptcp_fit_host_bw(&p, 0), LUMEN_PTCP_HOST_BW_MIN_MBPS);
+}
+
 TEST(Params, EachOutOfRangeFieldIsRefusedWithItsOwnError)
 {
 	struct Case {

@@ -90,6 +90,8 @@ enum lumen_cc_counter {
 	LUMEN_CC_CNT_NO_INT, /* bpf_powertcp ACKs without a new echo */
 	LUMEN_CC_CNT_NO_STATE, /* sk_storage missing: ACK ignored */
 	LUMEN_CC_CNT_RESTARTS, /* idle restarts */
+	LUMEN_CC_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
+	LUMEN_CC_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
 	LUMEN_CC_CNT_MAX
 };
 

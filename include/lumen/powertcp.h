@@ -232,6 +232,25 @@ LUMEN_INLINE __u64 lumen_ptcp_tau_max(const struct lumen_ptcp_params *p)
 }
 
 /*
+ * HostBw for a rate found at run time (a link speed): rate_mbps if it fits,
+ * with p's base RTT, the 1 GiB window limit, else the largest rate that
+ * does (at least LUMEN_PTCP_HOST_BW_MIN_MBPS). A tracked tau (base_rtt_ns
+ * == 0) is clamped to lumen_ptcp_tau_max() instead, so any rate fits.
+ * rate_mbps 0 is taken as LUMEN_PTCP_HOST_BW_MIN_MBPS.
+ */
+LUMEN_INLINE __u32 lumen_ptcp_fit_host_bw(const struct lumen_ptcp_params *p, __u32 rate_mbps)
+{
+	__u64 fit;
+
+	rate_mbps = (__u32)lumen_clamp_u64(rate_mbps, LUMEN_PTCP_HOST_BW_MIN_MBPS, LUMEN_PTCP_HOST_BW_MAX_MBPS);
+	if (!p->base_rtt_ns)
+		return rate_mbps;
+	/* bytes = Mbit/s * ns / 8000 <= 2^30: rate <= 2^30 * 8000 / tau */
+	fit = lumen_div64(LUMEN_PTCP_MAX_CWND_BYTES * 8000, p->base_rtt_ns);
+	return (__u32)lumen_clamp_u64(fit, LUMEN_PTCP_HOST_BW_MIN_MBPS, rate_mbps);
+}
+
+/*
  * Validate a parameter set. Every front end (module parameters, BPF loader,
  * command-line tools) calls this before installing new parameters and keeps
  * the old ones on error. Returns 0 or a negative lumen_ptcp_param_error.

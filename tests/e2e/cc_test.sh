@@ -191,6 +191,8 @@ e2e_check "only $THETA changed" json_eq "32768 45875" eval \
 	'echo $(param $INT gamma_q16) $(param $THETA gamma_q16)'
 e2e_check "set beta=auto base-rtt=100us (back to auto beta)" "$L" cc set beta=auto base-rtt=100us
 e2e_check "status prints a table" eval '[[ "$("$L" cc status)" == *fallback_updates* ]]'
+e2e_check "status shows the liveness counters" \
+	eval '[[ "$("$L" cc status)" == *int_unusable* && "$("$L" cc status)" == *rtt_guard* ]]'
 
 # --- traffic: per-socket selection -----------------------------------------
 

@@ -246,6 +246,52 @@ e2e_check "detach by --port-id" bash -c "'$LUMEN_BIN' switch detach --port-id $i
 e2e_check "detach left b1 and b0 clean" bash -c "$(declare -f untouched); untouched '$SW' b1 && untouched '$H2' b0"
 
 # ---------------------------------------------------------------------------
+e2e_log "port B with a 2k buffer, idle: one GSO packet larger than the buffer passes"
+
+# A fresh connection's initial window (10 segments, ~14 KB) leaves in a few
+# GSO packets of several segments each. An empty queue must admit one
+# whatever the buffer (later ones that find it busy are tail-dropped, as
+# they should be): before, every such packet was dropped, however idle the
+# port, and the transfer crawled on retransmission timeouts.
+attach_b --rate "${rate}mbit" --buffer 2k >/dev/null
+burst() { # burst BYTES: one write h1 -> h2 on a new connection; prints bytes received
+	ip netns exec "$H2" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.88.2.1", 5299)); s.listen(1); s.settimeout(10)
+c, _ = s.accept(); c.settimeout(10); n = 0
+while n < int(sys.argv[1]):
+    b = c.recv(65536)
+    if not b:
+        break
+    n += len(b)
+c.close()
+print(n)' "$1" >"$TMPD/burst.out" &
+	local srv=$!
+	sleep 0.3
+	ip netns exec "$H1" python3 -c '
+import socket, sys
+c = socket.create_connection(("10.88.2.1", 5299), timeout=10)
+c.sendall(b"x" * int(sys.argv[1]))
+c.recv(1)  # the server closes first: nothing else enters the port meanwhile
+c.close()' "$1"
+	wait "$srv"
+	cat "$TMPD/burst.out"
+}
+# offloads on at h1: the 14 KB leaves a0 as one TSO packet and is forwarded whole
+ip netns exec "$H1" ethtool -K a0 tx on sg on tso on gso on >/dev/null
+d0="$(port_field b1 "$SW" drops)"
+got="$(burst 14000)"
+d1="$(port_field b1 "$SW" drops)"
+ip netns exec "$H1" ethtool -K a0 tso off gso off tx off >/dev/null 2>&1 || true
+e2e_log "  received $got B; drops $d0 -> $d1 ($(port_field b1 "$SW" drop_bytes) B), enqueued $(port_field b1 "$SW" enq_packets) packets, max queue $(port_field b1 "$SW" qlen_max_bytes) B"
+e2e_check "the burst arrived whole" test "$got" = 14000
+# before, admission kept the queue <= the buffer, so a packet above 2k never passed
+e2e_check "a GSO packet larger than the 2k buffer was admitted into the empty queue" \
+	py "int(a[0]) > 2048" "$(port_field b1 "$SW" qlen_max_bytes)"
+e2e_check "detach" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
+
+# ---------------------------------------------------------------------------
 e2e_log "port B with ECN threshold 30k and an ECN flow: CE marks"
 
 ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=1

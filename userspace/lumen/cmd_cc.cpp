@@ -71,9 +71,10 @@ const char *const kIntSkMap = "lumen_int_sk";
 const char *const kSockopsMaps[] = {"lumen_int_cfg", "lumen_int_stats"};
 
 const char *const kCounterNames[LUMEN_CC_CNT_MAX] = {
-	"flows", "acks", "int_updates", "rtt_updates", "fallback_updates", "no_int", "no_state", "restarts",
+	"flows",  "acks",     "int_updates", "rtt_updates",  "fallback_updates",
+	"no_int", "no_state", "restarts",    "int_unusable", "rtt_guard",
 };
-static_assert(LUMEN_CC_CNT_RESTARTS == 7 && LUMEN_CC_CNT_MAX == 8, "update kCounterNames");
+static_assert(LUMEN_CC_CNT_RTT_GUARD == 9 && LUMEN_CC_CNT_MAX == 10, "update kCounterNames");
 
 const char *const kAvailable = "net.ipv4.tcp_available_congestion_control";
 const char *const kAllowed = "net.ipv4.tcp_allowed_congestion_control";
@@ -788,6 +789,8 @@ const char kUsage[] = "usage: lumen cc load [--allow] [--algo ALGO] [PARAM=VALUE
 		      "  no_int            " LUMEN_CC_NAME_INT " ACKs without a new INT echo\n"
 		      "  no_state          ACKs or connections without socket state (no memory)\n"
 		      "  restarts          idle restarts (history discarded)\n"
+		      "  int_unusable      " LUMEN_CC_NAME_INT " echoes that gave no INT sample (counted as no INT)\n"
+		      "  rtt_guard         INT updates overridden by an RTT floor of >= 8 base RTTs\n"
 		      "\n"
 		      "examples:\n"
 		      "  lumen cc load --allow host-bw=10gbit base-rtt=auto\n"

@@ -93,7 +93,7 @@ attach
   --no-int             do not fill INT options (queue, drops, ECN only)
   --port-id N          port id 0..63 (default: the lowest free one)
   Creates clsact qdiscs where missing, replaces DEV's root qdisc with
-  "tbf rate RATE burst B limit BUFFER+64k" (B = max(2 frames, 500 us at
+  "tbf rate RATE burst B limit BUFFER+96k" (B = max(2 frames, 500 us at
   RATE); the limit is above the buffer so tbf never drops before the port
   does), attaches both programs, and records the port. On any failure
   everything done so far is undone. TCP hands GSO packets (up to 64 KiB)
@@ -128,7 +128,8 @@ sample
 
 constexpr std::uint64_t kMaxBuffer = 1ull << 30; // 1 GiB: the histogram's last bucket
 constexpr std::uint64_t kDefaultBuffer = 1ull << 20;
-constexpr std::uint64_t kTbfLimitSlack = 64 * 1024;
+// one GSO packet admitted into an empty queue: 64 KiB + per-segment headers
+constexpr std::uint64_t kTbfLimitSlack = 96 * 1024;
 constexpr std::size_t kNetnsNameMax = 63;
 const char kRecordsMap[] = "lumen_sw_ports";
 const char kCfgMap[] = "lumen_sw_cfg";

@@ -915,8 +915,8 @@ template <typename Writer> void write_csv(const std::string &path, const std::ve
 // algorithm: the counters that say whether INT drove the window.
 std::string kmod_counters_text(const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
 {
-	static const char *const shown[] = {"flows",	   "int_echoes", "int_updates", "fallback_updates",
-					    "rtt_updates", "no_state"};
+	static const char *const shown[] = {"flows",	   "int_echoes", "int_updates",	 "fallback_updates",
+					    "rtt_updates", "no_state",	 "int_unusable", "rtt_guard"};
 	std::string out;
 	for (std::size_t i = 0; i < runs.size(); i++) {
 		if (!counters[i])
