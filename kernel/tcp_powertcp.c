@@ -104,25 +104,38 @@
  *     must hit the window, as for TCP itself) and whose TCP checksum is right
  *     (nf_checksum, as conntrack does; TCP then reuses the result).
  *  5. The socket's state is looked up in an rhashtable keyed by the socket
- *     pointer (see "Lifetime"); the echo is copied into it and its
- *     generation counter (echo_gen) bumped, under a per-socket spinlock.
+ *     pointer (see "Lifetime"); the echo is copied into it, with the
+ *     segment's ack_seq and, when the connection uses timestamps, its TSval,
+ *     and its generation counter (echo_gen) bumped, under a per-socket
+ *     spinlock.
  *
  * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
  * takes the echo under the same lock (spin_lock_bh: from the socket backlog
  * it runs in process context with BH enabled) when echo_gen differs from the
- * generation it consumed last, otherwise it tells the core that the ACK
- * carried no INT (no_int). Limits of this design:
- *  - The hook runs before TCP validates a segment beyond the checks in 4.
- *    An echo on a segment TCP later drops (PAWS, MD5, a socket filter) is
- *    still stored; the core refuses implausible INT deltas
- *    (lumen_int_hop_delta) whatever their source.
+ * generation it consumed last and the echo came on the very segment TCP is
+ * processing: its ack_seq is snd_una (tcp_ack moved snd_una there) and its
+ * TSval the one TCP parsed (rx_opt.rcv_tsval). Otherwise the ACK carried no
+ * INT (no_int; an echo from another segment also counts hook_unmatched).
+ *
+ * Trust model
+ * -----------
+ *  - The hook runs before TCP validates a segment (sequence window, PAWS,
+ *    MD5, socket filters). A segment TCP drops never reaches cong_control,
+ *    and its stored echo does not match the next ACK TCP accepts (another
+ *    ack_seq or TSval): it is never applied. An off-path attacker must guess
+ *    the exact next ack_seq and TSval of the peer, on top of the checks in 4;
+ *    without timestamps, the exact next ack_seq. A forged segment that TCP
+ *    accepts is TCP's problem as much as ours.
+ *  - An on-path attacker or a lying receiver controls INT. The core bounds
+ *    what that can do (include/lumen/powertcp.h, "Liveness"): INT that
+ *    cannot be used counts as none, and INT hiding a persistent queue is
+ *    overridden by the RTT; the window stays within [2 MSS, BDP + beta].
  *  - ACKs that wait in the socket backlog while the application holds the
- *    socket lock were all seen by the hook on arrival, so when the backlog
- *    is processed (in order) the first of them consumes the newest echo and
- *    the others find no new generation (no_int). INT counters are
- *    cumulative, so skipping intermediate echoes loses no information: the
- *    next power sample spans the gap. No echo is ever applied twice, and
- *    none is applied to an ACK that arrived before it.
+ *    socket lock were all seen by the hook on arrival, so only the newest
+ *    echo is stored, and it matches only the newest of them; the others
+ *    count as no_int. INT counters are cumulative, so skipping intermediate
+ *    echoes loses no information: the next power sample spans the gap. No
+ *    echo is ever applied twice, or to another segment than its own.
  *  - Registering a LOCAL_IN hook makes every namespace's local input pass
  *    through netfilter; for segments of other algorithms that costs the
  *    hook call and one pointer compare.
@@ -284,6 +297,7 @@ enum ptcp_counter {
 	PTCP_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
 	PTCP_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
 	PTCP_CNT_BW_CLAMPED, /* link speed x tau over the window limit: largest rate that fits */
+	PTCP_CNT_HOOK_UNMATCHED, /* stored echo not from the ACK TCP accepted: not applied */
 	PTCP_CNT_MAX
 };
 
@@ -310,6 +324,7 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_INT_UNUSABLE] = "int_unusable",
 	[PTCP_CNT_RTT_GUARD] = "rtt_guard",
 	[PTCP_CNT_BW_CLAMPED] = "bw_clamped",
+	[PTCP_CNT_HOOK_UNMATCHED] = "hook_unmatched",
 };
 
 struct ptcp_stats {
@@ -697,6 +712,10 @@ struct ptcp_sk {
 	spinlock_t lock;
 	u32 echo_gen;
 	struct lumen_int_opt echo;
+	/* the segment that carried it, to match it to the ACK TCP accepts */
+	u32 echo_ack; /* its ack_seq */
+	u32 echo_tsval; /* its TSval, when echo_has_ts */
+	bool echo_has_ts; /* it carried a timestamp TCP parses (tstamp_ok) */
 
 	/* the rest only under the socket lock (CA callbacks) */
 	u32 echo_gen_seen;
@@ -851,6 +870,20 @@ static void ptcp_fallback(struct sock *sk, const struct rate_sample *rs)
 		tcp_reno_cong_avoid(sk, tp->snd_una, rs->acked_sacked);
 }
 
+/*
+ * Whether the stored echo came on the segment that TCP is acknowledging now.
+ * cong_control runs from tcp_ack() for a segment TCP accepted, after
+ * snd_una moved to its ack_seq, with rx_opt holding that segment's parsed
+ * options. An echo stored from a segment TCP then dropped (bad sequence,
+ * PAWS, ...) carries another ack_seq or TSval. Caller holds s->lock.
+ */
+static bool ptcp_echo_is_this_ack(const struct ptcp_sk *s, const struct tcp_sock *tp)
+{
+	if (s->echo_ack != tp->snd_una || s->echo_has_ts != !!tp->rx_opt.saw_tstamp)
+		return false;
+	return !s->echo_has_ts || s->echo_tsval == tp->rx_opt.rcv_tsval;
+}
+
 static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 {
 	struct ptcp_ca *ca = inet_csk_ca(sk);
@@ -883,8 +916,12 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 		spin_lock_bh(&s->lock);
 		if (s->echo_gen != s->echo_gen_seen) {
 			s->echo_gen_seen = s->echo_gen;
-			echo = s->echo;
-			have_echo = true;
+			if (ptcp_echo_is_this_ack(s, tp)) {
+				echo = s->echo;
+				have_echo = true;
+			} else {
+				ptcp_count(PTCP_CNT_HOOK_UNMATCHED);
+			}
 		}
 		spin_unlock_bh(&s->lock);
 		if (!have_echo)
@@ -1039,16 +1076,24 @@ static bool ptcp_is_int_sock(const struct sock *sk)
 	       READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &ptcp_int_ops;
 }
 
-/* Store the echo of an ACK for sk (a powertcp socket), after the checks. */
+/*
+ * Store the echo of an ACK for sk (a powertcp socket), after the checks,
+ * with what identifies its segment: ack_seq, and TSval when TCP parses
+ * timestamps on this connection (tstamp_ok; TCP takes a TS option of length
+ * 10 only). o/optlen is the segment's option block, the echo at offset off.
+ */
 static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thoff, const struct tcphdr *th,
-			 const u8 *opt, unsigned int len, const struct nf_hook_state *state)
+			 const struct lumen_tcp_opts *o, unsigned int optlen, int off,
+			 const struct nf_hook_state *state)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct lumen_int_opt echo;
 	struct ptcp_sk *s;
-	u32 ack;
+	u32 ack, tsval = 0;
+	bool has_ts = false;
+	int ts;
 
-	if (lumen_int_parse(opt, len, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
+	if (lumen_int_parse(o->b + off, optlen - (unsigned int)off, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
 		ptcp_count(PTCP_CNT_INT_MALFORMED);
 		return;
 	}
@@ -1070,8 +1115,16 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 		ptcp_count(PTCP_CNT_HOOK_BAD_CSUM);
 		return;
 	}
+	ts = lumen_tcp_opt_find(o, optlen, TCPOPT_TIMESTAMP, 0);
+	if (ts >= 0 && o->b[ts + 1] == TCPOLEN_TIMESTAMP && tp->rx_opt.tstamp_ok) {
+		tsval = (u32)o->b[ts + 2] << 24 | (u32)o->b[ts + 3] << 16 | (u32)o->b[ts + 4] << 8 | o->b[ts + 5];
+		has_ts = true;
+	}
 	spin_lock(&s->lock);
 	s->echo = echo;
+	s->echo_ack = ack;
+	s->echo_tsval = tsval;
+	s->echo_has_ts = has_ts;
 	s->echo_gen++;
 	spin_unlock(&s->lock);
 	ptcp_count(PTCP_CNT_INT_ECHOES);
@@ -1110,7 +1163,7 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen || !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
 		return;
 	if (sk) {
-		ptcp_nf_echo(sk, skb, thoff, th, opts + off, optlen - (unsigned int)off, state);
+		ptcp_nf_echo(sk, skb, thoff, th, &optbuf, optlen, off, state);
 		return;
 	}
 	ref = ptcp_nf_lookup(skb, th, state);
@@ -1118,7 +1171,7 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 		return;
 	if (ptcp_is_int_sock(ref)) {
 		ptcp_count(PTCP_CNT_HOOK_LOOKUP);
-		ptcp_nf_echo(ref, skb, thoff, th, opts + off, optlen - (unsigned int)off, state);
+		ptcp_nf_echo(ref, skb, thoff, th, &optbuf, optlen, off, state);
 	}
 	sock_gen_put(ref);
 }

@@ -293,7 +293,7 @@ for c in int_malformed no_state no_mem hash_fail hook_bad_csum bw_clamped; do
 	e2e_check "counter $c == 0 ($v)" test "$v" -eq 0
 done
 # the core's liveness counters are exported (their values depend on the run)
-for c in int_unusable rtt_guard; do
+for c in int_unusable rtt_guard hook_unmatched; do
 	e2e_check "counter $c is exported ($(stat_of "$c"))" test -n "$(stat_of "$c")"
 done
 if [[ -e $trace/events/powertcp/powertcp_ack/enable ]]; then
