@@ -122,6 +122,8 @@ TEST(Inventory, RefusesMistakesNamingFileAndPath)
 	EXPECT_NE(error_with("\"/opt/lumen/bin/lumen\"", "\"-x\"").find("lumen: '-x' is not a program path"),
 		  std::string::npos);
 	EXPECT_NE(error_with("{\n  \"name\"", "[{\n  \"name\"").find("not valid JSON"), std::string::npos);
+	EXPECT_NE(error_with("\"path_rate\": \"10gbit\"", "\"path_rate\": 1e309").find("lab.json: not valid JSON"),
+		  std::string::npos);
 	try {
 		parse_inventory(R"({"path_rate": "1gbit", "hosts": []})", "e.json");
 		ADD_FAILURE() << "an empty host list was accepted";

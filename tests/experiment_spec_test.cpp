@@ -81,6 +81,8 @@ TEST(ExperimentSpec, RefusesMistakesNamingWhere)
 	};
 	std::vector<Case> cases = {
 		{"{", "x.json: not valid JSON"},
+		{variant("\"smoke_duration\": 2", "\"smoke_duration\": 1e309"), "x.json: not valid JSON"},
+		{variant("\"smoke_duration\": 2", "\"smoke_duration\": -1e309"), "x.json: not valid JSON"},
 		{"[]", "x.json: expected an object"},
 		{variant("\"name\": \"t1\",", ""), "missing key \"name\""},
 		{variant("\"t1\"", "\"T 1\""), "name: 'T 1' is not a name"},

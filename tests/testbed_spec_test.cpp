@@ -128,6 +128,7 @@ TEST(TestbedSpec, UnknownKeysNameTheirPath)
 TEST(TestbedSpec, MalformedDocuments)
 {
 	EXPECT_TRUE(contains(json_error("{"), "not valid JSON"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "dumbbell", "senders": 1e309})"), "not valid JSON"));
 	EXPECT_TRUE(contains(json_error("[1]"), "$: must be an object"));
 	EXPECT_TRUE(contains(json_error("{}"), "$.topology: missing"));
 	EXPECT_TRUE(contains(json_error(R"({"topology": 1})"), "$.topology: must be a string"));

@@ -82,12 +82,14 @@ inline std::string get_name(const json &v, const Where &w, std::size_t max)
 	return s;
 }
 
-// A file's text parsed, or "<source>: not valid JSON: ..."
+// A file's text parsed, or "<source>: not valid JSON: ...". Any exception
+// of the parser counts: a number out of range ("duration": 1e309) is an
+// out_of_range error, not a parse_error.
 inline json parse_document(const std::string &text, const std::string &source)
 {
 	try {
 		return json::parse(text);
-	} catch (const json::parse_error &e) {
+	} catch (const json::exception &e) {
 		throw UsageError(source + ": not valid JSON: " + e.what());
 	}
 }

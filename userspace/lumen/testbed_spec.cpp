@@ -312,7 +312,7 @@ TopologySpec parse_topology(const std::string &json_text)
 	json doc;
 	try {
 		doc = json::parse(json_text);
-	} catch (const json::parse_error &e) {
+	} catch (const json::exception &e) { // parse_error, or out_of_range for 1e309
 		throw UsageError(std::string("testbed description is not valid JSON: ") + e.what());
 	}
 	require_object(doc, "$");
