@@ -13,20 +13,13 @@
  * block of exactly `size` bytes, so ASan sees any over-read).
  */
 #include "lumen/int_option.h"
+#include "fuzz_check.h"
 #include "../int_option_oracle.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(cond)                                                                                                    \
-	do {                                                                                                           \
-		if (!(cond)) {                                                                                         \
-			fprintf(stderr, "int_option_fuzzer: %s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-			abort();                                                                                       \
-		}                                                                                                      \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,19 +20,12 @@
  *          tx increment (2 bytes), qlen, rate code (2 bytes), pad (synthesised)
  */
 #include "../ptcp_stream.h"
+#include "fuzz_check.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(cond)                                                                                                    \
-	do {                                                                                                           \
-		if (!(cond)) {                                                                                         \
-			fprintf(stderr, "powertcp_stream_fuzzer: %s:%d: %s\n", __FILE__, __LINE__, #cond);             \
-			abort();                                                                                       \
-		}                                                                                                      \
-	} while (0)
 
 #define ACKS 6000
 #define MSS 1448u

@@ -15,19 +15,12 @@
  * -fsanitize=fuzzer,address,undefined (ctest tcp_option_libfuzzer).
  */
 #include "lumen/tcp_option.h"
+#include "fuzz_check.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(cond)                                                                                                    \
-	do {                                                                                                           \
-		if (!(cond)) {                                                                                         \
-			fprintf(stderr, "tcp_option_fuzzer: %s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-			abort();                                                                                       \
-		}                                                                                                      \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
