@@ -35,6 +35,7 @@
 #include <string>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -66,10 +67,12 @@ clock          prints "lumen-clock 1", then answers every line read from
                standard input with this host's CLOCK_MONOTONIC in ns, until
                end of input
 cgroup-create  creates the cgroup v2 group NAME (1 to 64 of A-Z a-z 0-9 _ . -)
-               under the hierarchy's root and prints its path; refused if it
+               under the hierarchy's root, marks it as lumen's (extended
+               attribute user.lumen) and prints its path; refused if it
                exists (it is not ours)
 cgroup-remove  kills every process left in NAME (cgroup.kill), waits for
-               them and removes the group; nothing to do if it is gone
+               them and removes the group; nothing to do if it is gone; a
+               group without lumen's mark is refused and left alone
 run            runs COMMAND in the cgroup NAME (default: where it is), with
                standard input from /dev/null, and waits for it; exits with
                its status (128 + signal if killed). When this command's own
@@ -165,6 +168,9 @@ int cmd_clock(const Args &a)
 	return 0;
 }
 
+// Extended attribute that marks a cgroup as created by cgroup-create.
+constexpr const char *kCgroupMark = "user.lumen";
+
 int cmd_cgroup_create(const Args &a)
 {
 	a.allow_only({});
@@ -174,8 +180,21 @@ int cmd_cgroup_create(const Args &a)
 	std::string path = cgroup_path(a.positional[1]);
 	if (::mkdir(path.c_str(), 0755) != 0)
 		throw Error("cannot create cgroup " + path + ": " + std::strerror(errno));
+	// the mark that lets cgroup-remove tell lumen's groups from anyone else's
+	if (::setxattr(path.c_str(), kCgroupMark, "1", 1, XATTR_CREATE) != 0) {
+		int err = errno;
+		::rmdir(path.c_str());
+		throw Error("cannot mark cgroup " + path + " as lumen's (" + kCgroupMark + "): " + std::strerror(err));
+	}
 	std::printf("%s\n", path.c_str());
 	return 0;
+}
+
+// Whether the group at path carries cgroup-create's mark.
+bool cgroup_is_lumens(const std::string &path)
+{
+	char v[8];
+	return ::getxattr(path.c_str(), kCgroupMark, v, sizeof(v)) == 1 && v[0] == '1';
 }
 
 std::vector<pid_t> cgroup_pids(const std::string &path)
@@ -199,6 +218,9 @@ int cmd_cgroup_remove(const Args &a)
 		std::printf("no cgroup %s\n", path.c_str());
 		return 0;
 	}
+	if (!cgroup_is_lumens(path))
+		throw Error("cgroup " + path + " was not created by lumen host cgroup-create (no " + kCgroupMark +
+			    " mark): not touching it");
 	// cgroup.kill (5.14+) kills everything at once, also processes forking
 	// meanwhile; older kernels get SIGKILL per process, repeated until empty
 	bool has_kill = path_exists(path + "/cgroup.kill");
