@@ -15,6 +15,7 @@
 #include "lumen/commands.h"
 #include "lumen/common.h"
 #include "lumen/experiment_proc.h"
+#include "lumen/experiment_run.h"
 #include "lumen/inventory.h"
 #include "lumen/remote.h"
 
@@ -203,3 +204,12 @@ TEST(HostCommand, RefusesBadArguments)
 }
 
 } // namespace
+
+// A loaded lab's slow SSH spawning must not make clients miss the common start.
+TEST(ExperimentHosts, StartupLeadGrowsWithHowLongServersTookToStart)
+{
+	constexpr std::uint64_t ms = 1000000;
+	EXPECT_EQ(lumen::startup_lead_ns(50 * ms), 1500 * ms); // namespaces: the fixed lead
+	EXPECT_EQ(lumen::startup_lead_ns(2000 * ms), 4500 * ms); // SSH on a busy machine
+	EXPECT_EQ(lumen::startup_lead_ns(1000 * 1000 * ms), 120500 * ms); // capped
+}

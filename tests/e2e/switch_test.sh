@@ -286,9 +286,13 @@ d1="$(port_field b1 "$SW" drops)"
 ip netns exec "$H1" ethtool -K a0 tso off gso off tx off >/dev/null 2>&1 || true
 e2e_log "  received $got B; drops $d0 -> $d1 ($(port_field b1 "$SW" drop_bytes) B), enqueued $(port_field b1 "$SW" enq_packets) packets, max queue $(port_field b1 "$SW" qlen_max_bytes) B"
 e2e_check "the burst arrived whole" test "$got" = 14000
-# before, admission kept the queue <= the buffer, so a packet above 2k never passed
-e2e_check "a GSO packet larger than the 2k buffer was admitted into the empty queue" \
-	py "int(a[0]) > 2048" "$(port_field b1 "$SW" qlen_max_bytes)"
+# Before, admission kept the queue <= the buffer, so a GSO packet above 2k was
+# dropped even on the idle port. Some kernels (6.1's veth, in the VM) hand
+# the forwarded burst over in single segments: then nothing may be dropped.
+qmax="$(port_field b1 "$SW" qlen_max_bytes)"
+[[ $qmax -gt 2048 ]] || e2e_log "  no GSO packet reached the port on this kernel: checking that nothing was dropped"
+e2e_check "a GSO packet larger than the 2k buffer entered the empty queue (or none came and none was dropped)" \
+	py "int(a[0]) > 2048 or int(a[1]) == int(a[2])" "$qmax" "$d1" "$d0"
 e2e_check "detach" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
 
 # ---------------------------------------------------------------------------

@@ -753,8 +753,9 @@ RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const E
 
 	progress(tag + " starting traffic servers and generators");
 	ChildSet servers, clients;
-	start_servers(plan, fab, port, raw, servers);
-	run.t0_ns = monotonic_ns() + kStartupLeadNs;
+	std::uint64_t spawned = monotonic_ns();
+	start_servers(plan, fab, port, raw, servers); // returns once every server is ready
+	run.t0_ns = monotonic_ns() + startup_lead_ns(monotonic_ns() - spawned);
 	run.incasts = incast_infos(plan, fab, run.t0_ns);
 	auto jobs = start_clients(plan, fab, algo, cs, port, run.t0_ns, raw, clients);
 	sample_until_done(run, fab.queue(), clients, plan.spec.duration_ns, tag);
@@ -1029,6 +1030,12 @@ ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &
 	if (!opts.algorithms.empty())
 		s.algorithms = opts.algorithms;
 	return s;
+}
+
+std::uint64_t startup_lead_ns(std::uint64_t server_startup_ns)
+{
+	std::uint64_t adaptive = 2 * std::min<std::uint64_t>(server_startup_ns, 60 * kSec) + 500 * kMs;
+	return std::max(kStartupLeadNs, adaptive);
 }
 
 std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
