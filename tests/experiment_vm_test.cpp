@@ -57,7 +57,8 @@ std::vector<std::string> after(const std::vector<std::string> &argv, const std::
 	return it == argv.end() ? std::vector<std::string>{} : std::vector<std::string>(it + 1, argv.end());
 }
 
-TEST(ExperimentVm, VmRunCommandLine)
+// A launch from a source tree at /src, as the tests below vary it.
+VmLaunch source_tree_launch()
 {
 	VmLaunch l;
 	l.vm_run = "/src/tools/vm-run";
@@ -66,6 +67,12 @@ TEST(ExperimentVm, VmRunCommandLine)
 	l.lumen = "/src/build/userspace/lumen";
 	l.experiment_file = "/src/experiments/quick.json";
 	l.out_dir = "/src/build/out";
+	return l;
+}
+
+TEST(ExperimentVm, VmRunCommandLine)
+{
+	VmLaunch l = source_tree_launch();
 	l.algorithms = {"powertcp", "cubic"};
 	l.smoke = true;
 	l.rate_mbps = 100;
@@ -102,13 +109,7 @@ TEST(ExperimentVm, VmRunCommandLine)
 
 TEST(ExperimentVm, VmRunSharesDirectoriesBelowGuestTmpfs)
 {
-	VmLaunch l;
-	l.vm_run = "/src/tools/vm-run";
-	l.kernel = "6.12";
-	l.kmod = "/src/build/kmod-6.12/tcp_powertcp.ko";
-	l.lumen = "/src/build/userspace/lumen";
-	l.experiment_file = "/src/experiments/quick.json";
-	l.out_dir = "/src/build/out";
+	VmLaunch l = source_tree_launch();
 	l.timeout_s = 900;
 	// a tree outside the guest's tmpfs paths needs no --visible
 	EXPECT_TRUE(after(vm_run_argv(l), "--visible").empty());
