@@ -9,12 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "lumen/commands.h"
 #include "lumen/common.h"
 #include "lumen/experiment_proc.h"
+#include "lumen/experiment_remote.h"
 #include "lumen/experiment_run.h"
 #include "lumen/inventory.h"
 #include "lumen/remote.h"
@@ -205,11 +208,48 @@ TEST(HostCommand, RefusesBadArguments)
 
 } // namespace
 
-// A loaded lab's slow SSH spawning must not make clients miss the common start.
-TEST(ExperimentHosts, StartupLeadGrowsWithHowLongServersTookToStart)
+// The start barrier's channel: a line reaches the child's input; a child that
+// no longer reads it is an Error, never a SIGPIPE that ends the runner.
+TEST(ChildInputs, WritesLinesAndReportsAGoneReader)
 {
-	constexpr std::uint64_t ms = 1000000;
-	EXPECT_EQ(lumen::startup_lead_ns(50 * ms), 1500 * ms); // namespaces: the fixed lead
-	EXPECT_EQ(lumen::startup_lead_ns(2000 * ms), 4500 * ms); // SSH on a busy machine
-	EXPECT_EQ(lumen::startup_lead_ns(1000 * 1000 * ms), 120500 * ms); // capped
+	int p[2];
+	ASSERT_EQ(::pipe(p), 0);
+	ChildInputs inputs;
+	inputs.add(4242, p[1]);
+	inputs.write(4242, "start-at 5\n");
+	char buf[32] = {};
+	ASSERT_EQ(::read(p[0], buf, sizeof(buf)), 11);
+	EXPECT_STREQ(buf, "start-at 5\n");
+	EXPECT_THROW(inputs.write(4243, "x"), Error); // not ours
+
+	::close(p[0]); // the child is gone
+	auto old = std::signal(SIGPIPE, SIG_DFL);
+	try {
+		inputs.write(4242, "start-at 6\n");
+		ADD_FAILURE() << "a write to a closed pipe succeeded";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("Broken pipe"), std::string::npos) << e.what();
+	}
+	sigset_t pending;
+	sigpending(&pending);
+	EXPECT_FALSE(sigismember(&pending, SIGPIPE)); // taken back, not left to fire
+	std::signal(SIGPIPE, old);
+	inputs.close_all();
+	EXPECT_THROW(inputs.write(4242, "x"), Error);
+}
+
+// The remote work directory is the one mktemp made, or the run stops: a
+// login script's chatter before it is fine, anything else is refused.
+TEST(Remote, PrivateWorkdirIsWhatMktempMade)
+{
+	const std::string prefix = "/tmp/lumen-x-ctl-42.";
+	EXPECT_EQ(private_workdir_path("/tmp/lumen-x-ctl-42.aB3dE6gH\n", prefix), "/tmp/lumen-x-ctl-42.aB3dE6gH");
+	EXPECT_EQ(private_workdir_path("welcome\n/tmp/lumen-x-ctl-42.aB3dE6gH\n", prefix),
+		  "/tmp/lumen-x-ctl-42.aB3dE6gH");
+	EXPECT_EQ(private_workdir_path("", prefix), "");
+	EXPECT_EQ(private_workdir_path("mktemp: failed\n", prefix), "");
+	EXPECT_EQ(private_workdir_path("/tmp/lumen-x-ctl-42.XXXXXXXX/../etc\n", prefix), "");
+	EXPECT_EQ(private_workdir_path("/tmp/lumen-x-ctl-42.aB3/E6gH\n", prefix), "");
+	EXPECT_EQ(private_workdir_path("/tmp/lumen-x-ctl-42.aB3dE6g\n", prefix), ""); // too short
+	EXPECT_EQ(private_workdir_path("/var/lumen-x-ctl-42.aB3dE6gH\n", prefix), ""); // elsewhere
 }

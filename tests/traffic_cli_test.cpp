@@ -9,8 +9,12 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "lumen/common.h"
@@ -156,6 +160,36 @@ TEST(TrafficCli, RefusesBadClientArguments)
 	}
 }
 
+// The experiment runner's start barrier: a line on standard input.
+TEST(TrafficCli, StartFromInput)
+{
+	auto o = parse_traffic_client_options(
+		{"--to", "10.0.0.2", "--long", "1", "--duration", "1s", "--start-from-input"});
+	EXPECT_TRUE(o.start_from_input);
+	EXPECT_FALSE(o.start_at_ns);
+	EXPECT_NE(client_error({"--to", "10.0.0.2", "--long", "1", "--duration", "1s", "--start-from-input",
+				"--start-at", "5"})
+			  .find("exclude each other"),
+		  std::string::npos);
+
+	EXPECT_EQ(parse_start_line("start-at 123456789", "stdin"), 123456789u);
+	auto refused = [](const std::string &line) {
+		try {
+			parse_start_line(line, "stdin");
+		} catch (const UsageError &e) {
+			return std::string(e.what());
+		}
+		return std::string("(accepted)");
+	};
+	EXPECT_NE(refused("go").find("stdin: expected 'start-at MONO_NS', got 'go'"), std::string::npos);
+	EXPECT_NE(refused("start-at").find("expected"), std::string::npos);
+	EXPECT_NE(refused("start-at 0").find("outside"), std::string::npos);
+	EXPECT_NE(refused("start-at -1").find("not a non-negative integer"), std::string::npos);
+	EXPECT_NE(refused("start-at 12x").find("not a non-negative integer"), std::string::npos);
+	EXPECT_NE(refused("start-at 99999999999999999999").find("stdin"), std::string::npos);
+	EXPECT_NE(refused("START-AT 5").find("expected"), std::string::npos);
+}
+
 TEST(TrafficCli, ServerOptions)
 {
 	auto s = parse_traffic_server_options({"--port", "7000", "--bind", "fd00::1", "--ready-file", "/tmp/r"});
@@ -286,3 +320,36 @@ TEST(TrafficRecords, SummaryCountsAndPercentiles)
 }
 
 } // namespace
+
+// A generator runs as root: a symlink planted where its CSV goes is refused
+// and what it points to is left as it was.
+std::string slurp(const std::string &path)
+{
+	std::ifstream f(path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+TEST(TrafficRecords, CsvWriterRefusesASymlink)
+{
+	char dir[] = "/tmp/lumen-csv-test.XXXXXX";
+	ASSERT_NE(::mkdtemp(dir), nullptr);
+	std::string target = std::string(dir) + "/precious", link = std::string(dir) + "/flows.csv";
+	std::ofstream(target) << "keep me\n";
+	ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+	try {
+		CsvWriter w(link, "a,b");
+		ADD_FAILURE() << "a symlink was written through";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+	}
+	EXPECT_EQ(slurp(target), "keep me\n");
+	{
+		CsvWriter w(std::string(dir) + "/ok.csv", "a,b"); // a plain new file is fine
+	}
+	EXPECT_EQ(slurp(std::string(dir) + "/ok.csv"), "a,b\n");
+	for (const char *f : {"/precious", "/flows.csv", "/ok.csv"})
+		::unlink((std::string(dir) + f).c_str());
+	::rmdir(dir);
+}

@@ -254,6 +254,14 @@ wait_for_traffic() { # wait_for_traffic LOG: until the first progress line of a 
 "$LUMEN_BIN" experiment run "$out/exp.json" --hosts "$out/hosts.json" --out "$out/int" >"$out/int.log" 2>&1 &
 runner=$!
 e2e_check "Ctrl-C: traffic started" wait_for_traffic "$out/int.log"
+private_workdir() { # the generators write into a directory only root can enter
+	local d
+	d="$(ls -d "$out/work"/lumen-x-*.* 2>/dev/null)"
+	[[ $(wc -l <<<"$d") -eq 1 && "$(stat -c '%a %U' "$d")" == "700 root" ]] ||
+		{ e2e_log "  work directory: $d $(stat -c '%a %U' "$d" 2>&1)"; return 1; }
+	[[ $(basename "$d") =~ ^lumen-x-.+\.[A-Za-z0-9]{8}$ ]]
+}
+e2e_check "work directory: private (0700) under a random name" private_workdir
 sleep 1
 kill -INT "$runner"
 rc=0

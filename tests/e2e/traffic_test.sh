@@ -6,7 +6,8 @@
 #
 # long flows, a Poisson web-search run at 0.3 load (every flow completes,
 # flows.csv / samples.csv well-formed), a 3:1 incast from three client
-# processes sharing --start-at, per-flow congestion control (reno vs cubic
+# processes sharing --start-at, the start barrier (--start-from-input under
+# `lumen host run --input`, as the SSH runner uses it), per-flow congestion control (reno vs cubic
 # seen by ss and in the records, a refused algorithm named), hundreds of
 # concurrent flows, SIGINT still writing the CSVs, and a server that
 # survives a malformed header.
@@ -174,6 +175,43 @@ incast_run() {
 	[[ $rc -eq 0 ]] && check incast "$start" 200000000 3 "$TMPD"/incast{1,2,3}.csv
 }
 e2e_check "incast: 3 x 3 flows complete, each burst starts at start-at + k x period" incast_run
+
+# The experiment runner's start barrier, as over SSH: the client runs under
+# `lumen host run --input`, says "ready" once set up and starts at the time
+# it is then sent on its standard input
+e2e_log "start barrier: --start-from-input through lumen host run --input"
+barrier_run() {
+	local start rc=0 pid w fifo="$TMPD/start.fifo"
+	mkfifo "$fifo"
+	"$LUMEN_BIN" host run --input -- ip netns exec "$CLI" "$LUMEN_BIN" traffic client --to "$DST" \
+		--link-rate 1gbit --quiet --incast 100k --bursts 2 --period 200ms --start-from-input \
+		--flows-csv "$TMPD/barrier.csv" <"$fifo" >/dev/null 2>"$TMPD/barrier.log" &
+	pid=$!
+	exec {w}>"$fifo"
+	for _ in $(seq 100); do
+		grep -qx ready "$TMPD/barrier.log" && break
+		sleep 0.1
+	done
+	# waiting for its start time: no flow yet, however long it waits
+	sleep 0.5
+	[[ ! -s "$TMPD/barrier.csv" ]] && kill -0 "$pid" 2>/dev/null || rc=1
+	start=$(($(mono_ns) + 300000000))
+	((rc != 0)) || echo "start-at $start" >&"$w"
+	wait "$pid" || rc=1
+	exec {w}>&-
+	[[ $rc -eq 0 ]] || cat "$TMPD/barrier.log"
+	[[ $rc -eq 0 ]] && check incast "$start" 200000000 2 "$TMPD/barrier.csv"
+}
+e2e_check "start barrier: ready, then both bursts at the start time sent on stdin" barrier_run
+barrier_refused() { # barrier_refused CODE PATTERN INPUT: the client's exit and message
+	local out rc=0
+	out="$(printf '%s' "$3" | client --long 1 --duration 1s --start-from-input 2>&1)" || rc=$?
+	[[ $rc -eq $1 ]] && grep -q -- "$2" <<<"$out"
+}
+e2e_check "start barrier: input ends before a start time: exit 1, says so" \
+	barrier_refused 1 "standard input ended before a start time" ""
+e2e_check "start barrier: a malformed start line: exit 2, says what it got" \
+	barrier_refused 2 "expected 'start-at MONO_NS', got 'go'" $'go\n'
 
 e2e_log "per-flow congestion control"
 cc_run() { # cc_run ALGO: ss shows it while the flow runs, and the record has it

@@ -54,7 +54,7 @@ const char kUsage[] =
        lumen host clock
        lumen host cgroup-create NAME
        lumen host cgroup-remove NAME
-       lumen host run [--cgroup NAME] [--grace D] -- COMMAND [ARG...]
+       lumen host run [--cgroup NAME] [--grace D] [--input] -- COMMAND [ARG...]
 
 What 'lumen experiment run --hosts' runs on each host over SSH; usable by
 hand as well.
@@ -79,6 +79,8 @@ run            runs COMMAND in the cgroup NAME (default: where it is), with
                standard input reaches end of file (the SSH connection is
                gone) COMMAND gets SIGTERM, and SIGKILL after --grace
                (default 2s). SIGTERM, SIGINT and SIGHUP are passed on.
+               --input: what arrives on standard input is passed on to
+               COMMAND's (a pipe; end of file still ends COMMAND)
 )";
 
 constexpr std::uint64_t kSec = 1'000'000'000;
@@ -269,7 +271,8 @@ int decode_status(int wstatus)
 	return 1;
 }
 
-[[noreturn]] void exec_in_cgroup(const std::vector<std::string> &cmd, const std::string &procs_file)
+// stdin_fd: COMMAND's standard input (-1: /dev/null).
+[[noreturn]] void exec_in_cgroup(const std::vector<std::string> &cmd, const std::string &procs_file, int stdin_fd)
 {
 	if (!procs_file.empty()) {
 		int fd = ::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC);
@@ -280,8 +283,8 @@ int decode_status(int wstatus)
 		}
 		::close(fd);
 	}
-	int null_fd = ::open("/dev/null", O_RDONLY);
-	if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0)
+	int in_fd = stdin_fd >= 0 ? stdin_fd : ::open("/dev/null", O_RDONLY);
+	if (in_fd < 0 || ::dup2(in_fd, STDIN_FILENO) < 0)
 		::_exit(126);
 	std::vector<char *> argv;
 	for (const auto &s : cmd)
@@ -292,9 +295,30 @@ int decode_status(int wstatus)
 	::_exit(127);
 }
 
-// Waits for the child, watching our standard input for end of file and for
-// signals; returns the child's status.
-int supervise(pid_t child, std::uint64_t grace_ns)
+// Passes `len` bytes on to the child's input (non-blocking); closes it
+// (-1) when the child no longer reads or has 64 KiB unread.
+void forward_input(int *child_in, const char *buf, std::size_t len)
+{
+	while (*child_in >= 0 && len > 0) {
+		ssize_t n = ::write(*child_in, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			std::fprintf(stderr, "lumen host run: command's input %s, no longer passed on\n",
+				     n < 0 && errno == EAGAIN ? "full" : "closed");
+			::close(*child_in);
+			*child_in = -1;
+			return;
+		}
+		buf += n;
+		len -= static_cast<std::size_t>(n);
+	}
+}
+
+// Waits for the child, watching our standard input for end of file (and
+// passing what arrives on to `child_in`, -1: nothing) and for signals;
+// returns the child's status.
+int supervise(pid_t child, std::uint64_t grace_ns, int child_in)
 {
 	bool stdin_open = true, terminating = false;
 	std::uint64_t kill_at = 0;
@@ -320,8 +344,14 @@ int supervise(pid_t child, std::uint64_t grace_ns)
 		if (n > 0 && stdin_open) {
 			char buf[256];
 			ssize_t got = ::read(STDIN_FILENO, buf, sizeof(buf));
+			if (got > 0)
+				forward_input(&child_in, buf, static_cast<std::size_t>(got));
 			if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
 				stdin_open = false;
+				if (child_in >= 0) {
+					::close(child_in);
+					child_in = -1;
+				}
 				if (!terminating) {
 					::kill(child, SIGTERM);
 					terminating = true;
@@ -339,8 +369,9 @@ int cmd_run(const std::vector<std::string> &args)
 		sep++;
 	if (sep + 1 >= args.size())
 		throw UsageError("run needs '-- COMMAND [ARG...]'");
-	Args a = Args::parse(std::vector<std::string>(args.begin(), args.begin() + static_cast<long>(sep)));
-	a.allow_only({"--cgroup", "--grace"});
+	Args a =
+		Args::parse(std::vector<std::string>(args.begin(), args.begin() + static_cast<long>(sep)), {"--input"});
+	a.allow_only({"--cgroup", "--grace", "--input"});
 	if (!a.positional.empty())
 		throw UsageError("run takes its command after '--'");
 	std::string procs;
@@ -359,6 +390,12 @@ int cmd_run(const std::vector<std::string> &args)
 	sigemptyset(&sa.sa_mask);
 	for (int sig : {SIGTERM, SIGINT, SIGHUP})
 		sigaction(sig, &sa, nullptr);
+	int in[2] = {-1, -1};
+	if (a.has("--input")) {
+		if (::pipe2(in, O_CLOEXEC) != 0 || ::fcntl(in[1], F_SETFL, O_NONBLOCK) != 0)
+			throw Error(std::string("pipe: ") + std::strerror(errno));
+		::signal(SIGPIPE, SIG_IGN); // a child that closed its input: EPIPE
+	}
 	std::fflush(nullptr);
 	pid_t child = ::fork();
 	if (child < 0)
@@ -366,11 +403,13 @@ int cmd_run(const std::vector<std::string> &args)
 	if (child == 0) {
 		struct sigaction dfl = {};
 		dfl.sa_handler = SIG_DFL;
-		for (int sig : {SIGTERM, SIGINT, SIGHUP})
+		for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE})
 			sigaction(sig, &dfl, nullptr);
-		exec_in_cgroup(cmd, procs);
+		exec_in_cgroup(cmd, procs, in[0]);
 	}
-	return supervise(child, grace);
+	if (in[0] >= 0)
+		::close(in[0]);
+	return supervise(child, grace, in[1]);
 }
 
 int run(const std::vector<std::string> &args)

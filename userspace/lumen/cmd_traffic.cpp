@@ -20,7 +20,8 @@ const char kUsage[] =
        lumen traffic client --to ADDR[,ADDR...] [--port 5500] [--cc ALGO] [--label NAME]
                             [--seed N] [--sample 10ms] [--link-rate 1gbit] [--base-rtt 100us]
                             [--flows-csv FILE] [--samples-csv FILE] [--json] [--quiet]
-                            [--start-at MONO_NS] [--drain-timeout 60s]
+                            [--start-at MONO_NS | --start-from-input]
+                            [--drain-timeout 60s]
                             (--long N --duration D
                              | --poisson WORKLOAD --load L --duration D [--max-flows N]
                              | --incast SIZE --bursts K --period P)
@@ -61,6 +62,10 @@ client
   --quiet              no progress lines on stderr
   --start-at MONO_NS   start the workload at this CLOCK_MONOTONIC time (ns),
                        e.g. the same value in many processes
+  --start-from-input   once set up, print "ready" on stderr, then read the
+                       start time from a line "start-at MONO_NS" on standard
+                       input (a start barrier: 'lumen experiment' sends one
+                       line to every generator once all are ready)
   --drain-timeout D    flows still open this long after the workload ended
                        fail with error:timeout (default 60s)
 

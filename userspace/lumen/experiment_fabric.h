@@ -59,9 +59,13 @@ class Fabric
 	// directory is `raw`; made if needed.
 	virtual std::string host_dir(const std::string &host, const std::string &raw) = 0;
 	// Starts `lumen ARGS...` (the host's lumen) in `host`, its output in
-	// local files; the caller owns the local pid.
+	// local files; the caller owns the local pid. with_input: its standard
+	// input stays open for send_input() until end_run().
 	virtual pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args,
-				  const std::string &stdout_path, const std::string &stderr_path) = 0;
+				  const std::string &stdout_path, const std::string &stderr_path, bool with_input) = 0;
+	// Sends `text` to the standard input of a process spawn_lumen started
+	// with_input; Error if it no longer reads it.
+	virtual void send_input(pid_t pid, const std::string &text) = 0;
 	// Brings a file the host wrote (under host_dir) to the local path;
 	// false if it does not exist there.
 	virtual bool fetch(const std::string &host, const std::string &path, const std::string &local_path) = 0;

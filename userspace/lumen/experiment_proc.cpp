@@ -5,11 +5,13 @@
 
 #include "lumen/common.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +162,55 @@ std::vector<std::string> ChildSet::failures() const
 		if (c.done && c.status != 0)
 			out.push_back(c.name + " (exit " + std::to_string(c.status) + ")");
 	return out;
+}
+
+ChildInputs::~ChildInputs()
+{
+	close_all();
+}
+
+void ChildInputs::add(pid_t pid, int write_fd)
+{
+	fds_.emplace_back(pid, write_fd);
+}
+
+void ChildInputs::write(pid_t pid, const std::string &text)
+{
+	auto it = std::find_if(fds_.begin(), fds_.end(), [pid](const auto &p) { return p.first == pid; });
+	if (it == fds_.end())
+		throw Error("no input kept for process " + std::to_string(pid));
+	// a reader that is gone gives EPIPE, and a SIGPIPE that would end this
+	// process: block it for the write and take back one raised by it
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	std::size_t done = 0;
+	int err = 0;
+	while (done < text.size()) {
+		ssize_t n = ::write(it->second, text.data() + done, text.size() - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			break;
+		}
+		done += static_cast<std::size_t>(n);
+	}
+	if (err == EPIPE) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&pipe_set, nullptr, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (err)
+		throw Error("writing to the input of process " + std::to_string(pid) + ": " + std::strerror(err));
+}
+
+void ChildInputs::close_all()
+{
+	for (const auto &p : fds_)
+		::close(p.second);
+	fds_.clear();
 }
 
 } // namespace lumen

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <sys/types.h>
 #include <vector>
 
@@ -56,6 +57,27 @@ class ChildSet
 		int status = 0;
 	};
 	std::vector<Child> children_;
+};
+
+// The write ends of children's standard input (pipes), by child pid. Closing
+// one is how a child learns that its parent is gone or done with it.
+class ChildInputs
+{
+      public:
+	ChildInputs() = default;
+	ChildInputs(const ChildInputs &) = delete;
+	ChildInputs &operator=(const ChildInputs &) = delete;
+	~ChildInputs();
+
+	// Takes ownership of `write_fd`, the input of child `pid`.
+	void add(pid_t pid, int write_fd);
+	// Writes all of `text` to the child's input; Error if the child has
+	// none here or no longer reads it (never SIGPIPE).
+	void write(pid_t pid, const std::string &text);
+	void close_all();
+
+      private:
+	std::vector<std::pair<pid_t, int>> fds_;
 };
 
 } // namespace lumen

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -410,19 +411,24 @@ class RemoteFabric : public Fabric
 	{
 		std::size_t k = node(host).kernel;
 		std::string name = raw.substr(raw.find_last_of('/') + 1);
-		std::string dir = workdir() + "/" + name;
+		std::string dir = kernels_[k].workdir + "/" + name; // in our private directory
 		if (kernels_[k].dirs.insert(dir).second)
 			ssh_run_checked(rep(k), {"mkdir", "-p", "--", dir}, "mkdir " + dir);
 		return dir;
 	}
 
 	pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args, const std::string &stdout_path,
-			  const std::string &stderr_path) override
+			  const std::string &stderr_path, bool with_input) override
 	{
 		const Node &n = node(host);
 		std::vector<std::string> argv = {n.target.lumen};
 		argv.insert(argv.end(), args.begin(), args.end());
-		return run_sessions_.spawn(n.target, run_id_, argv, stdout_path, stderr_path);
+		return run_sessions_.spawn(n.target, run_id_, argv, stdout_path, stderr_path, with_input);
+	}
+
+	void send_input(pid_t pid, const std::string &text) override
+	{
+		run_sessions_.write_input(pid, text);
 	}
 
 	bool fetch(const std::string &host, const std::string &path, const std::string &local_path) override
@@ -492,7 +498,8 @@ class RemoteFabric : public Fabric
 	struct Kernel {
 		std::size_t rep = 0; // the node that runs this kernel's setup
 		bool traffic = false; // a host (not only a switch) runs on it
-		bool cgroup = false, workdir = false, cc_loaded = false, int_enabled = false;
+		bool cgroup = false, cc_loaded = false, int_enabled = false;
+		std::string workdir; // made by make_workdir(); "" = none
 		std::vector<std::pair<std::string, std::string>> kmod_saved; // path, old value
 		std::set<std::string> dirs;
 	};
@@ -516,9 +523,18 @@ class RemoteFabric : public Fabric
 				out.push_back(k);
 		return out;
 	}
-	std::string workdir() const
+	// A new private directory under the inventory's workdir for what the
+	// generators write: mktemp(1) makes it with mode 0700 under a random
+	// name it refuses to reuse, so no other user of a shared /tmp can plant
+	// a symlink where root writes, or have a file of theirs taken for ours.
+	std::string make_workdir(std::size_t k)
 	{
-		return inv_.workdir + "/" + run_id_;
+		std::string out = ssh_run_checked(rep(k), {"mktemp", "-d", "-p", inv_.workdir, run_id_ + ".XXXXXXXX"},
+						  "mktemp -d in " + inv_.workdir);
+		std::string dir = private_workdir_path(out, inv_.workdir + "/" + run_id_ + ".");
+		if (dir.empty())
+			throw Error("mktemp -d in " + inv_.workdir + " on " + rep(k).name + " answered '" + out + "'");
+		return dir;
 	}
 	std::string cgroup_dir(std::size_t k) const
 	{
@@ -565,8 +581,7 @@ class RemoteFabric : public Fabric
 			ssh_run_checked(rep(k), {rep(k).lumen, "host", "cgroup-create", run_id_},
 					"lumen host cgroup-create");
 			kernels_[k].cgroup = true;
-			ssh_run_checked(rep(k), {"mkdir", "-p", "--", workdir()}, "mkdir " + workdir());
-			kernels_[k].workdir = true;
+			kernels_[k].workdir = make_workdir(k);
 		}
 		start_samplers();
 		base_rtt_ns_ = inv_.base_rtt_ns ? inv_.base_rtt_ns : measure_base_rtt(spec);
@@ -693,9 +708,9 @@ class RemoteFabric : public Fabric
 					ssh_run_checked(t, {t.lumen, "host", "cgroup-remove", run_id_},
 							"lumen host cgroup-remove");
 				});
-			if (kr.workdir)
-				undo("removing " + workdir() + " on " + t.name, [&] {
-					ssh_run_checked(t, {"rm", "-rf", "--", workdir()}, "rm " + workdir());
+			if (!kr.workdir.empty())
+				undo("removing " + kr.workdir + " on " + t.name, [&] {
+					ssh_run_checked(t, {"rm", "-rf", "--", kr.workdir}, "rm " + kr.workdir);
 				});
 			for (auto it = kr.kmod_saved.rbegin(); it != kr.kmod_saved.rend(); ++it)
 				undo("restoring " + it->first + " on " + t.name,
@@ -705,7 +720,8 @@ class RemoteFabric : public Fabric
 					ssh_run_checked(t, {t.lumen, "cc", "unload"}, "lumen cc unload");
 				});
 			// done (or warned about): a second teardown does nothing
-			kr.int_enabled = kr.cgroup = kr.workdir = kr.cc_loaded = false;
+			kr.int_enabled = kr.cgroup = kr.cc_loaded = false;
+			kr.workdir.clear();
 			kr.kmod_saved.clear();
 		}
 	}
@@ -770,6 +786,18 @@ std::string check_hosts(const Inventory &inv, std::string &problem_out)
 	}
 	problem_out = first_problem;
 	return table;
+}
+
+std::string private_workdir_path(const std::string &mktemp_output, const std::string &prefix)
+{
+	std::string out = trimmed(mktemp_output);
+	std::string path = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
+	if (path.size() != prefix.size() + 8 || path.compare(0, prefix.size(), prefix) != 0)
+		return "";
+	for (std::size_t i = prefix.size(); i < path.size(); i++)
+		if (!std::isalnum(static_cast<unsigned char>(path[i])))
+			return "";
+	return path;
 }
 
 } // namespace lumen

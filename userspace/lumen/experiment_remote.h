@@ -9,10 +9,11 @@
 //      version as the runner, cgroup v2; hosts with the same boot id share
 //      a kernel (namespaces of one machine) and are set up once;
 //   2. clock offsets (`lumen host clock`, the fastest of 16 round trips): a
-//      host's --start-at is the run's start in its own clock, and its
+//      host's start time is the run's start in its own clock, and its
 //      timestamps are moved into the runner's before they are merged;
 //   3. per kernel: a cgroup for every process of the experiment (`lumen
-//      host cgroup-create`), a work directory for the generators' CSVs,
+//      host cgroup-create`), a private work directory for the generators'
+//      CSVs (`mktemp -d`: mode 0700, a fresh random name),
 //      `lumen cc load --allow` for bpf_* algorithms, tcp_powertcp's
 //      parameters for the module's, `lumen int enable --cgroup` for INT;
 //   4. per run: `lumen traffic server|client` wrapped in `lumen host run`
@@ -48,5 +49,10 @@ std::unique_ptr<Fabric> connect_hosts(const Inventory &inv, const ExperimentSpec
 // table of what each host is and whether it can run experiments.
 // `problem` gets "<host>: <why>" for the first one that cannot, else "".
 std::string check_hosts(const Inventory &inv, std::string &problem);
+
+// The directory `mktemp -d -p DIR RUN_ID.XXXXXXXX` printed (its output,
+// possibly after a login script's lines): `prefix` (DIR/RUN_ID.) then 8
+// letters or digits, nothing else; "" if the output is anything else.
+std::string private_workdir_path(const std::string &mktemp_output, const std::string &prefix);
 
 } // namespace lumen

@@ -12,8 +12,9 @@
 //      in a VM, experiment_vm.h), then `lumen int enable --cgroup <the
 //      run's cgroup>` if bpf_powertcp or powertcp runs;
 //   3. per case and algorithm: traffic servers in the receiving hosts, then
-//      clients in the sending hosts all aligned to one CLOCK_MONOTONIC start
-//      (--start-at, in each host's own clock); the switch queues are
+//      clients in the sending hosts, each set up and waiting on a start
+//      barrier (--start-from-input) until all are, then sent one common
+//      CLOCK_MONOTONIC start in its own host's clock; the switch queues are
 //      sampled every 10 ms until the clients are done; their CSVs are
 //      collected (and moved into this machine's clock);
 //   4. teardown in reverse (RAII, so also on errors and Ctrl-C), then the
@@ -41,6 +42,7 @@
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -72,8 +74,10 @@ constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 constexpr std::uint64_t kQueueSampleNs = 10 * kMs;
 constexpr std::uint64_t kProgressNs = kSec;
 constexpr std::uint64_t kMinTauNs = 200'000; // as tools/bench-int-dumbbell: veth understates the loaded RTT
-constexpr std::uint64_t kStartupLeadNs = 1500 * kMs; // clients start up before the common start
-constexpr std::uint64_t kServerReadyTimeoutNs = 10 * kSec;
+// from the start barrier (every generator ready) to the common start: one
+// line to each generator over a pipe or an open SSH channel
+constexpr std::uint64_t kStartLeadNs = 500 * kMs;
+constexpr std::uint64_t kReadyTimeoutNs = 30 * kSec; // process start-up, over SSH on a loaded lab
 constexpr std::uint64_t kMinGraceNs = 5 * kSec;
 constexpr std::uint16_t kFirstPort = 5500;
 
@@ -393,14 +397,35 @@ class NetnsFabric : public Fabric
 		return raw; // the hosts share this machine's files
 	}
 	pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args, const std::string &stdout_path,
-			  const std::string &stderr_path) override
+			  const std::string &stderr_path, bool with_input) override
 	{
 		std::vector<std::string> argv = {exe_};
 		argv.insert(argv.end(), args.begin(), args.end());
-		for (const auto &h : testbed_->hosts())
-			if (h.name == host)
+		for (const auto &h : testbed_->hosts()) {
+			if (h.name != host)
+				continue;
+			if (!with_input)
 				return testbed_->spawn(h, argv, stdout_path, stderr_path);
+			int in[2];
+			if (::pipe2(in, O_CLOEXEC) != 0)
+				throw Error(std::string("pipe: ") + std::strerror(errno));
+			pid_t pid = -1;
+			try {
+				pid = testbed_->spawn(h, argv, stdout_path, stderr_path, in[0]);
+			} catch (...) {
+				::close(in[0]);
+				::close(in[1]);
+				throw;
+			}
+			::close(in[0]);
+			inputs_.add(pid, in[1]);
+			return pid;
+		}
 		throw Error("testbed has no host " + host);
+	}
+	void send_input(pid_t pid, const std::string &text) override
+	{
+		inputs_.write(pid, text);
 	}
 	bool fetch(const std::string &, const std::string &path, const std::string &local_path) override
 	{
@@ -412,6 +437,7 @@ class NetnsFabric : public Fabric
 	}
 	void end_run() override
 	{
+		inputs_.close_all();
 	}
 	KmodCounters kmod_stats() override
 	{
@@ -446,6 +472,7 @@ class NetnsFabric : public Fabric
 	std::optional<Testbed> testbed_;
 	std::optional<PortSampler> sampler_;
 	std::optional<IntEnabled> int_enabled_;
+	ChildInputs inputs_; // generators waiting for their start time
 };
 
 // ---------------------------------------------------------------------
@@ -466,6 +493,8 @@ using KmodRunCounters = std::optional<KmodCounters>;
 struct ClientJob {
 	std::string label, host, flows_csv, samples_csv, log; // local files
 	std::string host_flows_csv, host_samples_csv; // where the host writes them
+	pid_t pid = -1;
+	std::uint64_t start_ns = 0; // the phase's start, from the common start
 };
 
 std::vector<HostRef> host_refs(const Fabric &fab)
@@ -528,37 +557,49 @@ void check_selectors(const Plan &plan, Fabric &fab)
 	}
 }
 
-void start_servers(const Plan &plan, Fabric &fab, std::uint16_t port, const std::string &raw, ChildSet &servers)
+// Waits until each log has a line "ready" (servers: listening; clients:
+// set up, waiting for their start time). A process's output is a local
+// file wherever it runs (over SSH too), so that is what is watched.
+void wait_ready(const std::vector<std::string> &logs, ChildSet &procs, const std::string &what)
 {
-	// a server prints "ready" once it listens; its output is a local file
-	// wherever it runs (over SSH too), so that is what is watched
-	std::vector<std::string> logs;
-	for (const auto &name : receiving_hosts(plan, fab)) {
-		std::string log = raw + "/server-" + name + ".log";
-		pid_t pid = fab.spawn_lumen(name, {"traffic", "server", "--port", std::to_string(port)}, log, log);
-		servers.add(pid, "traffic server in " + name);
-		logs.push_back(log);
-	}
-	// a line "ready" in a server's log (not "\n" + log: GCC 12 -O3 warns,
-	// -Wrestrict, a false positive: GCC PR105329)
+	// not "\n" + log: GCC 12 -O3 warns, -Wrestrict, a false positive
+	// (GCC PR105329)
 	auto ready = [](const std::string &text) {
 		return text.rfind("ready\n", 0) == 0 || text.find("\nready\n") != std::string::npos;
 	};
-	std::uint64_t deadline = monotonic_ns() + kServerReadyTimeoutNs;
+	std::uint64_t deadline = monotonic_ns() + kReadyTimeoutNs;
 	for (const auto &log : logs) {
 		while (!ready(read_file(log))) {
-			if (servers.poll() < servers.size())
-				throw Error("a traffic server exited early: " + servers.failures().front() + ": " +
+			if (procs.poll() < procs.size())
+				throw Error("a " + what + " exited early: " + procs.failures().front() + ": " +
 					    read_file(log));
 			if (monotonic_ns() > deadline)
-				throw Error("traffic server not ready after 10 s (see " + log + ")");
+				throw Error(what + " not ready after " + seconds_text(kReadyTimeoutNs) + " (see " +
+					    log + ")");
 			sleep_interruptible_ns(10 * kMs);
 		}
 	}
 }
 
-std::vector<ClientJob> start_clients(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs,
-				     std::uint16_t port, std::uint64_t t0, const std::string &raw, ChildSet &clients)
+void start_servers(const Plan &plan, Fabric &fab, std::uint16_t port, const std::string &raw, ChildSet &servers)
+{
+	std::vector<std::string> logs;
+	for (const auto &name : receiving_hosts(plan, fab)) {
+		std::string log = raw + "/server-" + name + ".log";
+		pid_t pid =
+			fab.spawn_lumen(name, {"traffic", "server", "--port", std::to_string(port)}, log, log, false);
+		servers.add(pid, "traffic server in " + name);
+		logs.push_back(log);
+	}
+	wait_ready(logs, servers, "traffic server");
+}
+
+// Starts every traffic client, set up and waiting for its start time
+// (--start-from-input), and returns once all are ready: whatever their
+// start-up took (SSH, a loaded host), release_clients() then starts them
+// together.
+std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs,
+				     std::uint16_t port, const std::string &raw, ChildSet &clients)
 {
 	auto refs = host_refs(fab);
 	std::vector<ClientJob> jobs;
@@ -583,32 +624,56 @@ std::vector<ClientJob> start_clients(const Plan &plan, Fabric &fab, const std::s
 			std::string dir = fab.host_dir(job.host, raw);
 			job.host_flows_csv = dir + "/" + job.label + ".flows.csv";
 			job.host_samples_csv = dir + "/" + job.label + ".samples.csv";
-			// --start-at is in the sender's clock
-			auto start_at = static_cast<std::uint64_t>(static_cast<std::int64_t>(t0 + ph.start_ns) +
-								   fab.clock_offset_ns(job.host));
+			job.start_ns = ph.start_ns;
 			// the same seed for every algorithm: identical workloads
 			std::uint64_t seed = 1000 * (p + 1) + i + 1;
-			std::vector<std::string> argv = {"traffic",	  "client",
-							 "--to",	  addrs,
-							 "--port",	  std::to_string(port),
-							 "--cc",	  algo,
-							 "--label",	  job.label,
-							 "--seed",	  std::to_string(seed),
-							 "--sample",	  "10ms",
-							 "--link-rate",	  std::to_string(plan.path_rate_mbps),
-							 "--base-rtt",	  us_text(plan.base_rtt_ns),
-							 "--flows-csv",	  job.host_flows_csv,
-							 "--samples-csv", job.host_samples_csv,
-							 "--start-at",	  std::to_string(start_at),
+			std::vector<std::string> argv = {"traffic",
+							 "client",
+							 "--to",
+							 addrs,
+							 "--port",
+							 std::to_string(port),
+							 "--cc",
+							 algo,
+							 "--label",
+							 job.label,
+							 "--seed",
+							 std::to_string(seed),
+							 "--sample",
+							 "10ms",
+							 "--link-rate",
+							 std::to_string(plan.path_rate_mbps),
+							 "--base-rtt",
+							 us_text(plan.base_rtt_ns),
+							 "--flows-csv",
+							 job.host_flows_csv,
+							 "--samples-csv",
+							 job.host_samples_csv,
+							 "--start-from-input",
 							 "--json"};
 			auto w = workload_args(ph, cs.load);
 			argv.insert(argv.end(), w.begin(), w.end());
-			pid_t pid = fab.spawn_lumen(from[i], argv, raw + "/" + job.label + ".json", job.log);
-			clients.add(pid, "traffic client " + job.label);
+			job.pid = fab.spawn_lumen(from[i], argv, raw + "/" + job.label + ".json", job.log, true);
+			clients.add(job.pid, "traffic client " + job.label);
 			jobs.push_back(job);
 		}
 	}
+	std::vector<std::string> logs;
+	for (const auto &job : jobs)
+		logs.push_back(job.log);
+	wait_ready(logs, clients, "traffic client");
 	return jobs;
+}
+
+// Sends every client its start time: the common start t0 (our clock) plus
+// its phase's start, in the sender's clock.
+void release_clients(Fabric &fab, const std::vector<ClientJob> &jobs, std::uint64_t t0)
+{
+	for (const auto &job : jobs) {
+		auto start_at = static_cast<std::uint64_t>(static_cast<std::int64_t>(t0 + job.start_ns) +
+							   fab.clock_offset_ns(job.host));
+		fab.send_input(job.pid, "start-at " + std::to_string(start_at) + "\n");
+	}
 }
 
 std::string progress_line(const std::string &tag, const RunData &run, std::uint64_t now, std::uint64_t duration,
@@ -753,11 +818,11 @@ RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const E
 
 	progress(tag + " starting traffic servers and generators");
 	ChildSet servers, clients;
-	std::uint64_t spawned = monotonic_ns();
 	start_servers(plan, fab, port, raw, servers); // returns once every server is ready
-	run.t0_ns = monotonic_ns() + startup_lead_ns(monotonic_ns() - spawned);
+	auto jobs = spawn_clients(plan, fab, algo, cs, port, raw, clients); // the start barrier
+	run.t0_ns = monotonic_ns() + kStartLeadNs;
 	run.incasts = incast_infos(plan, fab, run.t0_ns);
-	auto jobs = start_clients(plan, fab, algo, cs, port, run.t0_ns, raw, clients);
+	release_clients(fab, jobs, run.t0_ns);
 	sample_until_done(run, fab.queue(), clients, plan.spec.duration_ns, tag);
 	servers.stop_all();
 	fab.end_run();
@@ -1030,12 +1095,6 @@ ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &
 	if (!opts.algorithms.empty())
 		s.algorithms = opts.algorithms;
 	return s;
-}
-
-std::uint64_t startup_lead_ns(std::uint64_t server_startup_ns)
-{
-	std::uint64_t adaptive = 2 * std::min<std::uint64_t>(server_startup_ns, 60 * kSec) + 500 * kMs;
-	return std::max(kStartupLeadNs, adaptive);
 }
 
 std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)

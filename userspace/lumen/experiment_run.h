@@ -45,12 +45,6 @@ void prepare_out_dir(const std::string &dir);
 // The spec as it will run: duration (--duration, --smoke), algorithms.
 ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &opts);
 
-// Lead from spawning the traffic clients to their common start, given how
-// long the servers took from spawning to "ready" on this fabric: clients
-// start up as slowly as servers did (over SSH on a loaded lab, seconds), so
-// twice that plus 0.5 s, and never less than 1.5 s.
-std::uint64_t startup_lead_ns(std::uint64_t server_startup_ns);
-
 // Runs it; returns the result directory. Throws Error / Interrupted after
 // undoing everything it set up.
 std::string run_experiment(const ExperimentSpec &spec, const RunOptions &opts);

@@ -260,26 +260,16 @@ ClockOffset ssh_clock_offset(const SshTarget &target, int rounds)
 	return best;
 }
 
-SshSessions::~SshSessions()
-{
-	close_inputs();
-}
-
-void SshSessions::close_inputs()
-{
-	for (int fd : inputs_)
-		::close(fd);
-	inputs_.clear();
-}
-
 pid_t SshSessions::spawn(const SshTarget &target, const std::string &cgroup, const std::vector<std::string> &argv,
-			 const std::string &stdout_path, const std::string &stderr_path)
+			 const std::string &stdout_path, const std::string &stderr_path, bool forward_input)
 {
 	std::vector<std::string> remote = {target.lumen, "host", "run"};
 	if (!cgroup.empty()) {
 		remote.push_back("--cgroup");
 		remote.push_back(cgroup);
 	}
+	if (forward_input)
+		remote.push_back("--input");
 	remote.push_back("--");
 	remote.insert(remote.end(), argv.begin(), argv.end());
 	auto local = ssh_argv(target, remote);
@@ -306,7 +296,7 @@ pid_t SshSessions::spawn(const SshTarget &target, const std::string &cgroup, con
 		::close(in[1]);
 		throw Error(std::string("fork: ") + std::strerror(errno));
 	}
-	inputs_.push_back(in[1]);
+	inputs_.add(pid, in[1]);
 	return pid;
 }
 

@@ -64,14 +64,23 @@ class SshSessions
 	SshSessions() = default;
 	SshSessions(const SshSessions &) = delete;
 	SshSessions &operator=(const SshSessions &) = delete;
-	~SshSessions();
+	~SshSessions() = default; // closing the inputs ends the remote commands
 
+	// forward_input: what write_input() sends reaches the command's
+	// standard input (`lumen host run --input`).
 	pid_t spawn(const SshTarget &target, const std::string &cgroup, const std::vector<std::string> &argv,
-		    const std::string &stdout_path, const std::string &stderr_path);
-	void close_inputs();
+		    const std::string &stdout_path, const std::string &stderr_path, bool forward_input = false);
+	void write_input(pid_t pid, const std::string &text)
+	{
+		inputs_.write(pid, text);
+	}
+	void close_inputs()
+	{
+		inputs_.close_all();
+	}
 
       private:
-	std::vector<int> inputs_;
+	ChildInputs inputs_;
 };
 
 } // namespace lumen

@@ -1525,14 +1525,15 @@ int open_output(const std::string &path)
 
 // In the forked child: only async-signal-safe calls. Reports errno on
 // `err_fd` and exits if any step fails.
-[[noreturn]] void exec_in_host(int cgroup_fd, int netns_fd, int out_fd, int err_fd, int report_fd, const char *exe,
-			       char *const argv[])
+[[noreturn]] void exec_in_host(int cgroup_fd, int netns_fd, int in_fd, int out_fd, int err_fd, int report_fd,
+			       const char *exe, char *const argv[])
 {
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, nullptr);
 	int ok = ::write(cgroup_fd, "0", 1) == 1 && ::setns(netns_fd, CLONE_NEWNET) == 0 &&
-		 (out_fd < 0 || ::dup2(out_fd, 1) == 1) && (err_fd < 0 || ::dup2(err_fd, 2) == 2);
+		 (in_fd < 0 || ::dup2(in_fd, 0) == 0) && (out_fd < 0 || ::dup2(out_fd, 1) == 1) &&
+		 (err_fd < 0 || ::dup2(err_fd, 2) == 2);
 	if (ok)
 		::execve(exe, argv, environ);
 	int err = errno;
@@ -1543,7 +1544,7 @@ int open_output(const std::string &path)
 } // namespace
 
 pid_t Testbed::spawn(const TestbedHost &host, const std::vector<std::string> &argv, const std::string &stdout_path,
-		     const std::string &stderr_path) const
+		     const std::string &stderr_path, int stdin_fd) const
 {
 	if (argv.empty())
 		throw Error("spawn: empty command");
@@ -1561,7 +1562,7 @@ pid_t Testbed::spawn(const TestbedHost &host, const std::vector<std::string> &ar
 	if (pid < 0)
 		throw Error("fork: " + errno_text(errno));
 	if (pid == 0)
-		exec_in_host(cgroup.fd, netns.fd, out.fd, err.fd, report_write.fd, exe.c_str(), cargv.data());
+		exec_in_host(cgroup.fd, netns.fd, stdin_fd, out.fd, err.fd, report_write.fd, exe.c_str(), cargv.data());
 	::close(report_write.fd);
 	report_write.fd = -1;
 	int child_errno = 0;

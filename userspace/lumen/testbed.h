@@ -127,9 +127,10 @@ class Testbed
 
 	// Starts argv in a host: joins the testbed's cgroup and the host's
 	// network namespace, stdout (and stderr) to the given files ("" =
-	// inherit). Returns the pid; the caller waits for it.
+	// inherit), stdin from `stdin_fd` (-1 = inherit). Returns the pid; the
+	// caller waits for it.
 	pid_t spawn(const TestbedHost &host, const std::vector<std::string> &argv, const std::string &stdout_path = "",
-		    const std::string &stderr_path = "") const;
+		    const std::string &stderr_path = "", int stdin_fd = -1) const;
 
 	struct State; // testbed.cpp
 

@@ -19,6 +19,7 @@
 
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -227,7 +228,8 @@ class Client
       public:
 	explicit Client(const TrafficClientOptions &o);
 	~Client();
-	int run();
+	// Runs the workload from `start_at` (CLOCK_MONOTONIC; none: now).
+	int run(std::optional<std::uint64_t> start_at);
 
       private:
 	// time-driven work
@@ -303,10 +305,10 @@ Client::~Client()
 // ---------------------------------------------------------------------
 // Main loop
 
-int Client::run()
+int Client::run(std::optional<std::uint64_t> start_at)
 {
 	std::uint64_t now = monotonic_ns();
-	start_ns_ = o_.start_at_ns.value_or(now);
+	start_ns_ = start_at.value_or(now);
 	if (start_ns_ > now + kMaxStartDelayNs)
 		throw Error("--start-at is more than an hour ahead of CLOCK_MONOTONIC (now " + std::to_string(now) +
 			    ")");
@@ -729,14 +731,54 @@ TrafficSummary Client::summary() const
 	return s;
 }
 
+// One line from `fd` (up to `max` bytes, without its newline), read a byte
+// at a time so nothing after it is consumed; none at end of input. Throws
+// Interrupted on SIGINT/SIGTERM.
+std::optional<std::string> read_line(int fd, std::size_t max)
+{
+	std::string line;
+	for (;;) {
+		throw_if_interrupted();
+		struct pollfd p = {fd, POLLIN, 0};
+		int n = ::poll(&p, 1, 100); // a signal between the check and poll waits 100 ms at most
+		if (n < 0 && errno != EINTR)
+			throw Error(why_errno("poll", errno));
+		if (n <= 0)
+			continue;
+		char c;
+		ssize_t got = ::read(fd, &c, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			throw Error(why_errno("read", errno));
+		if (got == 0)
+			return std::nullopt;
+		if (c == '\n')
+			return line;
+		if (line.size() >= max)
+			throw Error("line longer than " + std::to_string(max) + " bytes");
+		line += c;
+	}
+}
+
 } // namespace
 
 int run_traffic_client(const TrafficClientOptions &opts)
 {
 	install_interrupt_handlers();
 	raise_open_file_limit();
-	Client client(opts);
-	return client.run();
+	Client client(opts); // all set up: workload file, congestion control, files
+	std::optional<std::uint64_t> start = opts.start_at_ns;
+	if (opts.start_from_input) {
+		// the start barrier: "ready" goes to the log the runner watches
+		std::fprintf(stderr, "ready\n");
+		std::fflush(stderr);
+		auto line = read_line(STDIN_FILENO, 64);
+		if (!line)
+			throw Error("--start-from-input: standard input ended before a start time");
+		start = parse_start_line(*line, "--start-from-input");
+	}
+	return client.run(start);
 }
 
 } // namespace lumen

@@ -173,6 +173,9 @@ void parse_measurement(const Args &a, TrafficClientOptions *o)
 	}
 	if (auto v = a.get("--start-at"))
 		o->start_at_ns = parse_uint(*v, "--start-at (CLOCK_MONOTONIC ns)", 1, INT64_MAX);
+	o->start_from_input = a.has("--start-from-input");
+	if (o->start_from_input && o->start_at_ns)
+		throw UsageError("--start-at and --start-from-input exclude each other");
 }
 
 std::string parse_path(const Args &a, const std::string &opt)
@@ -207,11 +210,30 @@ TrafficServerOptions parse_traffic_server_options(const std::vector<std::string>
 
 TrafficClientOptions parse_traffic_client_options(const std::vector<std::string> &args)
 {
-	Args a = Args::parse(args, {"--json", "--quiet"});
-	a.allow_only({"--to",	     "--port",	   "--cc",	  "--label",	    "--seed",	   "--sample",
-		      "--link-rate", "--base-rtt", "--flows-csv", "--samples-csv",  "--json",	   "--quiet",
-		      "--long",	     "--duration", "--poisson",	  "--load",	    "--max-flows", "--incast",
-		      "--bursts",    "--period",   "--start-at",  "--drain-timeout"});
+	Args a = Args::parse(args, {"--json", "--quiet", "--start-from-input"});
+	a.allow_only({"--start-from-input",
+		      "--to",
+		      "--port",
+		      "--cc",
+		      "--label",
+		      "--seed",
+		      "--sample",
+		      "--link-rate",
+		      "--base-rtt",
+		      "--flows-csv",
+		      "--samples-csv",
+		      "--json",
+		      "--quiet",
+		      "--long",
+		      "--duration",
+		      "--poisson",
+		      "--load",
+		      "--max-flows",
+		      "--incast",
+		      "--bursts",
+		      "--period",
+		      "--start-at",
+		      "--drain-timeout"});
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 	TrafficClientOptions o;
@@ -232,6 +254,14 @@ TrafficClientOptions parse_traffic_client_options(const std::vector<std::string>
 	o.json = a.has("--json");
 	o.quiet = a.has("--quiet");
 	return o;
+}
+
+std::uint64_t parse_start_line(const std::string &line, const std::string &source)
+{
+	const std::string key = "start-at ";
+	if (line.compare(0, key.size(), key) != 0)
+		throw UsageError(source + ": expected 'start-at MONO_NS', got '" + line.substr(0, 64) + "'");
+	return parse_uint(line.substr(key.size()), source + ": start-at (CLOCK_MONOTONIC ns)", 1, INT64_MAX);
 }
 
 const char *traffic_workload_name(TrafficWorkload w)

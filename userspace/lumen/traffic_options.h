@@ -65,6 +65,10 @@ struct TrafficClientOptions {
 	std::uint32_t bursts = 0;
 	std::uint64_t period_ns = 0;
 	std::optional<std::uint64_t> start_at_ns; // CLOCK_MONOTONIC
+	// --start-from-input: once set up, print "ready" on stderr and take the
+	// start time from a line "start-at MONO_NS" on standard input (a start
+	// barrier across hosts whose processes start up at different speeds)
+	bool start_from_input = false;
 	// after the last flow starts, flows still open this long later fail
 	// with error:timeout (so a dead server cannot hang a run)
 	std::uint64_t drain_timeout_ns = 60'000'000'000;
@@ -74,5 +78,8 @@ struct TrafficClientOptions {
 // malformed, out-of-range, missing or conflicting option.
 TrafficServerOptions parse_traffic_server_options(const std::vector<std::string> &args);
 TrafficClientOptions parse_traffic_client_options(const std::vector<std::string> &args);
+// The start time in a --start-from-input line ("start-at MONO_NS", without
+// the newline); UsageError naming `source` otherwise.
+std::uint64_t parse_start_line(const std::string &line, const std::string &source);
 
 } // namespace lumen

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace lumen
 {
@@ -54,9 +56,18 @@ std::string sample_csv_row(const std::string &label, const TcpSample &s)
 
 CsvWriter::CsvWriter(const std::string &path, const char *header) : path_(path)
 {
-	file_ = std::fopen(path.c_str(), "w");
-	if (!file_)
-		throw Error("cannot create " + path + ": " + std::strerror(errno));
+	// not through a symlink: a generator runs as root, often in a shared
+	// directory, and must not be made to overwrite what a link points to
+	int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		throw Error("cannot create " + path + ": " +
+			    (errno == ELOOP ? std::string("it is a symbolic link") : std::strerror(errno)));
+	file_ = ::fdopen(fd, "w");
+	if (!file_) {
+		int err = errno;
+		::close(fd);
+		throw Error("cannot create " + path + ": " + std::strerror(err));
+	}
 	std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
 	row(header);
 }

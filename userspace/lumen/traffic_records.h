@@ -50,7 +50,7 @@ std::string flow_csv_row(const std::string &label, const ClientFlowRecord &r, st
 std::string sample_csv_row(const std::string &label, const TcpSample &s);
 
 // A CSV file written as the run goes (buffered); the header is written at
-// open. Error when it cannot be created or written.
+// open. Error when it cannot be created or written, or is a symbolic link.
 class CsvWriter
 {
       public:
