@@ -45,12 +45,15 @@
  *    stack, RTT estimator) does not fit icsk_ca_priv (104 bytes), so every
  *    socket has a struct lumen_cc_sk in the sk_storage map "lumen_cc_sk",
  *    created by init and deleted by release.
- *  - Parameters. The array map "lumen_cc_params" holds one struct
- *    lumen_ptcp_params per algorithm (index = enum lumen_ptcp_mode). It is
- *    read on every ACK, so `lumen cc set` acts on running flows without
- *    re-registration. The loader validates what it writes; a value that does
- *    not validate here anyway (e.g. read while being rewritten) is replaced
- *    by the defaults for that ACK.
+ *  - Parameters. The array map "lumen_cc_params" holds a struct
+ *    lumen_ptcp_params per algorithm (index = enum lumen_ptcp_mode), double
+ *    buffered under a generation ("lumen_cc_param_gen", see bpf_shared.h).
+ *    Every ACK compares the generation with the one its socket copied at,
+ *    so `lumen cc set` acts on running flows from their next ACK without
+ *    re-registration, and the common case reads one shared word. A copy that
+ *    the generation shows was rewritten while it was taken, or that does not
+ *    validate, is dropped (param_retry): the flow keeps what it had (the
+ *    defaults if it had nothing yet) and copies again on the next ACK.
  *  - INT. On each ACK, cong_control looks up lumen_int_sk (never creating
  *    it); when its echo_gen differs from the one last consumed, the echo is
  *    new and is handed to the core, otherwise the core is told that this ACK
@@ -92,14 +95,35 @@
  * snd_cwnd after an idle RTO; the first ACK restores the control law's
  * window.)
  *
+ * No state
+ * --------
+ * A socket whose sk_storage could not be created (memory) runs a defined
+ * fallback, Reno, as the kernel module does: the kernel's tcp_reno_*
+ * functions (BPF kfuncs) for slow start / additive increase per ACK
+ * (pkts_acked, for the segments it acknowledges), ssthresh (half the window
+ * on loss) and undo; cong_control cuts the window to ssthresh at once while
+ * in recovery or CWR (it replaces PRR). Its ACKs count as no_state. The
+ * test hook LUMEN_CC_FAULT_NO_STATE ("lumen_cc_faults") makes init skip the
+ * state so that this path is exercised.
+ *
  * Counters (per-CPU array "lumen_cc_stats", enum lumen_cc_counter) record
- * flows, ACKs, updates by source, missing INT, missing state and restarts.
+ * flows, ACKs, updates by source, missing INT, missing state, restarts and
+ * dropped parameter copies.
  */
 #include "lumen_bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define LUMEN_TCP_INFINITE_SSTHRESH 0x7fffffff
+#define LUMEN_TCPF_CA_CWR (1 << 2) /* TCPF_CA_CWR, TCPF_CA_Recovery (enum values, */
+#define LUMEN_TCPF_CA_RECOVERY (1 << 3) /* not in vmlinux.h as macros) */
+
+#define LUMEN_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+/* The kernel's Reno, for sockets without state (BPF kfuncs, Linux 6.0+). */
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 /* Per-socket control state. */
 struct {
@@ -119,11 +143,27 @@ LUMEN_DEFINE_INT_SK_MAP();
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LUMEN_CC_PARAM_ENTRIES);
+	__uint(max_entries, LUMEN_CC_PARAM_SLOTS);
 	__type(key, __u32);
 	__type(value, struct lumen_ptcp_params);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lumen_cc_params SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LUMEN_CC_PARAM_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lumen_cc_param_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lumen_cc_faults SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -138,18 +178,60 @@ static __always_inline struct tcp_sock *cc_tcp_sk(struct sock *sk)
 	return (struct tcp_sock *)sk;
 }
 
-/* This algorithm's parameters: a snapshot, validated, else the defaults. */
-static __always_inline void cc_params(enum lumen_ptcp_mode mode, struct lumen_ptcp_params *p)
+/*
+ * Bring the socket's copy of its algorithm's parameters up to the published
+ * generation (see bpf_shared.h). Loads are not reordered with loads on x86
+ * (TSO), and the compiler barriers keep the two generation reads around the
+ * copy; the writer publishes with a system call after its slot write.
+ */
+static __always_inline void cc_refresh_params(struct lumen_cc_sk *cs, enum lumen_ptcp_mode mode)
 {
-	__u32 key = mode;
-	struct lumen_ptcp_params *v = bpf_map_lookup_elem(&lumen_cc_params, &key);
+	const struct lumen_ptcp_params *v;
+	struct lumen_ptcp_params p;
+	__u32 key = mode, slot, gen;
+	__u32 *g;
 
-	if (v) {
-		*p = *v;
-		if (lumen_ptcp_params_validate(p) == 0)
-			return;
+	g = bpf_map_lookup_elem(&lumen_cc_param_gen, &key);
+	if (!g)
+		goto keep;
+	gen = LUMEN_READ_ONCE(*g);
+	if (cs->params_fresh && cs->params_gen == gen)
+		return; /* nothing new: the common case */
+	slot = lumen_cc_param_slot(mode, gen);
+	v = bpf_map_lookup_elem(&lumen_cc_params, &slot);
+	if (!v)
+		goto keep;
+	asm volatile("" ::: "memory");
+	p = *v;
+	asm volatile("" ::: "memory");
+	if (LUMEN_READ_ONCE(*g) != gen || lumen_ptcp_params_validate(&p) != 0) {
+		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_PARAM_RETRY);
+		goto keep;
 	}
-	lumen_ptcp_params_default(p);
+	cs->params = p;
+	cs->params_gen = gen;
+	cs->params_fresh = 1;
+	return;
+keep:
+	/* what the flow had; a flow that had nothing starts on the defaults */
+	if (!cs->params_fresh && lumen_ptcp_params_validate(&cs->params) != 0)
+		lumen_ptcp_params_default(&cs->params);
+}
+
+static __always_inline bool cc_in_cwnd_reduction(struct sock *sk)
+{
+	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
+	__u8 state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
+
+	return (1 << state) & (LUMEN_TCPF_CA_CWR | LUMEN_TCPF_CA_RECOVERY);
+}
+
+static __always_inline bool cc_fault(__u32 flag)
+{
+	__u32 zero = 0;
+	__u32 *f = bpf_map_lookup_elem(&lumen_cc_faults, &zero);
+
+	return f && (*f & flag);
 }
 
 /* Install the core's window and pacing rate. */
@@ -171,19 +253,17 @@ static __always_inline void cc_apply(struct sock *sk, const struct lumen_ptcp *s
 static __always_inline void cc_init(struct sock *sk, enum lumen_ptcp_mode mode)
 {
 	struct tcp_sock *tp = cc_tcp_sk(sk);
-	struct lumen_ptcp_params p;
 	struct lumen_int_sk *isk;
-	struct lumen_cc_sk *cs;
+	struct lumen_cc_sk *cs = NULL;
 
 	LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_FLOWS);
-	cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!cs) {
-		/* no memory: the kernel's initial window stays, ACKs are ignored */
-		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_NO_STATE);
-		return;
-	}
-	cc_params(mode, &p);
-	lumen_ptcp_init(&cs->ptcp, &p, mode, tp->snd_nxt, tp->mss_cache);
+	if (!cc_fault(LUMEN_CC_FAULT_NO_STATE))
+		cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!cs)
+		return; /* no memory: the Reno fallback (see the header) */
+	cs->params_fresh = 0;
+	cc_refresh_params(cs, mode);
+	lumen_ptcp_init(&cs->ptcp, &cs->params, mode, tp->snd_nxt, tp->mss_cache);
 	/* only echoes that arrive from now on are news */
 	isk = bpf_sk_storage_get(&lumen_int_sk, sk, NULL, 0);
 	cs->echo_gen_seen = isk ? isk->echo_gen : 0;
@@ -198,14 +278,21 @@ static __always_inline void cc_release(struct sock *sk)
 	bpf_sk_storage_delete(&lumen_cc_sk, sk);
 }
 
-/* The ACK's RTT sample (-1: none), consumed by cong_control of the same ACK. */
+/*
+ * The ACK's RTT sample (-1: none), consumed by cong_control of the same ACK.
+ * Without state: Reno's increase for the segments this ACK acknowledges
+ * (the kernel calls cong_avoid only for algorithms without cong_control).
+ */
 static __always_inline void cc_pkts_acked(struct sock *sk, const struct ack_sample *sample)
 {
 	struct lumen_cc_sk *cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0);
 	__s32 rtt_us = sample->rtt_us;
 
-	if (!cs)
+	if (!cs) {
+		if (sample->pkts_acked > 0 && !cc_in_cwnd_reduction(sk))
+			tcp_reno_cong_avoid(sk, 0, sample->pkts_acked);
 		return;
+	}
 	/* 0 means "no sample" to the core: a sub-microsecond RTT counts as 1 us */
 	cs->rtt_us = rtt_us < 0 ? 0 : (rtt_us == 0 ? 1 : (__u32)rtt_us);
 }
@@ -214,7 +301,6 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 {
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	const struct lumen_int_opt *echo = NULL;
-	struct lumen_ptcp_params p;
 	struct lumen_ptcp_ack ack;
 	enum lumen_ptcp_result res;
 	__u32 unusable, guard;
@@ -222,11 +308,14 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 
 	cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0);
 	if (!cs) {
+		/* Reno: the cut to ssthresh at once (no PRR with cong_control) */
 		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_NO_STATE);
+		if (cc_in_cwnd_reduction(sk))
+			tp->snd_cwnd = (__u32)lumen_max_u64(lumen_min_u64(tp->snd_cwnd, tp->snd_ssthresh), 2);
 		return;
 	}
 	LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_ACKS);
-	cc_params(mode, &p);
+	cc_refresh_params(cs, mode);
 
 	ack.now_ns = tp->tcp_mstamp * 1000;
 	ack.rtt_ns = (__u64)cs->rtt_us * 1000;
@@ -248,7 +337,7 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 
 	unusable = cs->ptcp.stats.int_unusable;
 	guard = cs->ptcp.stats.rtt_guard;
-	res = lumen_ptcp_on_ack(&cs->ptcp, &p, &ack, echo);
+	res = lumen_ptcp_on_ack(&cs->ptcp, &cs->params, &ack, echo);
 	if (cs->ptcp.stats.int_unusable != unusable)
 		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_INT_UNUSABLE);
 	if (cs->ptcp.stats.rtt_guard != guard)
@@ -296,11 +385,15 @@ static __always_inline void cc_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 /* No slow start, and loss does not lower the target (see the header). */
 static __always_inline __u32 cc_ssthresh(struct sock *sk)
 {
+	if (!bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0))
+		return tcp_reno_ssthresh(sk);
 	return LUMEN_TCP_INFINITE_SSTHRESH;
 }
 
 static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
 {
+	if (!bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0))
+		return tcp_reno_undo_cwnd(sk);
 	return cc_tcp_sk(sk)->snd_cwnd;
 }
 

@@ -71,12 +71,39 @@ enum lumen_int_counter {
 #define LUMEN_CC_NAME_INT "bpf_powertcp" /* <= 15 characters */
 #define LUMEN_CC_NAME_THETA "bpf_theta_ptcp"
 
-/* Parameters (array "lumen_cc_params"): index = enum lumen_ptcp_mode. */
-#define LUMEN_CC_PARAM_ENTRIES 2
+/*
+ * Parameters, one struct lumen_ptcp_params per algorithm (enum
+ * lumen_ptcp_mode), double buffered so that no reader sees half of a
+ * `lumen cc set`: array "lumen_cc_params" has two slots per algorithm and
+ * array "lumen_cc_param_gen" (index = mode) a generation whose low bit
+ * names the live slot. A writer (serialised by flock on LUMEN_PIN_ROOT)
+ * fills the other slot, then publishes it by bumping the generation. A
+ * reader takes the generation, copies the slot, and keeps the copy only if
+ * the generation is still the same: the slot it copied is rewritten only
+ * two publications later.
+ */
+#define LUMEN_CC_PARAM_ENTRIES 2 /* algorithms */
+#define LUMEN_CC_PARAM_SLOTS (2 * LUMEN_CC_PARAM_ENTRIES)
+
+LUMEN_INLINE __u32 lumen_cc_param_slot(__u32 mode, __u32 gen)
+{
+	return 2 * mode + (gen & 1);
+}
+
+/*
+ * Fault injection for tests (array "lumen_cc_faults", one __u32 of flags,
+ * 0 in normal operation; set with bpftool).
+ * NO_STATE: init creates no per-socket state for new flows, as when the
+ * sk_storage allocation fails, so the Reno fallback runs.
+ */
+#define LUMEN_CC_FAULT_NO_STATE 0x1u
 
 /* Per-socket CC state (sk_storage "lumen_cc_sk"). */
 struct lumen_cc_sk {
 	struct lumen_ptcp ptcp;
+	struct lumen_ptcp_params params; /* this flow's copy of its algorithm's */
+	__u32 params_gen; /* the generation params was copied at */
+	__u32 params_fresh; /* params is that generation's (not the defaults) */
 	__u32 echo_gen_seen; /* last lumen_int_sk.echo_gen consumed */
 	__u32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); 0 = none */
 };
@@ -88,10 +115,11 @@ enum lumen_cc_counter {
 	LUMEN_CC_CNT_RTT_UPDATES, /* theta updates */
 	LUMEN_CC_CNT_FALLBACK_UPDATES, /* bpf_powertcp without INT: RTT rule */
 	LUMEN_CC_CNT_NO_INT, /* bpf_powertcp ACKs without a new echo */
-	LUMEN_CC_CNT_NO_STATE, /* sk_storage missing: ACK ignored */
+	LUMEN_CC_CNT_NO_STATE, /* ACKs of flows without sk_storage: Reno fallback */
 	LUMEN_CC_CNT_RESTARTS, /* idle restarts */
 	LUMEN_CC_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
 	LUMEN_CC_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
+	LUMEN_CC_CNT_PARAM_RETRY, /* parameter copies dropped: rewritten while read, or invalid */
 	LUMEN_CC_CNT_MAX
 };
 

@@ -3,7 +3,9 @@
 # registered and allowed, parameter validation (refused values change
 # nothing) and runtime changes, iperf3 over a veth between two namespaces
 # with each algorithm picked per socket (-C) and by a namespace's sysctl
-# default, counters (ACKs, and the RTT fallback since no INT is present), and
+# default, counters (ACKs, and the RTT fallback since no INT is present), the
+# Reno fallback of a socket without state (fault hook lumen_cc_faults),
+# parameter sets racing running flows (double-buffered: no torn copy), and
 # an unload that leaves nothing behind. Refuses to run (skip) when lumen cc is
 # already loaded, so it never touches someone else's state.
 # shellcheck disable=SC2016 # eval '...' expands when the check runs
@@ -14,6 +16,7 @@ e2e_require_bpf
 command -v iperf3 >/dev/null || e2e_skip "iperf3 missing"
 command -v jq >/dev/null || e2e_skip "jq missing"
 command -v ss >/dev/null || e2e_skip "ss missing"
+command -v bpftool >/dev/null || e2e_skip "bpftool missing"
 
 L="$LUMEN_BIN"
 PIN=/sys/fs/bpf/lumen
@@ -22,7 +25,7 @@ THETA=bpf_theta_ptcp
 AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
 ALLOWED=/proc/sys/net/ipv4/tcp_allowed_congestion_control
 DEFAULT=/proc/sys/net/ipv4/tcp_congestion_control
-OWN_PINS=(cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_stats lumen_cc_sk)
+OWN_PINS=(cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_param_gen lumen_cc_faults lumen_cc_stats lumen_cc_sk)
 MIN_BPS=100000000 # "non-trivial": 100 Mbit/s over a veth
 
 # --- helpers -----------------------------------------------------------
@@ -227,6 +230,31 @@ e2e_check "iperf3 -C $THETA throughput > 100 Mbit/s ($(($(bps theta) / 1000000))
 e2e_check "theta: ACKs processed" gt "$(counter acks)" "$acks0"
 e2e_check "theta: RTT updates" gt "$(counter rtt_updates)" "$rtt0"
 
+# --- no per-socket state: the Reno fallback -----------------------------------
+
+# The fault hook makes init create no state, as a failed sk_storage
+# allocation would. The flow must still have congestion control: Reno, which
+# grows the window and halves it on loss (ss then shows an ssthresh; with
+# state, PowerTCP's is infinite and ss shows none). A 64 KB tbf makes loss.
+fault() { bpftool map update pinned "$PIN/lumen_cc_faults" key 0 0 0 0 value "$1" 0 0 0; }
+fault 1
+tc -n "$NA" qdisc add dev cc0 root tbf rate 100mbit burst 32k limit 64k
+nostate0="$(counter no_state)"
+acks0="$(counter acks)"
+IPERF_T=3 iperf nostate -C "$INT" &
+IPERF_PID=$!
+sleep 2
+SS="$(ip netns exec "$NA" ss -tinH dst 10.231.0.2 || true)"
+wait "$IPERF_PID"
+fault 0
+tc -n "$NA" qdisc del dev cc0 root
+cwnd_max() { grep -o 'cwnd:[0-9]*' <<<"$SS" | cut -d: -f2 | sort -n | tail -n 1; }
+e2e_check "no state: ACKs run the fallback (no_state counted)" gt "$(counter no_state)" "$nostate0"
+e2e_check "no state: the core saw none of them" json_eq "$acks0" counter acks
+e2e_check "no state: Reno grew the window (cwnd $(cwnd_max) > 10)" gt "$(cwnd_max)" 10
+e2e_check "no state: Reno cut the window on loss (ss shows ssthresh)" grep -q "ssthresh:" <<<"$SS"
+e2e_check "no state: throughput > 30 Mbit/s ($(($(bps nostate) / 1000000)) Mbit/s)" gt "$(bps nostate)" 30000000
+
 # --- traffic: namespace default via sysctl ---------------------------------
 
 e2e_check "ns sysctl default -> $INT (allowed)" \
@@ -265,6 +293,30 @@ last="$(jq -r '.intervals[-1].sum.bits_per_second | floor' "$WORK/live.json")"
 e2e_check "set during a flow: last second $((last / 1000000)) Mbit/s < 1.5 x $cap Mbit/s" \
 	gt $((cap * 1500000)) "$last"
 e2e_check "set during a flow: slower than before ($((first / 1000000)) Mbit/s)" gt "$first" "$last"
+
+# --- parameter sets racing the flows that read them --------------------------
+
+# Two valid sets whose mix is invalid (1.6 Tbit/s x 1 s is far above the
+# largest window): a flow that copied half of one and half of the other
+# would count param_retry. Sets are serialised and double-buffered, so none.
+retry0="$(counter param_retry)"
+IPERF_T=4 iperf race -C "$INT" &
+IPERF_PID=$!
+sleep 0.5
+race_sets() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		"$L" cc set host-bw=1600gbit base-rtt=1us >/dev/null || return 1
+		"$L" cc set host-bw=1mbit base-rtt=1s >/dev/null || return 1
+	done
+}
+e2e_check "40 sets while a flow runs" race_sets
+e2e_check "status shows the last set" json_eq "1 1000000000" eval \
+	'status | jq -r "[.params.$INT.host_bw_mbps, .params.$INT.base_rtt_ns] | join(\" \")"'
+# back to a fast setting while the flow still runs, so that it drains
+"$L" cc set host-bw=10gbit base-rtt=100us >/dev/null
+wait "$IPERF_PID"
+e2e_check "no torn or invalid parameter copy (param_retry)" json_eq "$retry0" counter param_retry
 
 # --- unload ----------------------------------------------------------------
 

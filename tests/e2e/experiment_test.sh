@@ -4,7 +4,8 @@
 # parses, CSVs with the exact headers and column counts, real PNGs), a bad
 # description and an injected testbed failure are refused cleanly, and
 # nothing is left behind (namespaces, testbed state files, lumen pins,
-# cgroups, sysctls). About 4-5 minutes on 2 cores.
+# cgroups, sysctls), also when Ctrl-C lands mid-setup. About 4-5 minutes
+# on 2 cores.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -84,5 +85,19 @@ rc=0
 LUMEN_TESTBED_FAIL_AT=5 "$LUMEN_BIN" experiment run quick --smoke --out "$out/fail" >"$out/fail.log" 2>&1 || rc=$?
 e2e_check "an injected testbed failure fails the run (exit 1)" test "$rc" -eq 1
 e2e_check "nothing left behind after the injected failure" nothing_new "$before"
+
+# Ctrl-C during setup, at the first runs and mid-experiment: the runner's
+# process group gets SIGINT (as a terminal sends it), the run fails and
+# everything it built is undone
+for delay in 0.3 1 2 5; do
+	rc=0
+	setsid "$LUMEN_BIN" experiment run quick --smoke --out "$out/int$delay" >"$out/int$delay.log" 2>&1 &
+	pid=$!
+	sleep "$delay"
+	kill -INT -- "-$pid" 2>/dev/null || true
+	wait "$pid" || rc=$?
+	e2e_check "Ctrl-C after ${delay}s fails the run (exit $rc)" test "$rc" -ne 0
+	e2e_check "nothing left behind after Ctrl-C at ${delay}s" nothing_new "$before"
+done
 
 e2e_finish

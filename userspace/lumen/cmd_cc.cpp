@@ -9,7 +9,10 @@
 //                              struct_ops links, so registration is the map
 //                              update of old, which persists after this
 //                              process exits; unload deletes the element.
-//   lumen_cc_params            parameters, read by the programs on every ACK
+//   lumen_cc_params            parameters, two slots per algorithm; the
+//   lumen_cc_param_gen         generation names the live one (bpf_shared.h):
+//                              `set` fills the other, then publishes it
+//   lumen_cc_faults            fault injection for tests (0: none)
 //   lumen_cc_stats             per-CPU counters
 //   lumen_cc_sk                per-socket state
 //   lumen_int_sk               INT echoes, shared with `lumen int` (sockops),
@@ -36,6 +39,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <utility>
@@ -65,16 +70,17 @@ const Algo kAlgos[LUMEN_CC_PARAM_ENTRIES] = {
 };
 
 // Maps this part owns (pinned by name by libbpf).
-const char *const kOwnMaps[] = {"lumen_cc_params", "lumen_cc_stats", "lumen_cc_sk"};
+const char *const kOwnMaps[] = {"lumen_cc_params", "lumen_cc_param_gen", "lumen_cc_faults", "lumen_cc_stats",
+				"lumen_cc_sk"};
 const char *const kIntSkMap = "lumen_int_sk";
 // Pins that mean the INT sockops part is loaded (bpf_shared.h names).
 const char *const kSockopsMaps[] = {"lumen_int_cfg", "lumen_int_stats"};
 
 const char *const kCounterNames[LUMEN_CC_CNT_MAX] = {
-	"flows",  "acks",     "int_updates", "rtt_updates",  "fallback_updates",
-	"no_int", "no_state", "restarts",    "int_unusable", "rtt_guard",
+	"flows",    "acks",	"int_updates",	"rtt_updates", "fallback_updates", "no_int",
+	"no_state", "restarts", "int_unusable", "rtt_guard",   "param_retry",
 };
-static_assert(LUMEN_CC_CNT_RTT_GUARD == 9 && LUMEN_CC_CNT_MAX == 10, "update kCounterNames");
+static_assert(LUMEN_CC_CNT_PARAM_RETRY == 10 && LUMEN_CC_CNT_MAX == 11, "update kCounterNames");
 
 const char *const kAvailable = "net.ipv4.tcp_available_congestion_control";
 const char *const kAllowed = "net.ipv4.tcp_allowed_congestion_control";
@@ -332,18 +338,64 @@ void print_params(const lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES], unsigned
 	}
 }
 
-void read_params(int fd, lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES])
+// The parameter maps (see the header): slots and generations.
+struct ParamMaps {
+	int params_fd, gen_fd;
+};
+
+std::uint32_t read_gen(const ParamMaps &m, std::uint32_t mode)
 {
-	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++)
-		if (bpf_map_lookup_elem(fd, &i, &p[i]) != 0)
-			throw Error("cannot read lumen_cc_params[" + std::to_string(i) + "]: " + errno_text(errno));
+	std::uint32_t gen = 0;
+	if (bpf_map_lookup_elem(m.gen_fd, &mode, &gen) != 0)
+		throw Error("cannot read lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
+	return gen;
 }
 
-void write_param(int fd, std::uint32_t i, const lumen_ptcp_params &p)
+void write_slot(const ParamMaps &m, std::uint32_t slot, const lumen_ptcp_params &p)
 {
-	if (bpf_map_update_elem(fd, &i, &p, BPF_ANY) != 0)
-		throw Error("cannot write lumen_cc_params[" + std::to_string(i) + "]: " + errno_text(errno));
+	if (bpf_map_update_elem(m.params_fd, &slot, &p, BPF_ANY) != 0)
+		throw Error("cannot write lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
 }
+
+// What the programs use now: each algorithm's live slot.
+void read_params(const ParamMaps &m, lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES])
+{
+	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
+		std::uint32_t slot = lumen_cc_param_slot(i, read_gen(m, i));
+		if (bpf_map_lookup_elem(m.params_fd, &slot, &p[i]) != 0)
+			throw Error("cannot read lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
+	}
+}
+
+// Publishes new parameters for one algorithm: the idle slot first, then the
+// generation that makes it live (one word, so readers see all or nothing).
+void publish_params(const ParamMaps &m, std::uint32_t mode, const lumen_ptcp_params &p)
+{
+	std::uint32_t next = read_gen(m, mode) + 1;
+	write_slot(m, lumen_cc_param_slot(mode, next), p);
+	if (bpf_map_update_elem(m.gen_fd, &mode, &next, BPF_ANY) != 0)
+		throw Error("cannot write lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
+}
+
+int open_pin(const char *name)
+{
+	std::string pin = pin_path(name);
+	int fd = bpf_obj_get(pin.c_str());
+	if (fd < 0)
+		throw Error("cannot open " + pin + ": " + errno_text(errno));
+	return fd;
+}
+
+// The pinned parameter maps, for status and set.
+struct PinnedParams {
+	Fd params{open_pin("lumen_cc_params")};
+	Fd gen{open_pin("lumen_cc_param_gen")};
+
+	ParamMaps maps() const
+	{
+		return {params.get(), gen.get()};
+	}
+};
 
 // ---------------------------------------------------------------------
 // Kernel support
@@ -473,6 +525,9 @@ int cc_load(const Args &a)
 		throw Error("stale pins under " LUMEN_PIN_ROOT " (" + join(s.own_pins) +
 			    ") from an earlier load: run 'lumen cc unload' first");
 
+	// Ctrl-C sets a flag instead of killing us half-way: checked before
+	// the commit, so either all of the load stays or none of it
+	install_interrupt_handlers();
 	capture_libbpf_log();
 	clear_libbpf_log();
 	ensure_pin_root();
@@ -498,9 +553,11 @@ int cc_load(const Args &a)
 		throw Error("cannot load the BPF programs (verifier or kernel refused them): " + errno_text(err) +
 			    libbpf_log_tail(30));
 
-	int params_fd = bpf_map__fd(skel->maps.lumen_cc_params);
+	// both slots of each algorithm, generation 0 (the maps start zeroed)
+	ParamMaps maps = {bpf_map__fd(skel->maps.lumen_cc_params), bpf_map__fd(skel->maps.lumen_cc_param_gen)};
 	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++)
-		write_param(params_fd, i, params[i]);
+		for (std::uint32_t gen : {0u, 1u})
+			write_slot(maps, lumen_cc_param_slot(i, gen), params[i]);
 
 	bpf_map *ops[LUMEN_CC_PARAM_ENTRIES] = {skel->maps.ptcp_ops_int, skel->maps.ptcp_ops_theta};
 	for (unsigned i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
@@ -534,6 +591,7 @@ int cc_load(const Args &a)
 				rb.add("disallow " + name, [name]() { allow_congestion_control(name, false); });
 		}
 	}
+	throw_if_interrupted(); // Ctrl-C during the load: the rollback undoes it
 	rb.commit();
 
 	std::printf("lumen cc: registered %s and %s (pinned under %s)%s\n", LUMEN_CC_NAME_INT, LUMEN_CC_NAME_THETA,
@@ -613,12 +671,10 @@ int cc_status(const Args &a)
 
 	std::optional<std::vector<lumen_ptcp_params>> params;
 	std::optional<std::vector<std::uint64_t>> counters;
-	if (path_exists(pin_path("lumen_cc_params"))) {
-		Fd fd(bpf_obj_get(pin_path("lumen_cc_params").c_str()));
-		if (fd.get() < 0)
-			throw Error("cannot open " + pin_path("lumen_cc_params") + ": " + errno_text(errno));
+	if (path_exists(pin_path("lumen_cc_params")) && path_exists(pin_path("lumen_cc_param_gen"))) {
+		PinnedParams pinned;
 		lumen_ptcp_params p[LUMEN_CC_PARAM_ENTRIES];
-		read_params(fd.get(), p);
+		read_params(pinned.maps(), p);
 		params = std::vector<lumen_ptcp_params>(p, p + LUMEN_CC_PARAM_ENTRIES);
 	}
 	if (path_exists(pin_path("lumen_cc_stats"))) {
@@ -684,14 +740,18 @@ int cc_set(const Args &a)
 	ParamChange change = parse_params({a.positional.begin() + 1, a.positional.end()});
 
 	require_root();
-	std::string pin = pin_path("lumen_cc_params");
-	if (!path_exists(pin))
-		throw Error("not loaded (no " + pin + "): run 'lumen cc load' first");
-	Fd fd(bpf_obj_get(pin.c_str()));
-	if (fd.get() < 0)
-		throw Error("cannot open " + pin + ": " + errno_text(errno));
+	for (const char *m : {"lumen_cc_params", "lumen_cc_param_gen"})
+		if (!path_exists(pin_path(m)))
+			throw Error("not loaded (no " + pin_path(m) + "): run 'lumen cc load' first");
+	// one writer at a time: two sets interleaving would publish a slot the
+	// other is still writing
+	Fd root(::open(LUMEN_PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (root.get() < 0 || ::flock(root.get(), LOCK_EX) != 0)
+		throw Error("cannot lock " LUMEN_PIN_ROOT ": " + errno_text(errno));
+	PinnedParams pinned;
+	ParamMaps maps = pinned.maps();
 	lumen_ptcp_params old[LUMEN_CC_PARAM_ENTRIES], next[LUMEN_CC_PARAM_ENTRIES];
-	read_params(fd.get(), old);
+	read_params(maps, old);
 	for (unsigned i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
 		next[i] = old[i];
 		if (mask & (1u << i)) {
@@ -704,11 +764,11 @@ int cc_set(const Args &a)
 		if (!(mask & (1u << i)))
 			continue;
 		try {
-			write_param(fd.get(), i, next[i]);
+			publish_params(maps, i, next[i]);
 		} catch (const Error &) {
 			for (std::uint32_t j = 0; j < i; j++)
 				if (mask & (1u << j))
-					bpf_map_update_elem(fd.get(), &j, &old[j], BPF_ANY);
+					publish_params(maps, j, old[j]);
 			throw;
 		}
 	}

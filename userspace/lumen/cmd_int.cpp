@@ -392,6 +392,9 @@ int cmd_enable(const std::vector<std::string> &args)
 
 	capture_libbpf_log();
 	clear_libbpf_log();
+	// Ctrl-C sets a flag instead of killing us half-way: checked before
+	// the commit, so either all of the setup stays or none of it
+	install_interrupt_handlers();
 	EnableTransaction tx;
 
 	bpf_object_open_opts oo{};
@@ -420,6 +423,7 @@ int cmd_enable(const std::vector<std::string> &args)
 	if (int err = bpf_program__pin(tx.skel_->progs.lumen_int_sockops, pin_path(kProgPin).c_str()))
 		throw Error("cannot pin the program at " + pin_path(kProgPin) + ": " + errno_text(err));
 	tx.prog_pinned_ = true;
+	throw_if_interrupted(); // Ctrl-C during setup: undo it all (tx)
 	tx.commit();
 
 	std::printf("INT sockops enabled on cgroup %s: %u hop slot%s, families %s, ports %s\n", o.cgroup.c_str(),

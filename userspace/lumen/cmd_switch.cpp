@@ -807,6 +807,9 @@ int cmd_attach(const Args &a)
 	if (burst > 0xffffffffull)
 		throw UsageError("--rate too high for a tbf burst");
 
+	// Ctrl-C sets a flag instead of killing us half-way: checked before
+	// the commit, so either the whole port stays or nothing of it
+	install_interrupt_handlers();
 	PinLock lock;
 	capture_libbpf_log();
 	std::unique_ptr<int_switch, SkelDeleter> skel; // outlives the undo steps that use its map fds
@@ -934,6 +937,7 @@ int cmd_attach(const Args &a)
 			     "burst", std::to_string(burst), "limit", std::to_string(limit)});
 		undo.add([&dev_ns, dev]() { run_tc(dev_ns, {"qdisc", "del", "dev", dev, "root"}); });
 
+		throw_if_interrupted(); // Ctrl-C during setup: undo it all
 		rec.in_use = 1;
 		write_entry(records.fd, port, rec);
 		undo.steps.clear();
