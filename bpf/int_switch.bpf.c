@@ -41,9 +41,11 @@
  *     option (include/lumen/int_option.h) in request form gets one hop record
  *     (dequeue time, deq_bytes, qlen, the port's rate code) in its next free
  *     slot, or the overflow flag when every slot is filled (int_full); the TCP
- *     checksum is fixed incrementally. Options lumen_int_parse refuses are
- *     counted in int_malformed and forwarded unchanged; echo options (ACKs)
- *     are never touched.
+ *     checksum is fixed incrementally. The option is found by TCP's own
+ *     walk (include/lumen/tcp_option.h, the module's walker too): one that
+ *     TCP would not reach whole is not INT here either. Options
+ *     lumen_int_parse refuses are counted in int_malformed and forwarded
+ *     unchanged; echo options (ACKs) are never touched.
  *
  * Byte counts are wire lengths at L2 (Ethernet header included, as tbf counts
  * them): skb->len at both hooks (cls_bpf pushes the MAC header back before
@@ -98,6 +100,7 @@
  * sample larger, never negative.
  */
 #include "lumen_bpf.h"
+#include "lumen/tcp_option.h"
 
 #ifndef TC_ACT_OK
 #define TC_ACT_OK 0
@@ -113,7 +116,6 @@
 #define LUMEN_SW_IPPROTO_UDP 17
 #define LUMEN_SW_TCP_CSUM_OFF 16
 #define LUMEN_SW_IP_CSUM_OFF 10
-#define LUMEN_SW_TCP_OPT_SPACE 40
 /* Working copy of an option: large enough for every offset the INT helpers
  * can compute from a 3-bit hop count (5 + 7 * 7 + 7 bytes), whatever the
  * verifier knows about the slot count. */
@@ -324,13 +326,12 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 					 const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st,
 					 __u64 deq_total, __u64 qlen)
 {
-	/* the option area, zero padded so that reads at i + 3 stay inside */
-	__u8 area[LUMEN_SW_TCP_OPT_SPACE + 4];
+	struct lumen_tcp_opts area;
 	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF];
 	struct lumen_int_opt parsed;
 	struct lumen_int_hop hop;
 	/* 64-bit indices: zero-extending 32-bit ones would hide their bounds from the verifier */
-	__u64 area_len, opt_off, i = 0, at = 0, found = 0, avail, wlen, csum_len, k;
+	__u64 area_len, opt_off, at, olen, avail, wlen, csum_len;
 	__s64 diff;
 	int ret;
 
@@ -347,52 +348,31 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	 */
 	area_len = (__u64)p->tcp_hlen - 21; /* tcp_hlen > 20: size - 1 */
 	barrier_var(area_len);
-	if (area_len >= LUMEN_SW_TCP_OPT_SPACE)
+	if (area_len >= LUMEN_TCP_OPT_SPACE)
 		return;
 	area_len += 1;
 	barrier_var(area_len);
 	opt_off = p->l4_off + 20;
-	__builtin_memset(area, 0, sizeof(area));
-	if (bpf_skb_load_bytes(skb, opt_off, area, area_len))
+	__builtin_memset(&area, 0, sizeof(area));
+	if (bpf_skb_load_bytes(skb, opt_off, area.b, area_len))
 		return;
 
-	/* Walk the option list; every length is checked before it is used. */
-	for (k = 0; k < LUMEN_SW_TCP_OPT_SPACE; k++) {
-		__u64 kind, olen;
-
-		if (i >= area_len || i >= LUMEN_SW_TCP_OPT_SPACE)
-			break;
-		kind = area[i];
-		if (kind == 0) /* end of option list */
-			break;
-		if (kind == 1) { /* NOP */
-			i++;
-			continue;
-		}
-		/*
-		 * "area_len - i" (i < area_len here), not "i + n" compared with
-		 * area_len: 6.12's verifier tracks i + n as linked to i and, once
-		 * the test pins i + n to a constant, corrupts i's bounds (REG
-		 * INVARIANTS VIOLATION, then refuses the area[i + 3] read).
-		 */
-		if (kind == LUMEN_INT_KIND && area_len - i >= 4 &&
-		    ((__u64)area[i + 2] << 8 | area[i + 3]) == LUMEN_INT_EXID) {
-			/* ours, whatever its length says: lumen_int_parse judges it */
-			at = i;
-			found = 1;
-			break;
-		}
-		if (area_len - i <= 1)
-			break; /* a kind without its length byte */
-		olen = area[i + 1];
-		if (olen < 2 || i + olen > area_len)
-			break; /* broken list: stop, touch nothing */
-		i += olen;
-	}
-	if (!found)
+	/*
+	 * TCP's own walk (include/lumen/tcp_option.h, shared with the module):
+	 * an INT option that TCP would not reach whole is not ours to touch.
+	 * The walker's result is re-bounded for the verifier, which does not
+	 * carry what a global function proved back to its caller; opaque, or
+	 * clang drops the test as implied by the walker's code.
+	 */
+	ret = lumen_tcp_opt_find(&area, (__u32)area_len, LUMEN_INT_KIND, LUMEN_INT_EXID);
+	barrier_var(ret);
+	if (ret < 0 || ret >= LUMEN_TCP_OPT_SPACE - 1)
 		return;
-
-	avail = area_len - at - 1; /* at < area_len: size - 1, as above */
+	at = (__u64)ret;
+	olen = area.b[at + 1];
+	if (olen > area_len - at)
+		return;
+	avail = olen - 1; /* the walker found olen >= 4: size - 1, as above */
 	barrier_var(avail);
 	if (avail >= LUMEN_INT_MAX_LEN)
 		return;

@@ -50,14 +50,24 @@ struct lumen_tcp_opts {
  */
 LUMEN_SUBPROG int lumen_tcp_opt_find(const struct lumen_tcp_opts *o, __u32 len, __u32 kind, __u32 exid)
 {
-	__u32 i = 0, n, olen;
+	/* 64-bit: a zero-extended 32-bit index would hide its bound from the verifier */
+	__u64 i = 0, olen, exp;
 
 	if (!o) /* LUMEN_SUBPROG: the BPF verifier cannot know */
 		return -1;
 	if (len > LUMEN_TCP_OPT_SPACE)
 		len = LUMEN_TCP_OPT_SPACE;
-	/* every pass consumes at least one byte: 40 passes cover the block */
-	for (n = 0; n < LUMEN_TCP_OPT_SPACE; n++) {
+	exp = kind == LUMEN_TCPOPT_EXP1 || kind == LUMEN_TCPOPT_EXP2;
+	/*
+	 * Every pass consumes at least one byte, so the loop ends within 39
+	 * passes; a pass counter would only keep the BPF verifier from seeing
+	 * that two passes reach the same state. Bytes are matched by XOR, not
+	 * ==: the verifier narrows both sides of an == between unknowns, so
+	 * kind and exid would enter the next pass in a new form after every
+	 * option, multiplying the states it explores.
+	 */
+	while (i < LUMEN_TCP_OPT_SPACE - 1) {
+		LUMEN_OPAQUE(i);
 		/* a lone last byte is EOL, NOP or a kind without its length */
 		if (i >= LUMEN_TCP_OPT_SPACE - 1 || len - i < 2)
 			break;
@@ -70,11 +80,11 @@ LUMEN_SUBPROG int lumen_tcp_opt_find(const struct lumen_tcp_opts *o, __u32 len, 
 		olen = o->b[i + 1];
 		if (olen < 2 || olen > len - i)
 			break;
-		if (o->b[i] == kind) {
-			if (kind != LUMEN_TCPOPT_EXP1 && kind != LUMEN_TCPOPT_EXP2)
+		if (!(o->b[i] ^ kind)) {
+			if (!exp)
 				return (int)i;
-			if (olen >= 4 && i + 3 < LUMEN_TCP_OPT_SPACE &&
-			    (((__u32)o->b[i + 2] << 8) | o->b[i + 3]) == exid)
+			if (olen >= 4 && i < LUMEN_TCP_OPT_SPACE - 3 &&
+			    !((((__u32)o->b[i + 2] << 8) | o->b[i + 3]) ^ exid))
 				return (int)i;
 		}
 		i += olen;

@@ -62,6 +62,19 @@
 #define LUMEN_SUBPROG LUMEN_INLINE
 #endif
 
+/*
+ * LUMEN_OPAQUE(x): in BPF, makes the compiler forget what it knows of x, so
+ * that a bounds test written after it is emitted as written, on the register
+ * that then indexes memory (clang otherwise drops a test it can prove from
+ * the code, or applies it to a copy, and the verifier, which proves less,
+ * refuses the access). A no-op everywhere else.
+ */
+#if defined(__bpf__)
+#define LUMEN_OPAQUE(x) asm volatile("" : "+r"(x))
+#else
+#define LUMEN_OPAQUE(x) ((void)0)
+#endif
+
 /* Unsigned 64-bit division; callers guarantee a non-zero divisor. */
 LUMEN_INLINE __u64 lumen_div64(__u64 dividend, __u64 divisor)
 {
