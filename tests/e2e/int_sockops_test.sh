@@ -2,13 +2,19 @@
 # tests/e2e/int_sockops_test.sh - `lumen int` end to end: the INT sockops
 # program on a cgroup, iperf3 over a veth between two namespaces (IPv4 and
 # IPv6), counters on both ends, the option on the wire (AF_PACKET capture in
-# python3, when available), family and port filters, and a clean disable.
+# python3), malformed echoes injected on the wire, family and port filters,
+# and a clean disable. python3 is a dependency (tools/install-deps): without
+# it the test fails rather than leaving the wire checks out.
 # There is no INT switch on the path, so echoes carry 0 filled hops.
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
 command -v iperf3 >/dev/null || e2e_skip "iperf3 missing"
 command -v bpftool >/dev/null || e2e_skip "bpftool missing"
+if ! command -v python3 >/dev/null; then
+	e2e_log "FAIL: python3 missing: the wire checks and the malformed-INT injection need it (tools/install-deps)"
+	exit 1
+fi
 L="$LUMEN_BIN"
 PIN=/sys/fs/bpf/lumen
 PORT=5201
@@ -83,11 +89,11 @@ run_iperf() {
 	e2e_in "$CG" "$NS_S" iperf3 -s -p "$PORT" -1 >/dev/null 2>&1 &
 	local srv=$!
 	wait_listen "$NS_S" "$PORT" || return 1
-	if [[ -n $cap_out && -n $CAP ]]; then
+	if [[ -n $cap_out ]]; then
 		ip netns exec "$NS_S" python3 "$CAP" vs "$PORT" 4 3000 >"$cap_out" 2>&1 &
 		cap_pid=$!
 	fi
-	if [[ -n $inj_out && -n $CAP ]]; then
+	if [[ -n $inj_out ]]; then
 		ip netns exec "$NS_S" python3 "$INJ" vs "$PORT" 4 5 >"$inj_out" 2>&1 &
 		inj_pid=$!
 	fi
@@ -111,7 +117,6 @@ cap_get() {
 # check_wire FILE SLOTS: the option is on the wire, as designed
 check_wire() {
 	local f="$1" slots="$2" data data_req req echo ack_echo
-	[[ -z $CAP ]] && return 0
 	e2e_log "  capture: $(cat "$f")"
 	data=$(cap_get "$f" data) data_req=$(cap_get "$f" data_req) req=$(cap_get "$f" req)
 	echo=$(cap_get "$f" echo) ack_echo=$(cap_get "$f" ack_echo)
@@ -145,12 +150,10 @@ ip -n "$NS_S" addr add fd00:201::2/64 dev vs nodad
 e2e_cgroup int >/dev/null
 CG="$(e2e_cgroup2_root)/$E2E_TAG-int"
 
-CAP=""
-if command -v python3 >/dev/null; then
-	CAP="$TMP/cap.py"
-	# AF_PACKET capture: counts TCP segments to/from a port and the lumen
-	# INT options in them (kind 253, ExID 0x4C55; echo flag 0x10).
-	cat >"$CAP" <<'EOF'
+CAP="$TMP/cap.py"
+# AF_PACKET capture: counts TCP segments to/from a port and the lumen
+# INT options in them (kind 253, ExID 0x4C55; echo flag 0x10).
+cat >"$CAP" <<'EOF'
 import socket, struct, sys, time
 iface, port, secs, maxp = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
@@ -211,16 +214,16 @@ while time.time() < end and st['tcp'] < maxp:
 print(' '.join('%s=%s' % (k, ','.join(map(str, sorted(v))) or '-' if isinstance(v, set) else v)
                for k, v in st.items()))
 EOF
-	INJ="$TMP/inject.py"
-	# Replays one of the server's pure ACKs carrying an echo, COPIES times,
-	# with the option's version set to 2 (refused by lumen_int_parse) and
-	# the TCP checksum fixed. Run without TCP timestamps, or PAWS drops the
-	# replays before the option is parsed. The first 200 echo ACKs are let
-	# go so the one replayed belongs to the bulk data connection, whose
-	# server never sends data: its sequence number stays in the window (a
-	# control-connection ACK may be overtaken by the server's next message,
-	# and the replays dropped as old before the parse callback runs).
-	cat >"$INJ" <<'EOF'
+INJ="$TMP/inject.py"
+# Replays one of the server's pure ACKs carrying an echo, COPIES times,
+# with the option's version set to 2 (refused by lumen_int_parse) and
+# the TCP checksum fixed. Run without TCP timestamps, or PAWS drops the
+# replays before the option is parsed. The first 200 echo ACKs are let
+# go so the one replayed belongs to the bulk data connection, whose
+# server never sends data: its sequence number stays in the window (a
+# control-connection ACK may be overtaken by the server's next message,
+# and the replays dropped as old before the parse callback runs).
+cat >"$INJ" <<'EOF'
 import socket, struct, sys, time
 iface, port, secs, copies = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
@@ -275,9 +278,6 @@ while time.time() < end and not sent:
         i += tcp[i + 1]
 print('injected=%d' % sent)
 EOF
-else
-	e2e_log "python3 missing: the on-the-wire checks are skipped (counters still checked)"
-fi
 
 # --- command-line validation: clear errors, nothing left behind ----------
 
@@ -319,7 +319,7 @@ e2e_check "IPv4: echoes parsed (sender)" test "$(delta "$S0" "$S1" echo_parsed)"
 e2e_check "IPv4: nothing malformed" test "$(json_get "$S1" malformed)" -eq 0
 e2e_check "IPv4: nothing filtered, no storage failures" \
 	test "$(($(json_get "$S1" filtered) + $(json_get "$S1" no_storage)))" -eq 0
-[[ -n $CAP ]] && e2e_check "IPv4: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap4" "$SLOTS_DEFAULT"
+e2e_check "IPv4: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap4" "$SLOTS_DEFAULT"
 
 run_iperf fd00:201::2 "$TMP/cap6" || true
 S2="$(snap)"
@@ -330,7 +330,7 @@ e2e_check "IPv6: requests parsed" test "$(delta "$S1" "$S2" req_parsed)" -gt 0
 e2e_check "IPv6: echoes written" test "$(delta "$S1" "$S2" echo_written)" -gt 0
 e2e_check "IPv6: echoes parsed" test "$(delta "$S1" "$S2" echo_parsed)" -gt 0
 e2e_check "IPv6: nothing malformed" test "$(json_get "$S2" malformed)" -eq 0
-[[ -n $CAP ]] && e2e_check "IPv6: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap6" "$SLOTS_DEFAULT"
+e2e_check "IPv6: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap6" "$SLOTS_DEFAULT"
 
 e2e_check "disable" "$L" int disable
 e2e_check "disable detaches from the cgroup" bash -c "! bpftool cgroup show '$CG' | grep -qE 'sock_?ops'"
@@ -380,7 +380,7 @@ e2e_check "port filter: nothing filtered" test "$(json_get "$S" filtered)" -eq 0
 e2e_check "port filter: requests and echoes parsed" \
 	test "$(json_get "$S" req_parsed)" -gt 0 -a "$(json_get "$S" echo_parsed)" -gt 0
 e2e_check "--slots 1: nothing malformed" test "$(json_get "$S" malformed)" -eq 0
-[[ -n $CAP ]] && e2e_check "--slots 1: 12-byte requests on the wire" check_wire "$TMP/cap1" 1
+e2e_check "--slots 1: 12-byte requests on the wire" check_wire "$TMP/cap1" 1
 
 "$L" int disable >/dev/null
 
@@ -403,19 +403,17 @@ e2e_check "5 slots, no timestamps: requests written and parsed" \
 	test "$(delta "$S" "$S2" req_written)" -gt 0 -a "$(delta "$S" "$S2" req_parsed)" -gt 0
 e2e_check "5 slots, no timestamps: echoes parsed, nothing malformed" \
 	test "$(delta "$S" "$S2" echo_parsed)" -gt 0 -a "$(json_get "$S2" malformed)" -eq 0
-[[ -n $CAP ]] && e2e_check "5 slots, no timestamps: 40-byte requests within the MTU" check_wire "$TMP/cap5" 5
+e2e_check "5 slots, no timestamps: 40-byte requests within the MTU" check_wire "$TMP/cap5" 5
 
 # Malformed options are counted and change nothing: replay echo ACKs with
 # a version-2 option to the sender (still without timestamps).
-if [[ -n $CAP ]]; then
-	run_iperf 10.201.0.2 "" "$TMP/inj" || true
-	S3="$(snap)"
-	e2e_log "malformed echoes: $(cat "$TMP/inj"); $S3"
-	e2e_check "malformed: the replays were sent" grep -q "injected=5" "$TMP/inj"
-	m=$(delta "$S2" "$S3" malformed)
-	e2e_check "malformed: counted (1..5 of 5 replays; identical ACKs may merge)" test "$m" -ge 1 -a "$m" -le 5
-	e2e_check "malformed: the flow's echoes still parsed" test "$(delta "$S2" "$S3" echo_parsed)" -gt 0
-fi
+run_iperf 10.201.0.2 "" "$TMP/inj" || true
+S3="$(snap)"
+e2e_log "malformed echoes: $(cat "$TMP/inj"); $S3"
+e2e_check "malformed: the replays were sent" grep -q "injected=5" "$TMP/inj"
+m=$(delta "$S2" "$S3" malformed)
+e2e_check "malformed: counted (1..5 of 5 replays; identical ACKs may merge)" test "$m" -ge 1 -a "$m" -le 5
+e2e_check "malformed: the flow's echoes still parsed" test "$(delta "$S2" "$S3" echo_parsed)" -gt 0
 
 # --- disable: nothing of this part remains --------------------------------
 
