@@ -97,6 +97,10 @@
  *     as tcp_v4_rcv / tcp_v6_rcv will (__inet{,6}_lookup_established, a
  *     reference dropped at the end), and applies step 1 to it; counted as
  *     hook_lookup. Only echo-carrying segments pay for this lookup.
+ *     IPv4 fragments are reassembled before LOCAL_IN, so the hook sees the
+ *     whole segment (looked up: early demux skips fragments); IPv6 reassembles
+ *     after LOCAL_IN, and the hook leaves IPv6 fragments alone: an echo that
+ *     crossed the network in fragments is lost (no_int), never misread.
  *  4. The echo is parsed by lumen_int_parse(), which checks every length and
  *     field (refused: int_malformed). It is used only on an ACK that is
  *     neither SYN nor RST, whose ack_seq lies in [snd_una, snd_nxt] (old
@@ -1148,7 +1152,7 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 	if (!th || th->doff * 4 < sizeof(*th))
 		return;
 	optlen = th->doff * 4 - sizeof(*th);
-	if (optlen < LUMEN_INT_HDR_LEN || th->syn)
+	if (optlen < LUMEN_INT_HDR_LEN)
 		return;
 	/* optlen <= 40 = sizeof(optbuf): doff is 4 bits */
 	opts = skb_header_pointer(skb, thoff + sizeof(*th), optlen, &optbuf);
@@ -1192,8 +1196,10 @@ static unsigned int ptcp_nf_ipv6(void *priv, struct sk_buff *skb, const struct n
 	__be16 frag_off;
 	int thoff;
 
+	/* fragments (any with an offset or more to come) are reassembled only
+	 * after LOCAL_IN: a fragment's TCP header cannot be checked, so leave it */
 	thoff = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(struct ipv6hdr), &nexthdr, &frag_off);
-	if (thoff >= 0 && nexthdr == IPPROTO_TCP && !(frag_off & htons(IP6_OFFSET)))
+	if (thoff >= 0 && nexthdr == IPPROTO_TCP && !(frag_off & htons(IP6_OFFSET | IP6_MF)))
 		ptcp_nf_tcp(skb, (unsigned int)thoff, state);
 	return NF_ACCEPT;
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# kmod_vm.sh KVER: run tests/e2e/kmod_test.sh inside a VM that boots Debian's
-# kernel KVER (6.1 or 6.12) through tools/vm-run, with the module that
-# tools/kmod-build built for exactly that kernel release (the release of the
-# newest /usr/src/linux-headers-KVER.*-amd64). CTest: vm_kmod_6.1,
-# vm_kmod_6.12, with LUMEN_BIN and LUMEN_KMOD set.
-# Exit: the test's status; 77 (skipped) when this machine cannot run the VM
-# or the module was not built.
+# kmod_vm.sh KVER: run the module's suites (tests/e2e/kmod_test.sh,
+# kmod_hostile_test.sh, kmod_lifetime_test.sh; LUMEN_VM_SUITES="kmod_test ..."
+# picks some) in one VM that boots Debian's kernel KVER (6.1 or 6.12) through
+# tools/vm-run, with the module that tools/kmod-build built for exactly that
+# kernel release (the release of the newest
+# /usr/src/linux-headers-KVER.*-amd64). CTest: vm_kmod_6.1, vm_kmod_6.12, with
+# LUMEN_BIN and LUMEN_KMOD set.
+# Exit: 1 when a suite failed, 0 when every suite passed or skipped (with its
+# printed reason) and at least one passed; 77 (skipped) when this machine
+# cannot run the VM, the module was not built, or every suite skipped.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 kver="${1:?usage: kmod_vm.sh 6.1|6.12}"
@@ -31,7 +34,18 @@ rc=0
 # they are (vm-run shares them when the guest's /tmp, /run ... would hide them)
 "$root/tools/vm-run" --kernel "$release" --timeout "${LUMEN_VM_TIMEOUT:-1700}" --visible "$root" \
 	--visible "$(dirname "$LUMEN_BIN")" --visible "$(dirname "$LUMEN_KMOD")" -- \
-	env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash tests/e2e/kmod_test.sh || rc=$?
+	env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c '
+		rc=77
+		for suite in "$@"; do
+			src=0
+			bash "tests/e2e/$suite.sh" || src=$?
+			case $src in
+			0) [[ $rc == 77 ]] && rc=0 ;;
+			77) ;;
+			*) echo "[kmod_vm] $suite: exit status $src"; rc=1 ;;
+			esac
+		done
+		exit $rc' kmod_suites ${LUMEN_VM_SUITES:-kmod_test kmod_hostile_test kmod_lifetime_test} || rc=$?
 case $rc in
 0 | 1 | 77) exit "$rc" ;;
 124) echo "[kmod_vm] FAIL: the VM timed out ($release)" ;;
