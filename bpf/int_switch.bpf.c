@@ -102,13 +102,6 @@
 #include "lumen_bpf.h"
 #include "lumen/tcp_option.h"
 
-#ifndef TC_ACT_OK
-#define TC_ACT_OK 0
-#endif
-#ifndef TC_ACT_SHOT
-#define TC_ACT_SHOT 2
-#endif
-
 #define LUMEN_SW_ETH_HLEN 14
 #define LUMEN_SW_ETH_P_IP 0x0800
 #define LUMEN_SW_ETH_P_IPV6 0x86DD

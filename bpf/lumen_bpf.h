@@ -39,4 +39,12 @@
 		__uint(pinning, LIBBPF_PIN_BY_NAME);                                                                   \
 	} lumen_int_sk SEC(".maps")
 
+/* tc verdicts (uapi pkt_cls.h macros, which vmlinux.h does not carry) */
+#ifndef TC_ACT_OK
+#define TC_ACT_OK 0
+#endif
+#ifndef TC_ACT_SHOT
+#define TC_ACT_SHOT 2
+#endif
+
 #endif /* LUMEN_BPF_H */

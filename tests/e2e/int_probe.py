@@ -27,30 +27,10 @@ import struct
 import sys
 import time
 
+from netutil import HOP_LEN, csum16, pack_hop, pseudo_header
+
 KIND = 253
 EXID = 0x4C55
-HOP_LEN = 7
-
-
-def csum16(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
-
-
-def pseudo_header(src, dst, length, v6):
-    if v6:
-        return (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) +
-                struct.pack("!I3xB", length, 6))
-    return socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, length)
-
-
-def pack_hop(rate, ts, tx, qlen):
-    v = (rate << 46) | (ts << 28) | (tx << 14) | qlen
-    return v.to_bytes(HOP_LEN, "big")
 
 
 def unpack_hop(b):

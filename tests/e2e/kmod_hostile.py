@@ -13,14 +13,14 @@ stay ESTABLISHED with its window unchanged, and a data exchange afterwards must
 apply no injected echo: a stored echo is then counted hook_unmatched, never
 used (int_updates and int_unusable stay 0, since the real ACKs carry none).
 """
-import ctypes
 import os
 import socket
 import struct
 import sys
 import time
 
-CLONE_NEWNET = 0x40000000
+from netutil import enter_netns as enter, pack_hop, tcp_checksum
+
 STATS = "/sys/module/tcp_powertcp/parameters/stats"
 # the counters that hostile segments could move; the others follow traffic
 HOOK = ["int_echoes", "int_malformed", "hook_skipped", "hook_old_ack", "hook_bad_csum",
@@ -45,14 +45,6 @@ def check(what, cond, detail=""):
         log("FAIL: " + what + (" (" + detail + ")" if detail else ""))
 
 
-def enter(ns):
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns " + ns)
-    os.close(fd)
-
-
 def counters():
     out = {}
     with open(STATS) as f:
@@ -69,23 +61,12 @@ def tcp_info(sk):
     return {"state": v[0], "ssthresh": v[8 + 17], "cwnd": v[8 + 18]}
 
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
 def echo_opt(version=1, hops=1):
     """A lumen INT echo (include/lumen/int_option.h): kind 253, ExID 0x4C55,
     Ver|E|O|Count, then 7-byte hop records (100 Mbit/s, some counters)."""
     body = bytes([(version << 5) | 0x10 | hops])
     for i in range(hops):
-        code = (100 << 3) | 0  # mantissa 100, exponent 0: 100 Mbit/s
-        rec = (code << 46) | ((1000 + i) << 28) | (500 << 14) | 3
-        body += rec.to_bytes(7, "big")
+        body += pack_hop((100 << 3) | 0, 1000 + i, 500, 3)  # 100 * 10^0 Mbit/s
     return bytes([253, 4 + len(body), 0x4C, 0x55]) + body
 
 
@@ -165,13 +146,7 @@ class Conn:
             doff = 5 + len(opts) // 4
         hdr = struct.pack("!HHIIBBHHH", self.port, self.cport, (self.seq + seq) & 0xFFFFFFFF,
                           (self.ack + ack) & 0xFFFFFFFF, doff << 4, bits, self.win, 0, 0) + opts
-        if self.family == socket.AF_INET:
-            pseudo = socket.inet_pton(self.family, self.server) + socket.inet_pton(self.family, self.client) + \
-                struct.pack("!BBH", 0, 6, len(hdr))
-        else:
-            pseudo = socket.inet_pton(self.family, self.server) + socket.inet_pton(self.family, self.client) + \
-                struct.pack("!IxxxB", len(hdr), 6)
-        c = csum(pseudo + hdr) ^ (0x5555 if bad_csum else 0)
+        c = tcp_checksum(self.server, self.client, hdr, self.family == socket.AF_INET6) ^ (0x5555 if bad_csum else 0)
         return hdr[:16] + struct.pack("!H", c) + hdr[18:]
 
     def ts(self, tsval_delta=0):

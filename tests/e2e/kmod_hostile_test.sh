@@ -13,14 +13,8 @@
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-[[ $EUID -eq 0 ]] || e2e_skip "needs root"
-[[ -e /proc/modules ]] || e2e_skip "kernel $(uname -r) cannot load modules (/proc/modules missing)"
-rel="$(uname -r)"
-ko="${LUMEN_KMOD:-$root/build/kmod-$(echo "$rel" | cut -d. -f1,2)/tcp_powertcp.ko}"
-[[ -f $ko ]] || e2e_skip "no module at $ko (build it: tools/kmod-build --kernel $(echo "$rel" | cut -d. -f1,2))"
-[[ "$(modinfo -F vermagic "$ko" | awk '{ print $1 }')" == "$rel" ]] || e2e_skip "$ko is not built for $rel"
-grep -q '^tcp_powertcp ' /proc/modules && e2e_skip "tcp_powertcp is already loaded"
+e2e_require_kmod
+ko="$E2E_KO"
 for tool in python3 ethtool insmod rmmod; do
 	command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
 done

@@ -11,7 +11,6 @@ of them mid-flow and close them normally or with an RST (SO_LINGER 0); long
 flows meanwhile run for SECONDS, switching algorithm every 50 ms. Prints one
 JSON line: connections made, switches done, resets sent, errors.
 """
-import ctypes
 import json
 import os
 import socket
@@ -20,16 +19,9 @@ import sys
 import threading
 import time
 
-CLONE_NEWNET = 0x40000000
+from netutil import enter_netns as enter
+
 ALGOS = [b"powertcp", b"theta_powertcp", b"cubic"]
-
-
-def enter(ns):
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns " + ns)
-    os.close(fd)
 
 
 def sink(lst):

@@ -10,14 +10,8 @@
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-[[ $EUID -eq 0 ]] || e2e_skip "needs root"
-[[ -e /proc/modules ]] || e2e_skip "kernel $(uname -r) cannot load modules (/proc/modules missing)"
-rel="$(uname -r)"
-ko="${LUMEN_KMOD:-$root/build/kmod-$(echo "$rel" | cut -d. -f1,2)/tcp_powertcp.ko}"
-[[ -f $ko ]] || e2e_skip "no module at $ko (build it: tools/kmod-build --kernel $(echo "$rel" | cut -d. -f1,2))"
-[[ "$(modinfo -F vermagic "$ko" | awk '{ print $1 }')" == "$rel" ]] || e2e_skip "$ko is not built for $rel"
-grep -q '^tcp_powertcp ' /proc/modules && e2e_skip "tcp_powertcp is already loaded"
+e2e_require_kmod
+ko="$E2E_KO"
 for tool in python3 ss insmod rmmod; do
 	command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
 done
@@ -85,22 +79,14 @@ states_zero() {
 	return 1
 }
 e2e_check "every per-socket state freed" states_zero
-unload() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		rmmod tcp_powertcp 2>/dev/null && return 0
-		sleep 0.2
-	done
-	rmmod tcp_powertcp
-}
-e2e_check "rmmod" unload
+e2e_check "rmmod" e2e_rmmod
 if [[ -w $leak ]]; then
 	echo scan >"$leak"
 	sleep 1
 	echo scan >"$leak"
 	e2e_check "kmemleak finds nothing of tcp_powertcp" bash -c "! grep -q tcp_powertcp '$leak'"
 else
-	e2e_log "kmemleak: not in kernel $rel (CONFIG_DEBUG_KMEMLEAK off); the states counter stands in"
+	e2e_log "kmemleak: not in kernel $(uname -r) (CONFIG_DEBUG_KMEMLEAK off); the states counter stands in"
 fi
 dmesg | sed -n "/$mark/,\$p" >"$tmp/dmesg"
 e2e_check "no kernel warnings during the storm" bash -c "! grep -Eq 'WARNING|BUG|Oops|refcount|leak' '$tmp/dmesg'"

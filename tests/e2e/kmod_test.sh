@@ -31,17 +31,9 @@
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-[[ $EUID -eq 0 ]] || e2e_skip "needs root"
-[[ -e /proc/modules ]] || e2e_skip "kernel $(uname -r) cannot load modules (/proc/modules missing)"
-[[ "$(cat /proc/sys/kernel/modules_disabled 2>/dev/null || echo 0)" == 0 ]] ||
-	e2e_skip "module loading is disabled (kernel.modules_disabled=1)"
+e2e_require_kmod
 rel="$(uname -r)"
-ko="${LUMEN_KMOD:-$root/build/kmod-$(echo "$rel" | cut -d. -f1,2)/tcp_powertcp.ko}"
-[[ -f $ko ]] || e2e_skip "no module at $ko (build it: tools/kmod-build --kernel $(echo "$rel" | cut -d. -f1,2))"
-vermagic="$(modinfo -F vermagic "$ko" | awk '{ print $1 }')"
-[[ $vermagic == "$rel" ]] || e2e_skip "$ko is built for $vermagic, this kernel is $rel"
-grep -q '^tcp_powertcp ' /proc/modules && e2e_skip "tcp_powertcp is already loaded"
+ko="$E2E_KO"
 e2e_require_bpf
 for tool in iperf3 python3 ss modprobe insmod rmmod depmod; do
 	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
@@ -58,14 +50,7 @@ loaded() { grep -q '^tcp_powertcp ' /proc/modules; }
 available() { grep -qw "$1" /proc/sys/net/ipv4/tcp_available_congestion_control; }
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$params/stats"; }
 # unload, waiting for sockets that still hold the module (FIN/TIME_WAIT)
-unload() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		rmmod tcp_powertcp 2>/dev/null && return 0
-		sleep 0.2
-	done
-	rmmod tcp_powertcp
-}
+unload() { e2e_rmmod; }
 # py_cc NAME: a new socket, setsockopt(TCP_CONGESTION, NAME); prints the
 # algorithm the socket ended up with, or "error ERRNO"
 cat >"$tmp/cc.py" <<'PY'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kmod_vm.sh KVER: run the module's suites (tests/e2e/kmod_test.sh,
-# kmod_hostile_test.sh, kmod_lifetime_test.sh; LUMEN_VM_SUITES="kmod_test ..."
+# kmod_hostile_test.sh, kmod_lifetime_test.sh, adversarial_test.sh with
+# LUMEN_KMOD set; LUMEN_VM_SUITES="kmod_test ..."
 # picks some) in one VM that boots Debian's kernel KVER (6.1 or 6.12) through
 # tools/vm-run, with the module that tools/kmod-build built for exactly that
 # kernel release (the release of the newest
@@ -45,7 +46,7 @@ rc=0
 			*) echo "[kmod_vm] $suite: exit status $src"; rc=1 ;;
 			esac
 		done
-		exit $rc' kmod_suites ${LUMEN_VM_SUITES:-kmod_test kmod_hostile_test kmod_lifetime_test} || rc=$?
+		exit $rc' kmod_suites ${LUMEN_VM_SUITES:-kmod_test kmod_hostile_test kmod_lifetime_test adversarial_test} || rc=$?
 case $rc in
 0 | 1 | 77) exit "$rc" ;;
 124) echo "[kmod_vm] FAIL: the VM timed out ($release)" ;;

@@ -30,6 +30,37 @@ e2e_require_bpf() {
 	command -v ip >/dev/null || e2e_skip "iproute2 missing"
 }
 
+# e2e_require_kmod: skips unless this kernel can load tcp_powertcp and the
+# module built for exactly it exists (LUMEN_KMOD, or build/kmod-X.Y); sets
+# E2E_KO to its path
+e2e_require_kmod() {
+	local root rel
+	root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+	rel="$(uname -r)"
+	[[ $EUID -eq 0 ]] || e2e_skip "needs root"
+	[[ -e /proc/modules ]] || e2e_skip "kernel $rel cannot load modules (/proc/modules missing)"
+	[[ "$(cat /proc/sys/kernel/modules_disabled 2>/dev/null || echo 0)" == 0 ]] ||
+		e2e_skip "module loading is disabled (kernel.modules_disabled=1)"
+	E2E_KO="${LUMEN_KMOD:-$root/build/kmod-$(echo "$rel" | cut -d. -f1,2)/tcp_powertcp.ko}"
+	[[ -f $E2E_KO ]] || e2e_skip "no module at $E2E_KO (build it: tools/kmod-build --kernel $(echo "$rel" | cut -d. -f1,2))"
+	local vermagic
+	vermagic="$(modinfo -F vermagic "$E2E_KO" | awk '{ print $1 }')"
+	[[ $vermagic == "$rel" ]] || e2e_skip "$E2E_KO is built for $vermagic, this kernel is $rel"
+	grep -q '^tcp_powertcp ' /proc/modules && e2e_skip "tcp_powertcp is already loaded"
+	return 0
+}
+
+# e2e_rmmod: rmmod tcp_powertcp, retrying for 10 s while closing sockets
+# still hold it
+e2e_rmmod() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		rmmod tcp_powertcp 2>/dev/null && return 0
+		sleep 0.2
+	done
+	rmmod tcp_powertcp
+}
+
 e2e_cgroup2_root() {
 	local m
 	m="$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)"
