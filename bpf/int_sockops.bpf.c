@@ -54,8 +54,10 @@
  *                                 BPF_SOCK_OPS_PARSE_UNKNOWN_HDR_OPT_CB_FLAG
  *                                 calls us for segments carrying it (and only
  *                                 those: PARSE_ALL would cost a call for
- *                                 every segment). bpf_load_hdr_opt() finds
- *                                 the option by kind 253 + ExID 0x4C55.
+ *                                 every segment). The shared option
+ *                                 walker (include/lumen/tcp_option.h, TCP's
+ *                                 own rules) finds it by kind 253 + ExID
+ *                                 0x4C55.
  * The kernel runs the parse callback from tcp_validate_incoming(), before
  * tcp_ack() and the congestion control see the same ACK, so an echo stored
  * here is visible to the PowerTCP struct_ops for that very ACK.
@@ -87,6 +89,7 @@
 #include "lumen_bpf.h"
 
 #include "lumen/int_option.h"
+#include "lumen/tcp_option.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -96,8 +99,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* TCP header flag bits (include/net/tcp.h; not in vmlinux.h). */
 #define LUMEN_TCPHDR_SYN 0x02
 #define LUMEN_TCPHDR_RST 0x04
-
-#define LUMEN_ENOMSG 42
 
 LUMEN_DEFINE_INT_SK_MAP();
 
@@ -213,23 +214,50 @@ static __always_inline int flow_selected(const struct lumen_int_config *cfg, str
 
 /*
  * PARSE_HDR_OPT_CB (and the segment that completes the handshake): store a
- * request or an echo of ours, if the segment carries one.
+ * request or an echo of ours, if the segment carries one. The kernel lays
+ * the TCP header out at skb_data .. skb_data_end in these callbacks; its
+ * option block is copied byte by byte (each checked against
+ * skb_data_end) and searched with the walker of the module and the switch
+ * (include/lumen/tcp_option.h, which follows tcp_parse_options()), so
+ * that all three agree on what a segment carries.
  */
 static __always_inline void int_parse(struct bpf_sock_ops *skops, struct lumen_int_sk *st)
 {
-	__u8 buf[LUMEN_INT_MAX_LEN] = {LUMEN_INT_KIND, 4, LUMEN_INT_EXID >> 8, LUMEN_INT_EXID & 0xff};
+	__u8 *th = (__u8 *)(long)skops->skb_data, *end = (__u8 *)(long)skops->skb_data_end;
+	__u8 buf[LUMEN_INT_MAX_LEN];
+	struct lumen_tcp_opts o;
 	struct lumen_int_opt opt;
-	long n;
+	__u64 optlen, n, k, at, olen;
+	int ret;
 
-	n = bpf_load_hdr_opt(skops, buf, sizeof(buf), 0);
-	if (n == -LUMEN_ENOMSG)
-		return; /* not ours: another option the kernel does not know */
-	if (n <= 0 || n > (long)sizeof(buf)) {
-		/* -EFAULT: the header's option list itself is broken */
-		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_MALFORMED);
+	if (th + 20 > end)
 		return;
+	optlen = (__u64)(th[12] >> 4) * 4;
+	if (optlen <= 20)
+		return;
+	optlen -= 20;
+	__builtin_memset(&o, 0, sizeof(o));
+	for (n = 0; n < LUMEN_TCP_OPT_SPACE; n++) {
+		__u8 *p = th + 20 + n;
+
+		if (n >= optlen || p + 1 > end)
+			break;
+		o.b[n] = *p;
 	}
-	if (lumen_int_parse(buf, (__u32)n, &opt) != 0) {
+	ret = lumen_tcp_opt_find(&o, (__u32)n, LUMEN_INT_KIND, LUMEN_INT_EXID);
+	/* opaque: clang would drop the test below as implied by the walker */
+	barrier_var(ret);
+	if (ret < 0 || ret > LUMEN_TCP_OPT_SPACE - 4)
+		return; /* not ours: another option the kernel does not know */
+	at = (__u64)ret;
+	olen = o.b[at + 1]; /* the walker found it whole: 4 <= olen <= n - at */
+	__builtin_memset(buf, 0, sizeof(buf));
+	for (k = 0; k < LUMEN_INT_MAX_LEN; k++) {
+		if (k >= olen || at + k >= LUMEN_TCP_OPT_SPACE)
+			break;
+		buf[k] = o.b[at + k];
+	}
+	if (lumen_int_parse(buf, (__u32)olen, &opt) != 0) {
 		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_MALFORMED);
 		return;
 	}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * lumen/tcp_option.h - the one TCP option walker of lumen, shared by the
- * kernel module's INT hook (kernel/), the software INT switch (bpf/) and the
- * userspace tests.
+ * kernel module's INT hook (kernel/), the software INT switch and the INT
+ * sockops program (bpf/) and the userspace tests.
  *
  * TCP's rules (tcp_parse_options() in net/ipv4/tcp_input.c, RFC 9293 3.1)
  * ---------------------------------------------------------------------
