@@ -349,7 +349,25 @@ TEST(TrafficRecords, CsvWriterRefusesASymlink)
 		CsvWriter w(std::string(dir) + "/ok.csv", "a,b"); // a plain new file is fine
 	}
 	EXPECT_EQ(slurp(std::string(dir) + "/ok.csv"), "a,b\n");
-	for (const char *f : {"/precious", "/flows.csv", "/ok.csv"})
+	// --new-files: an existing file (or link) is refused and left alone
+	for (const std::string &path : {target, link}) {
+		try {
+			CsvWriter w(path, "a,b", true);
+			ADD_FAILURE() << "an existing " << path << " was opened";
+		} catch (const Error &e) {
+			EXPECT_TRUE(std::string(e.what()).find("exists already") != std::string::npos ||
+				    std::string(e.what()).find("symbolic link") != std::string::npos)
+				<< e.what();
+		}
+	}
+	EXPECT_EQ(slurp(target), "keep me\n");
+	{
+		CsvWriter w(std::string(dir) + "/new.csv", "a,b", true);
+	}
+	EXPECT_EQ(slurp(std::string(dir) + "/new.csv"), "a,b\n");
+	EXPECT_TRUE(parse_traffic_client_options({"--to", "10.0.0.2", "--long", "1", "--duration", "1s", "--new-files"})
+			    .new_files);
+	for (const char *f : {"/precious", "/flows.csv", "/ok.csv", "/new.csv"})
 		::unlink((std::string(dir) + f).c_str());
 	::rmdir(dir);
 }

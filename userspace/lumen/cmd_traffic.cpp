@@ -19,7 +19,7 @@ const char kUsage[] =
 	R"(usage: lumen traffic server [--port 5500] [--bind ADDR] [--ready-file PATH] [--quiet]
        lumen traffic client --to ADDR[,ADDR...] [--port 5500] [--cc ALGO] [--label NAME]
                             [--seed N] [--sample 10ms] [--link-rate 1gbit] [--base-rtt 100us]
-                            [--flows-csv FILE] [--samples-csv FILE] [--json] [--quiet]
+                            [--flows-csv FILE] [--samples-csv FILE] [--new-files] [--json] [--quiet]
                             [--start-at MONO_NS | --start-from-input]
                             [--drain-timeout 60s]
                             (--long N --duration D
@@ -58,6 +58,8 @@ client
                        fct_ns,bytes,retrans,ideal_fct_ns,slowdown,status
   --samples-csv FILE   TCP_INFO samples: label,flow_id,t_ns,bytes_acked,cwnd,
                        srtt_us,retrans,pacing_rate_bps,delivery_rate_bps
+  --new-files          refuse to write a CSV file that exists already (O_EXCL);
+                       the experiment runner writes into a fresh directory
   --json               print the summary as JSON (default: text)
   --quiet              no progress lines on stderr
   --start-at MONO_NS   start the workload at this CLOCK_MONOTONIC time (ns),

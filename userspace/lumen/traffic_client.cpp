@@ -292,7 +292,7 @@ Client::Client(const TrafficClientOptions &o) : o_(o), payload_(kSendChunk, 0), 
 	if (o.cc)
 		probe_congestion_control(*o.cc, o.to.front().addr.ss_family);
 	if (o.samples_csv)
-		samples_ = std::make_unique<CsvWriter>(*o.samples_csv, kSamplesCsvHeader);
+		samples_ = std::make_unique<CsvWriter>(*o.samples_csv, kSamplesCsvHeader, o.new_files);
 }
 
 Client::~Client()
@@ -710,7 +710,7 @@ void Client::write_records()
 		samples_->close();
 	if (!o_.flows_csv)
 		return;
-	CsvWriter out(*o_.flows_csv, kFlowsCsvHeader);
+	CsvWriter out(*o_.flows_csv, kFlowsCsvHeader, o_.new_files);
 	for (const auto &f : flows_)
 		out.row(flow_csv_row(o_.label, f.rec, o_.link_rate_bps, o_.base_rtt_ns));
 	out.close();

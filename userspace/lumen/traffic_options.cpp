@@ -210,7 +210,7 @@ TrafficServerOptions parse_traffic_server_options(const std::vector<std::string>
 
 TrafficClientOptions parse_traffic_client_options(const std::vector<std::string> &args)
 {
-	Args a = Args::parse(args, {"--json", "--quiet", "--start-from-input"});
+	Args a = Args::parse(args, {"--json", "--quiet", "--start-from-input", "--new-files"});
 	a.allow_only({"--start-from-input",
 		      "--to",
 		      "--port",
@@ -222,6 +222,7 @@ TrafficClientOptions parse_traffic_client_options(const std::vector<std::string>
 		      "--base-rtt",
 		      "--flows-csv",
 		      "--samples-csv",
+		      "--new-files",
 		      "--json",
 		      "--quiet",
 		      "--long",
@@ -251,6 +252,7 @@ TrafficClientOptions parse_traffic_client_options(const std::vector<std::string>
 		o.flows_csv = parse_path(a, "--flows-csv");
 	if (a.has("--samples-csv"))
 		o.samples_csv = parse_path(a, "--samples-csv");
+	o.new_files = a.has("--new-files");
 	o.json = a.has("--json");
 	o.quiet = a.has("--quiet");
 	return o;

@@ -52,6 +52,7 @@ struct TrafficClientOptions {
 	std::uint64_t base_rtt_ns = 100'000;
 	std::optional<std::string> flows_csv;
 	std::optional<std::string> samples_csv;
+	bool new_files = false; // --new-files: the CSVs must not exist yet (O_EXCL)
 	bool json = false;
 	bool quiet = false;
 

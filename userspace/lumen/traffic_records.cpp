@@ -54,14 +54,17 @@ std::string sample_csv_row(const std::string &label, const TcpSample &s)
 	return row;
 }
 
-CsvWriter::CsvWriter(const std::string &path, const char *header) : path_(path)
+CsvWriter::CsvWriter(const std::string &path, const char *header, bool exclusive) : path_(path)
 {
 	// not through a symlink: a generator runs as root, often in a shared
 	// directory, and must not be made to overwrite what a link points to
-	int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+	int fd = ::open(path.c_str(), flags, 0644);
 	if (fd < 0)
 		throw Error("cannot create " + path + ": " +
-			    (errno == ELOOP ? std::string("it is a symbolic link") : std::strerror(errno)));
+			    (errno == ELOOP    ? std::string("it is a symbolic link")
+			     : errno == EEXIST ? std::string("it exists already (--new-files)")
+					       : std::strerror(errno)));
 	file_ = ::fdopen(fd, "w");
 	if (!file_) {
 		int err = errno;

@@ -54,7 +54,8 @@ std::string sample_csv_row(const std::string &label, const TcpSample &s);
 class CsvWriter
 {
       public:
-	CsvWriter(const std::string &path, const char *header);
+	// exclusive: the file must not exist yet (O_EXCL); never through a symlink
+	CsvWriter(const std::string &path, const char *header, bool exclusive = false);
 	~CsvWriter();
 	CsvWriter(const CsvWriter &) = delete;
 	CsvWriter &operator=(const CsvWriter &) = delete;
