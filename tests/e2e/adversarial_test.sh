@@ -28,9 +28,7 @@
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
-for tool in iperf3 python3 tc bpftool; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
-done
+e2e_require_tools iperf3 python3 tc bpftool
 L="$LUMEN_BIN"
 LIAR="${LUMEN_LIAR_OBJ:-$(dirname "$LUMEN_BIN")/../tests/int_liar.bpf.o}"
 [[ -f $LIAR ]] || e2e_skip "no $LIAR (cmake --build builds it with the tests)"

@@ -13,9 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
-for tool in iperf3 python3 ethtool ping; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
-done
+e2e_require_tools iperf3 python3 ethtool ping
 TMPD="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMPD'"
 CG2="$(e2e_cgroup2_root)"

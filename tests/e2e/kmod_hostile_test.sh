@@ -15,9 +15,7 @@ source "$(dirname "$0")/lib.sh"
 
 e2e_require_kmod
 ko="$E2E_KO"
-for tool in python3 ethtool insmod rmmod; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
-done
+e2e_require_tools python3 ethtool insmod rmmod
 python3 -c 'import scapy' 2>/dev/null || {
 	e2e_log "FAIL: python3-scapy missing (tools/install-deps installs it)"
 	exit 1

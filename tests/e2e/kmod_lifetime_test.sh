@@ -12,9 +12,7 @@ source "$(dirname "$0")/lib.sh"
 
 e2e_require_kmod
 ko="$E2E_KO"
-for tool in python3 ss insmod rmmod; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
-done
+e2e_require_tools python3 ss insmod rmmod
 CONNS="${LUMEN_LIFETIME_CONNS:-400}"
 SECS="${LUMEN_LIFETIME_SECONDS:-4}"
 stats=/sys/module/tcp_powertcp/parameters/stats

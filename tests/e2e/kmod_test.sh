@@ -35,9 +35,7 @@ e2e_require_kmod
 rel="$(uname -r)"
 ko="$E2E_KO"
 e2e_require_bpf
-for tool in iperf3 python3 ss modprobe insmod rmmod depmod; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
-done
+e2e_require_tools iperf3 python3 ss modprobe insmod rmmod depmod
 
 params=/sys/module/tcp_powertcp/parameters
 tmp="$(mktemp -d)"

@@ -22,6 +22,15 @@ e2e_skip() {
 	exit 77
 }
 
+# e2e_require_tools TOOL...: skip, naming the first missing tool, unless every
+# one is on PATH (tools/install-deps installs them all).
+e2e_require_tools() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || e2e_skip "$tool missing (tools/install-deps)"
+	done
+}
+
 # Root, bpffs, cgroup2 and BTF are needed by every BPF test.
 e2e_require_bpf() {
 	[[ $EUID -eq 0 ]] || e2e_skip "needs root"

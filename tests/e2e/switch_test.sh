@@ -15,9 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
-for tool in tc iperf3 python3 ethtool ss; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
-done
+e2e_require_tools tc iperf3 python3 ethtool ss
 PROBE="$(cd "$(dirname "$0")" && pwd)/int_probe.py"
 TMPD="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMPD'"

@@ -14,9 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
-for tool in iperf3 python3 ethtool ping sysctl; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
-done
+e2e_require_tools iperf3 python3 ethtool ping sysctl
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 TMPD="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMPD'"

@@ -14,9 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 
 [[ $EUID -eq 0 ]] || e2e_skip "needs root"
-for tool in ip tc ethtool ss python3; do
-	command -v "$tool" >/dev/null || e2e_skip "$tool missing"
-done
+e2e_require_tools ip tc ethtool ss python3
 grep -qw reno /proc/sys/net/ipv4/tcp_available_congestion_control || e2e_skip "reno not available"
 grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control || modprobe tcp_cubic 2>/dev/null ||
 	e2e_skip "cubic not available"
