@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/experiment/experiment.cpp - parsing and validating experiment
+// descriptions (experiment.h).
+#include "experiment/experiment.h"
+
+#include "base/args.h"
+#include "base/error.h"
+#include "base/json_fields.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace lumen
+{
+
+namespace
+{
+
+using nlohmann::json;
+using namespace json_fields;
+
+constexpr std::uint64_t kMaxDurationNs = 3600ull * 1000000000ull; // one hour per run
+constexpr std::uint64_t kMaxIncastBytes = 1ull << 30;
+constexpr std::uint32_t kMaxFlowsPerSender = 64;
+constexpr std::uint32_t kMaxBursts = 10000;
+
+std::uint64_t get_duration(const json &v, const Where &w)
+{
+	if (v.is_number()) {
+		double s = v.get<double>();
+		if (!(s >= 0) || s * 1e9 > double(kMaxDurationNs))
+			w.fail("a time in seconds must be within 0..3600");
+		return static_cast<std::uint64_t>(std::llround(s * 1e9));
+	}
+	if (!v.is_string())
+		w.fail("expected a time (\"20s\", \"500ms\" or a number of seconds), got " + kind_of(v));
+	try {
+		return parse_duration_ns(v.get<std::string>(), w.path, kMaxDurationNs);
+	} catch (const UsageError &e) {
+		w.fail(e.what());
+	}
+}
+
+std::uint64_t get_uint(const json &v, const Where &w, std::uint64_t min, std::uint64_t max)
+{
+	if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max)
+		w.fail("expected a whole number within " + std::to_string(min) + ".." + std::to_string(max));
+	return v.get<std::uint64_t>();
+}
+
+double get_load(const json &v, const Where &w)
+{
+	if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
+		w.fail("expected a load within (0, 1] (fraction of the sender's link rate)");
+	return v.get<double>();
+}
+
+std::uint64_t get_bytes(const json &v, const Where &w, std::uint64_t max)
+{
+	if (v.is_number_unsigned()) {
+		if (v.get<std::uint64_t>() == 0 || v.get<std::uint64_t>() > max)
+			w.fail("expected 1.." + std::to_string(max) + " bytes");
+		return v.get<std::uint64_t>();
+	}
+	if (!v.is_string())
+		w.fail("expected a size (\"64k\", \"1m\" or a number of bytes), got " + kind_of(v));
+	try {
+		std::uint64_t b = parse_bytes(v.get<std::string>(), w.path, max);
+		if (b == 0)
+			w.fail("a size must be at least one byte");
+		return b;
+	} catch (const UsageError &e) {
+		w.fail(e.what());
+	}
+}
+
+std::vector<std::string> get_selectors(const json &v, const Where &w)
+{
+	if (v.is_string())
+		return {get_string(v, w)};
+	if (!v.is_array() || v.empty())
+		w.fail("expected a host selector or a non-empty list of them (\"s1\", \"s2..s5\", \"senders\")");
+	std::vector<std::string> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		std::string s = get_string(v[i], w.at(i));
+		if (s.empty())
+			w.at(i).fail("empty host selector");
+		out.push_back(s);
+	}
+	return out;
+}
+
+PhaseKind get_phase_kind(const json &v, const Where &w)
+{
+	std::string s = get_string(v, w);
+	if (s == "long")
+		return PhaseKind::Long;
+	if (s == "poisson")
+		return PhaseKind::Poisson;
+	if (s == "incast")
+		return PhaseKind::Incast;
+	w.fail("unknown phase kind '" + s + "' (long, poisson or incast)");
+}
+
+void parse_long_phase(const json &p, const Where &w, PhaseSpec &ph)
+{
+	allow_keys(p, w, {"name", "kind", "from", "to", "start", "duration", "flows"});
+	ph.duration_ns = get_duration(require(p, w, "duration"), w.at("duration"));
+	if (ph.duration_ns == 0)
+		w.at("duration").fail("a long phase needs a duration above 0");
+	if (p.contains("flows"))
+		ph.flows = static_cast<std::uint32_t>(get_uint(p["flows"], w.at("flows"), 1, kMaxFlowsPerSender));
+}
+
+void parse_poisson_phase(const json &p, const Where &w, PhaseSpec &ph, bool swept)
+{
+	allow_keys(p, w, {"name", "kind", "from", "to", "start", "duration", "workload", "load", "max_flows"});
+	ph.duration_ns = get_duration(require(p, w, "duration"), w.at("duration"));
+	if (ph.duration_ns == 0)
+		w.at("duration").fail("a poisson phase needs a duration above 0");
+	ph.workload = get_string(require(p, w, "workload"), w.at("workload"));
+	if (ph.workload.empty())
+		w.at("workload").fail("empty workload (websearch, datamining or a CSV file)");
+	if (swept && p.contains("load"))
+		w.at("load").fail("the experiment sweeps \"loads\": a poisson phase must not set its own load");
+	if (!swept)
+		ph.load = get_load(require(p, w, "load"), w.at("load"));
+	if (p.contains("max_flows"))
+		ph.max_flows = get_uint(p["max_flows"], w.at("max_flows"), 1, 10'000'000);
+}
+
+void parse_incast_phase(const json &p, const Where &w, PhaseSpec &ph)
+{
+	allow_keys(p, w, {"name", "kind", "from", "to", "start", "size", "bursts", "period"});
+	ph.size_bytes = get_bytes(require(p, w, "size"), w.at("size"), kMaxIncastBytes);
+	ph.bursts = static_cast<std::uint32_t>(get_uint(require(p, w, "bursts"), w.at("bursts"), 1, kMaxBursts));
+	ph.period_ns = get_duration(require(p, w, "period"), w.at("period"));
+	if (ph.period_ns == 0)
+		w.at("period").fail("the burst period must be above 0");
+}
+
+PhaseSpec parse_phase(const json &p, const Where &w, bool swept)
+{
+	if (!p.is_object())
+		w.fail("expected a phase object, got " + kind_of(p));
+	PhaseSpec ph;
+	ph.name = get_name(require(p, w, "name"), w.at("name"), 24);
+	ph.kind = get_phase_kind(require(p, w, "kind"), w.at("kind"));
+	ph.from = get_selectors(require(p, w, "from"), w.at("from"));
+	ph.to = get_selectors(require(p, w, "to"), w.at("to"));
+	if (p.contains("start"))
+		ph.start_ns = get_duration(p["start"], w.at("start"));
+	switch (ph.kind) {
+	case PhaseKind::Long:
+		parse_long_phase(p, w, ph);
+		break;
+	case PhaseKind::Poisson:
+		parse_poisson_phase(p, w, ph, swept);
+		break;
+	case PhaseKind::Incast:
+		parse_incast_phase(p, w, ph);
+		break;
+	}
+	return ph;
+}
+
+std::vector<std::string> get_algorithms(const json &v, const Where &w)
+{
+	if (!v.is_array() || v.empty())
+		w.fail("expected a non-empty list of congestion control names");
+	std::vector<std::string> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		std::string a = get_string(v[i], w.at(i));
+		check_algorithm_name(a, w.at(i).source + ": " + w.at(i).path);
+		if (std::find(out.begin(), out.end(), a) != out.end())
+			w.at(i).fail("'" + a + "' is listed twice");
+		out.push_back(a);
+	}
+	return out;
+}
+
+std::vector<double> get_loads(const json &v, const Where &w)
+{
+	if (!v.is_array() || v.empty())
+		w.fail("expected a non-empty list of loads within (0, 1]");
+	std::vector<double> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		double l = get_load(v[i], w.at(i));
+		if (std::find(out.begin(), out.end(), l) != out.end())
+			w.at(i).fail("load listed twice");
+		out.push_back(l);
+	}
+	return out;
+}
+
+std::map<std::string, std::string> get_cc_params(const json &v, const Where &w)
+{
+	if (!v.is_object())
+		w.fail("expected an object of `lumen cc set` parameters ({\"gamma\": \"0.9\"})");
+	std::map<std::string, std::string> out;
+	for (const auto &item : v.items()) {
+		static const std::vector<std::string> known = {"gamma", "flows", "beta"};
+		if (std::find(known.begin(), known.end(), item.key()) == known.end())
+			w.at(item.key())
+				.fail("not a parameter the runner lets an experiment set (gamma, flows, beta; host-bw "
+				      "and "
+				      "base-rtt come from the testbed)");
+		const json &val = item.value();
+		if (val.is_number())
+			out[item.key()] = val.dump();
+		else
+			out[item.key()] = get_string(val, w.at(item.key()));
+	}
+	return out;
+}
+
+void check_phases_fit(const ExperimentSpec &spec, const Where &w)
+{
+	std::set<std::string> names;
+	for (std::size_t i = 0; i < spec.phases.size(); i++) {
+		const PhaseSpec &ph = spec.phases[i];
+		if (!names.insert(ph.name).second)
+			w.at("phases").at(i).at("name").fail("phase name '" + ph.name + "' is used twice");
+		if (ph.end_ns() > spec.duration_ns)
+			w.at("phases").at(i).fail("ends at " + std::to_string(double(ph.end_ns()) / 1e9) +
+						  " s, after the experiment's duration");
+	}
+	if (spec.warmup_ns >= spec.duration_ns)
+		w.at("warmup").fail("the warm-up must be shorter than the duration");
+}
+
+double seconds(std::uint64_t ns)
+{
+	return double(ns) / 1e9;
+}
+
+std::uint64_t scale_ns(std::uint64_t ns, double factor)
+{
+	return static_cast<std::uint64_t>(std::llround(double(ns) * factor));
+}
+
+// "s12" -> ("s", 12); no trailing digits -> false
+bool split_trailing_number(const std::string &s, std::string &prefix, std::uint64_t &number)
+{
+	std::size_t i = s.size();
+	while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+		i--;
+	if (i == s.size() || s.size() - i > 9)
+		return false;
+	prefix = s.substr(0, i);
+	number = std::stoull(s.substr(i));
+	return true;
+}
+
+std::vector<std::string> expand_range(const std::string &sel, const std::string &what)
+{
+	std::size_t dots = sel.find("..");
+	std::string a = sel.substr(0, dots), b = sel.substr(dots + 2);
+	std::string pa, pb;
+	std::uint64_t na = 0, nb = 0;
+	if (!split_trailing_number(a, pa, na) || !split_trailing_number(b, pb, nb) || pa != pb || na > nb)
+		throw UsageError(what + ": '" + sel +
+				 "' is not a host range (two names that differ in a trailing number, "
+				 "lowest first: s2..s11)");
+	std::vector<std::string> out;
+	for (std::uint64_t n = na; n <= nb; n++)
+		out.push_back(pa + std::to_string(n));
+	return out;
+}
+
+} // namespace
+
+std::uint64_t PhaseSpec::end_ns() const
+{
+	if (kind == PhaseKind::Incast)
+		return start_ns + std::uint64_t(bursts - 1) * period_ns;
+	return start_ns + duration_ns;
+}
+
+void check_algorithm_name(const std::string &name, const std::string &what)
+{
+	bool ok = !name.empty() && name.size() <= 15 && std::all_of(name.begin(), name.end(), [](char c) {
+		return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+	});
+	if (!ok)
+		throw UsageError(what + ": '" + name +
+				 "' is not a congestion control name (1..15 of a-z, 0-9 and _; e.g. cubic, bbr, "
+				 "bpf_powertcp, bpf_theta_ptcp)");
+}
+
+std::vector<std::string> parse_algorithm_list(const std::string &text)
+{
+	std::vector<std::string> out;
+	std::size_t pos = 0;
+	while (true) {
+		std::size_t comma = text.find(',', pos);
+		std::string a = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+		check_algorithm_name(a, "--algos");
+		if (std::find(out.begin(), out.end(), a) != out.end())
+			throw UsageError("--algos: '" + a + "' is listed twice");
+		out.push_back(a);
+		if (comma == std::string::npos)
+			break;
+		pos = comma + 1;
+	}
+	return out;
+}
+
+bool is_bpf_algorithm(const std::string &name)
+{
+	return name == "bpf_powertcp" || name == "bpf_theta_ptcp";
+}
+
+ExperimentSpec parse_experiment(const std::string &json_text, const std::string &source)
+{
+	json doc = parse_document(json_text, source);
+	Where w{source, ""};
+	allow_keys(doc, w,
+		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
+		    "cc_params", "phases"});
+	ExperimentSpec spec;
+	spec.source = source;
+	spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
+	if (doc.contains("description"))
+		spec.description = get_string(doc["description"], w.at("description"));
+	const json &topo = require(doc, w, "topology");
+	if (!topo.is_object())
+		w.at("topology").fail("expected a testbed description object, got " + kind_of(topo));
+	spec.topology_json = topo.dump();
+	spec.algorithms = get_algorithms(require(doc, w, "algorithms"), w.at("algorithms"));
+	spec.duration_ns = get_duration(require(doc, w, "duration"), w.at("duration"));
+	if (spec.duration_ns == 0)
+		w.at("duration").fail("the duration must be above 0");
+	spec.smoke_duration_ns = spec.duration_ns;
+	if (doc.contains("smoke_duration")) {
+		spec.smoke_duration_ns = get_duration(doc["smoke_duration"], w.at("smoke_duration"));
+		if (spec.smoke_duration_ns == 0 || spec.smoke_duration_ns > spec.duration_ns)
+			w.at("smoke_duration").fail("must be above 0 and at most the duration");
+	}
+	if (doc.contains("warmup"))
+		spec.warmup_ns = get_duration(doc["warmup"], w.at("warmup"));
+	if (doc.contains("loads"))
+		spec.loads = get_loads(doc["loads"], w.at("loads"));
+	if (doc.contains("cc_params"))
+		spec.cc_params = get_cc_params(doc["cc_params"], w.at("cc_params"));
+	const json &phases = require(doc, w, "phases");
+	if (!phases.is_array() || phases.empty())
+		w.at("phases").fail("expected a non-empty list of traffic phases");
+	for (std::size_t i = 0; i < phases.size(); i++)
+		spec.phases.push_back(parse_phase(phases[i], w.at("phases").at(i), !spec.loads.empty()));
+	if (!spec.loads.empty() && std::none_of(spec.phases.begin(), spec.phases.end(),
+						[](const PhaseSpec &p) { return p.kind == PhaseKind::Poisson; }))
+		w.at("loads").fail("a load sweep needs at least one poisson phase");
+	check_phases_fit(spec, w);
+	return spec;
+}
+
+std::string experiment_to_json(const ExperimentSpec &spec)
+{
+	json doc;
+	doc["name"] = spec.name;
+	doc["description"] = spec.description;
+	doc["source"] = spec.source;
+	doc["topology"] = json::parse(spec.topology_json);
+	doc["algorithms"] = spec.algorithms;
+	doc["duration_s"] = seconds(spec.duration_ns);
+	doc["warmup_s"] = seconds(spec.warmup_ns);
+	if (!spec.loads.empty())
+		doc["loads"] = spec.loads;
+	doc["cc_params"] = spec.cc_params;
+	doc["phases"] = json::array();
+	for (const auto &ph : spec.phases) {
+		json p;
+		p["name"] = ph.name;
+		p["kind"] = phase_kind_name(ph.kind);
+		p["from"] = ph.from;
+		p["to"] = ph.to;
+		p["start_s"] = seconds(ph.start_ns);
+		switch (ph.kind) {
+		case PhaseKind::Long:
+			p["duration_s"] = seconds(ph.duration_ns);
+			p["flows"] = ph.flows;
+			break;
+		case PhaseKind::Poisson:
+			p["duration_s"] = seconds(ph.duration_ns);
+			p["workload"] = ph.workload;
+			if (spec.loads.empty())
+				p["load"] = ph.load;
+			if (ph.max_flows)
+				p["max_flows"] = ph.max_flows;
+			break;
+		case PhaseKind::Incast:
+			p["size_bytes"] = ph.size_bytes;
+			p["bursts"] = ph.bursts;
+			p["period_s"] = seconds(ph.period_ns);
+			break;
+		}
+		doc["phases"].push_back(p);
+	}
+	return doc.dump(2);
+}
+
+ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t duration_ns)
+{
+	if (duration_ns == 0)
+		throw UsageError("the duration must be above 0");
+	double f = double(duration_ns) / double(spec.duration_ns);
+	ExperimentSpec s = spec;
+	s.duration_ns = duration_ns;
+	s.smoke_duration_ns = std::min(scale_ns(spec.smoke_duration_ns, f), duration_ns);
+	s.warmup_ns = scale_ns(spec.warmup_ns, f);
+	for (auto &ph : s.phases) {
+		ph.start_ns = scale_ns(ph.start_ns, f);
+		ph.duration_ns = scale_ns(ph.duration_ns, f);
+		ph.period_ns = std::max<std::uint64_t>(scale_ns(ph.period_ns, f), 1);
+		if (ph.kind != PhaseKind::Incast && ph.duration_ns == 0)
+			throw UsageError("duration " + std::to_string(seconds(duration_ns)) + " s leaves phase '" +
+					 ph.name + "' no time");
+	}
+	return s;
+}
+
+std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec)
+{
+	if (spec.loads.empty())
+		return {{"run", 0}};
+	std::vector<ExperimentCase> out;
+	for (double l : spec.loads) {
+		char name[32];
+		std::snprintf(name, sizeof(name), "load%g", l * 100);
+		out.push_back({name, l});
+	}
+	return out;
+}
+
+std::vector<std::string> expand_hosts(const std::vector<std::string> &selectors, const std::vector<HostRef> &hosts,
+				      const std::string &what)
+{
+	std::vector<std::string> out;
+	auto add = [&out](const std::string &n) {
+		if (std::find(out.begin(), out.end(), n) == out.end())
+			out.push_back(n);
+	};
+	auto exists = [&hosts](const std::string &n) {
+		return std::any_of(hosts.begin(), hosts.end(), [&n](const HostRef &h) { return h.name == n; });
+	};
+	for (const auto &sel : selectors) {
+		if (sel == "senders" || sel == "receivers" || sel == "hosts") {
+			std::string role = sel == "hosts" ? "" : sel.substr(0, sel.size() - 1);
+			std::size_t before = out.size();
+			for (const auto &h : hosts)
+				if (role.empty() || h.role == role)
+					add(h.name);
+			if (out.size() == before && role.empty() == false &&
+			    std::none_of(hosts.begin(), hosts.end(),
+					 [&role](const HostRef &h) { return h.role == role; }))
+				throw UsageError(what + ": the testbed has no " + sel);
+			continue;
+		}
+		std::vector<std::string> names =
+			sel.find("..") != std::string::npos ? expand_range(sel, what) : std::vector<std::string>{sel};
+		for (const auto &n : names) {
+			if (!exists(n)) {
+				std::string known;
+				for (const auto &h : hosts)
+					known += (known.empty() ? "" : " ") + h.name;
+				throw UsageError(what + ": the testbed has no host '" + n + "' (hosts: " + known + ")");
+			}
+			add(n);
+		}
+	}
+	return out;
+}
+
+} // namespace lumen

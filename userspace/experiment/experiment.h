@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/experiment/experiment.h - experiment descriptions for `lumen
+// experiment`: what a JSON file says (testbed, algorithms, traffic phases),
+// its validation, and the pieces of planning that need no testbed: time
+// scaling (--duration, --smoke), cases (a load sweep), host selectors.
+//
+// A description (docs/experiments.md has the reference):
+//   {
+//     "name": "quick", "description": "...",
+//     "topology": { a testbed description, see testbed.h / testbeds/*.json },
+//     "algorithms": ["bpf_powertcp", "cubic"],
+//     "duration": "20s", "smoke_duration": "5s", "warmup": "2s",
+//     "loads": [0.2, 0.5],                 optional sweep of every poisson phase
+//     "cc_params": {"gamma": "0.9"},       optional `lumen cc set` parameters
+//     "phases": [
+//       {"name": "long", "kind": "long", "from": ["s1", "s2"], "to": ["r1"],
+//        "start": "0s", "duration": "20s", "flows": 1},
+//       {"name": "burst", "kind": "incast", "from": ["s3..s12"], "to": ["r1"],
+//        "start": "5s", "size": "64k", "bursts": 3, "period": "2s"},
+//       {"name": "web", "kind": "poisson", "from": ["hosts"], "to": ["hosts"],
+//        "start": "0s", "duration": "10s", "workload": "websearch", "load": 0.5}
+//     ]
+//   }
+// Times are strings with a unit ("20s", "500ms") or numbers of seconds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traffic/traffic_options.h"
+
+namespace lumen
+{
+
+// A phase runs one `lumen traffic client` workload.
+using PhaseKind = TrafficWorkload;
+inline const char *phase_kind_name(PhaseKind kind)
+{
+	return traffic_workload_name(kind);
+}
+
+// One traffic generator role: a `lumen traffic client` in every `from`
+// host, towards the `to` hosts, all aligned to the run's start time.
+struct PhaseSpec {
+	std::string name; // [a-z0-9_-]{1,24}; labels are "<name>.<host>"
+	PhaseKind kind = PhaseKind::Long;
+	std::vector<std::string> from, to; // host selectors (see expand_hosts)
+	std::uint64_t start_ns = 0;
+	std::uint64_t duration_ns = 0; // long, poisson
+	std::uint32_t flows = 1; // long: flows per sender
+	std::string workload; // poisson: websearch | datamining | CSV path
+	double load = 0; // poisson: offered load per sender host link (0, 1]
+	std::uint64_t max_flows = 0; // poisson: 0 = no limit
+	std::uint64_t size_bytes = 0; // incast: bytes per sender per burst
+	std::uint32_t bursts = 1; // incast
+	std::uint64_t period_ns = 0; // incast: between burst starts
+
+	std::uint64_t end_ns() const; // when its last flow is due to start/stop
+};
+
+struct ExperimentSpec {
+	std::string name; // [a-z0-9_-]{1,32}
+	std::string description;
+	std::string source; // file the description came from (messages)
+	std::string topology_json; // the "topology" object, for parse_topology()
+	std::vector<std::string> algorithms;
+	std::uint64_t duration_ns = 0;
+	std::uint64_t smoke_duration_ns = 0;
+	std::uint64_t warmup_ns = 0; // excluded from utilisation, queue and Jain
+	std::vector<double> loads; // sweep: one case per load
+	std::map<std::string, std::string> cc_params;
+	std::vector<PhaseSpec> phases;
+};
+
+// Parses and validates; throws UsageError "<source>: <json path>: <what is
+// wrong>" on the first problem. Unknown keys are refused.
+ExperimentSpec parse_experiment(const std::string &json_text, const std::string &source);
+// The description as JSON again (times in seconds), with the spec as run.
+std::string experiment_to_json(const ExperimentSpec &spec);
+
+// Stretches every time of the experiment to a total of duration_ns.
+ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t duration_ns);
+
+// Congestion control names as the kernel takes them: [a-z0-9_]{1,15}.
+void check_algorithm_name(const std::string &name, const std::string &what);
+// "a,b,c" -> validated names, no duplicates.
+std::vector<std::string> parse_algorithm_list(const std::string &text);
+bool is_bpf_algorithm(const std::string &name); // bpf_powertcp, bpf_theta_ptcp
+
+// One run of the phases per case: without "loads" a single case "run";
+// with loads one case per load ("load20" = 0.2) applied to every poisson
+// phase.
+struct ExperimentCase {
+	std::string name;
+	double load = 0; // 0 = the phases' own loads
+};
+std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec);
+
+// Host selectors: a host name ("s1"), a range of names that differ in a
+// trailing number ("s2..s11", "h1_1..h1_4"), or every host of a role
+// ("senders", "receivers", "hosts" = all hosts). Expanded against the
+// testbed's hosts in order of appearance, without duplicates; UsageError
+// for a name the testbed does not have.
+struct HostRef {
+	std::string name, role;
+};
+std::vector<std::string> expand_hosts(const std::vector<std::string> &selectors, const std::vector<HostRef> &hosts,
+				      const std::string &what);
+
+} // namespace lumen

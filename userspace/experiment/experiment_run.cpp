@@ -1,0 +1,1160 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/experiment/experiment_run.cpp - the experiment runner (see
+// experiment_run.h). The order of a run:
+//   1. resolve the description, check the algorithms and tools exist, make
+//      the result directory;
+//   2. the fabric (experiment_fabric.h): Testbed::create (atomic), or the
+//      hosts of --hosts checked and prepared over SSH (experiment_remote.h);
+//      then `lumen cc load --allow` with the path's rate and base RTT if a
+//      bpf_* algorithm runs, the same values as tcp_powertcp's module
+//      parameters if one of its algorithms runs (powertcp, theta_powertcp:
+//      in a VM, experiment_vm.h), then `lumen int enable --cgroup <the
+//      run's cgroup>` if bpf_powertcp or powertcp runs;
+//   3. per case and algorithm: traffic servers in the receiving hosts, then
+//      clients in the sending hosts, each set up and waiting on a start
+//      barrier (--start-from-input) until all are, then sent one common
+//      CLOCK_MONOTONIC start in its own host's clock; the switch queues are
+//      sampled every 10 ms until the clients are done; their CSVs are
+//      collected (and moved into this machine's clock);
+//   4. teardown in reverse (RAII, so also on errors and Ctrl-C), then the
+//      result files, plots and the terminal table.
+#include "experiment/experiment_run.h"
+
+#include "base/error.h"
+#include "base/interrupt.h"
+#include "base/system.h"
+#include "bpfctl/bpf_util.h"
+#include "experiment/experiment_fabric.h"
+#include "experiment/experiment_kmod.h"
+#include "experiment/experiment_proc.h"
+#include "experiment/experiment_remote.h"
+#include "experiment/inventory.h"
+#include "experiment/report.h"
+#include "experiment/report_plot.h"
+#include "testbed/testbed.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+extern "C" {
+#include "lumen/bpf_shared.h"
+}
+
+#ifndef LUMEN_VERSION
+#define LUMEN_VERSION "unknown"
+#endif
+
+namespace lumen
+{
+
+namespace
+{
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+constexpr std::uint64_t kQueueSampleNs = 10 * kMs;
+constexpr std::uint64_t kProgressNs = kSec;
+constexpr std::uint64_t kMinTauNs = 200'000; // as tools/bench-int-dumbbell: veth understates the loaded RTT
+// from the start barrier (every generator ready) to the common start: one
+// line to each generator over a pipe or an open SSH channel
+constexpr std::uint64_t kStartLeadNs = 500 * kMs;
+constexpr std::uint64_t kReadyTimeoutNs = 30 * kSec; // process start-up, over SSH on a loaded lab
+constexpr std::uint64_t kMinGraceNs = 5 * kSec;
+constexpr std::uint16_t kFirstPort = 5500;
+
+// Sleeps until the absolute CLOCK_MONOTONIC time, or throws Interrupted.
+void sleep_until(std::uint64_t t_ns)
+{
+	struct timespec ts = {static_cast<time_t>(t_ns / kSec), static_cast<long>(t_ns % kSec)};
+	while (!interrupted() && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+	}
+	throw_if_interrupted();
+}
+
+void progress(const std::string &line)
+{
+	std::fprintf(stderr, "%s\n", line.c_str());
+	std::fflush(stderr);
+}
+
+// The running binary, for the helper processes (traffic, cc, int). The
+// magic link, not the path it names: a forked child executes the very
+// image this process runs even after a rebuild replaced the file.
+std::string self_exe()
+{
+	const char link[] = "/proc/self/exe";
+	if (::access(link, X_OK) != 0)
+		throw Error(std::string("cannot find the lumen binary (/proc/self/exe): ") + std::strerror(errno));
+	return link;
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	if (!f)
+		throw Error("cannot read " + path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+void write_file(const std::string &path, const std::string &text)
+{
+	std::ofstream f(path);
+	f << text;
+	if (!f)
+		throw Error("cannot write " + path);
+}
+
+void make_dirs(const std::string &path)
+{
+	std::string partial;
+	std::size_t pos = 0;
+	while (pos != std::string::npos) {
+		pos = path.find('/', pos + 1);
+		partial = path.substr(0, pos);
+		if (!partial.empty() && ::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+			throw Error("cannot create directory " + partial + ": " + std::strerror(errno));
+	}
+}
+
+std::string utc_timestamp(const char *format)
+{
+	std::time_t t = std::time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char buf[64];
+	std::strftime(buf, sizeof(buf), format, &tm);
+	return buf;
+}
+
+std::string kernel_release()
+{
+	struct utsname u;
+	return ::uname(&u) == 0 ? u.release : "unknown";
+}
+
+std::string us_text(std::uint64_t ns)
+{
+	return std::to_string((ns + 500) / 1000) + "us";
+}
+
+std::string seconds_text(std::uint64_t ns)
+{
+	char buf[32];
+	std::snprintf(buf, sizeof(buf), "%.3fs", double(ns) / 1e9);
+	return buf;
+}
+
+// ---------------------------------------------------------------------
+// Preflight
+
+bool algorithm_available(const std::string &algo)
+{
+	auto avail = split_words(read_sysctl("net.ipv4.tcp_available_congestion_control"));
+	return std::find(avail.begin(), avail.end(), algo) != avail.end();
+}
+
+// Kernel algorithms may be modules (tcp_bbr): load them before the run
+// rather than let every flow fail.
+void require_kernel_algorithm(const std::string &algo)
+{
+	if (algorithm_available(algo))
+		return;
+	run_process({"modprobe", "tcp_" + algo});
+	if (!algorithm_available(algo))
+		throw Error("congestion control '" + algo + "' is not available (not in " +
+			    "net.ipv4.tcp_available_congestion_control, and 'modprobe tcp_" + algo +
+			    "' did not add it)");
+}
+
+// The module's algorithms are not modprobed: it is not installed in the
+// kernel's tree; `--vm` boots a kernel with it loaded.
+void require_kmod_algorithm(const std::string &algo)
+{
+	if (!kmod_loaded())
+		throw Error("'" + algo + "' is the kernel module tcp_powertcp's, which is not loaded (no " +
+			    kmod_sysfs_dir() + "/parameters); run with --vm 6.1|6.12 to load it in a VM, or insmod it");
+	if (!algorithm_available(algo))
+		throw Error("tcp_powertcp is loaded but '" + algo +
+			    "' is not in net.ipv4.tcp_available_congestion_control (another algorithm took the name?)");
+}
+
+// What every run needs on this machine.
+void preflight_common()
+{
+	if (run_process({"gnuplot", "--version"}).status != 0)
+		throw Error("gnuplot is needed for the plots (apt-get install gnuplot-nox, or tools/install-deps)");
+}
+
+// A namespace testbed here: root, and every algorithm in this kernel.
+void preflight_testbed(const ExperimentSpec &spec)
+{
+	require_root();
+	preflight_common();
+	bool bpf = false;
+	for (const auto &a : spec.algorithms) {
+		if (is_bpf_algorithm(a))
+			bpf = true;
+		else if (is_kmod_algorithm(a))
+			require_kmod_algorithm(a);
+		else if (a.rfind("bpf_", 0) == 0)
+			throw UsageError("unknown eBPF algorithm '" + a + "' (bpf_powertcp, bpf_theta_ptcp)");
+		else
+			require_kernel_algorithm(a);
+	}
+	if (bpf)
+		require_btf();
+}
+
+// A name for what this run creates on hosts (cgroup, work directory):
+// unique per runner host and process.
+std::string run_id()
+{
+	char host[64] = {};
+	::gethostname(host, sizeof(host) - 1);
+	std::string clean;
+	for (char c : std::string(host))
+		if (std::isalnum(static_cast<unsigned char>(c)))
+			clean += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+	return "lumen-x-" + clean.substr(0, 16) + "-" + std::to_string(::getpid());
+}
+
+// ---------------------------------------------------------------------
+// Global state the run changes, undone by destructors
+
+// `lumen cc load --allow ...` now, `lumen cc unload` at the end.
+class CcLoaded
+{
+      public:
+	CcLoaded(const std::string &exe, const std::vector<std::string> &params) : exe_(exe)
+	{
+		std::vector<std::string> argv = {exe, "cc", "load", "--allow"};
+		argv.insert(argv.end(), params.begin(), params.end());
+		run_checked(argv, "lumen cc load");
+	}
+	CcLoaded(const CcLoaded &) = delete;
+	CcLoaded &operator=(const CcLoaded &) = delete;
+	~CcLoaded()
+	{
+		ProcessResult r = run_process({exe_, "cc", "unload"});
+		if (r.status != 0)
+			std::fprintf(stderr, "lumen experiment: warning: 'lumen cc unload' failed: %s\n",
+				     r.output.c_str());
+	}
+
+      private:
+	std::string exe_;
+};
+
+// `lumen int enable --cgroup CG` now, `lumen int disable` at the end.
+class IntEnabled
+{
+      public:
+	IntEnabled(const std::string &exe, const std::string &cgroup) : exe_(exe)
+	{
+		run_checked({exe, "int", "enable", "--cgroup", cgroup}, "lumen int enable");
+	}
+	IntEnabled(const IntEnabled &) = delete;
+	IntEnabled &operator=(const IntEnabled &) = delete;
+	~IntEnabled()
+	{
+		ProcessResult r = run_process({exe_, "int", "disable"});
+		if (r.status != 0)
+			std::fprintf(stderr, "lumen experiment: warning: 'lumen int disable' failed: %s\n",
+				     r.output.c_str());
+	}
+
+      private:
+	std::string exe_;
+};
+
+// ---------------------------------------------------------------------
+// Switch statistics
+
+class PortSampler : public QueueSource
+{
+      public:
+	explicit PortSampler(const std::vector<TestbedPort> &ports)
+	{
+		std::string path = pin_path("lumen_sw_stats");
+		fd_ = bpf_obj_get(path.c_str());
+		if (fd_ < 0)
+			throw Error("cannot open the switch statistics map " + path + ": " + std::strerror(errno));
+		for (const auto &p : ports) {
+			ids_.push_back(p.port_id);
+			ports_.push_back({p.name, p.rate_mbps, p.bottleneck});
+		}
+	}
+	PortSampler(const PortSampler &) = delete;
+	PortSampler &operator=(const PortSampler &) = delete;
+	~PortSampler() override
+	{
+		::close(fd_);
+	}
+
+	const std::vector<PortInfo> &ports() const override
+	{
+		return ports_;
+	}
+	void poll(std::vector<QueueTick> &out) override
+	{
+		out.push_back(sample());
+	}
+
+      private:
+	QueueTick sample() const
+	{
+		QueueTick t;
+		t.t_ns = monotonic_ns();
+		for (__u32 id : ids_) {
+			lumen_switch_port_stats st{};
+			if (bpf_map_lookup_elem(fd_, &id, &st) != 0)
+				throw Error("cannot read switch port " + std::to_string(id) +
+					    " statistics: " + std::strerror(errno));
+			PortCounters c;
+			c.enq_bytes = st.enq_bytes;
+			c.deq_bytes = st.deq_bytes;
+			c.qlen_bytes = st.enq_bytes > st.deq_bytes ? st.enq_bytes - st.deq_bytes : 0;
+			c.drops = st.drops;
+			c.ecn_marks = st.ecn_marks;
+			t.ports.push_back(c);
+		}
+		return t;
+	}
+
+	int fd_ = -1;
+	std::vector<__u32> ids_;
+	std::vector<PortInfo> ports_;
+};
+
+// A namespace testbed on this machine. Members are declared in teardown
+// order reversed: the INT program goes first, then the testbed (its
+// processes and sockets), then the congestion control.
+class NetnsFabric : public Fabric
+{
+      public:
+	NetnsFabric(const TopologySpec &topo, const std::string &exe, std::uint32_t path_rate_mbps)
+	    : exe_(exe), path_rate_mbps_(path_rate_mbps)
+	{
+		testbed_.emplace(Testbed::create(topo));
+		for (const auto &h : testbed_->hosts())
+			hosts_.push_back({h.name, h.role, h.addr});
+		sampler_.emplace(testbed_->ports());
+	}
+
+	const std::vector<FabricHost> &hosts() const override
+	{
+		return hosts_;
+	}
+	std::uint32_t path_rate_mbps() const override
+	{
+		return path_rate_mbps_;
+	}
+	std::uint64_t base_rtt_ns() const override
+	{
+		return testbed_->base_rtt_ns();
+	}
+	QueueSource &queue() override
+	{
+		return *sampler_;
+	}
+	void load_algorithms(const AlgorithmSetup &setup) override
+	{
+		// the algorithms were checked before the testbed was built
+		if (!setup.bpf_params.empty())
+			cc_.emplace(exe_, setup.bpf_params);
+		if (setup.kmod_params)
+			kmod_params_.emplace(*setup.kmod_params);
+		if (setup.int_sockops)
+			int_enabled_.emplace(exe_, testbed_->cgroup());
+	}
+	std::string host_dir(const std::string &, const std::string &raw) override
+	{
+		return raw; // the hosts share this machine's files
+	}
+	pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args, const std::string &stdout_path,
+			  const std::string &stderr_path, bool with_input) override
+	{
+		std::vector<std::string> argv = {exe_};
+		argv.insert(argv.end(), args.begin(), args.end());
+		for (const auto &h : testbed_->hosts()) {
+			if (h.name != host)
+				continue;
+			if (!with_input)
+				return testbed_->spawn(h, argv, stdout_path, stderr_path);
+			int in[2];
+			if (::pipe2(in, O_CLOEXEC) != 0)
+				throw Error(std::string("pipe: ") + std::strerror(errno));
+			pid_t pid = -1;
+			try {
+				pid = testbed_->spawn(h, argv, stdout_path, stderr_path, in[0]);
+			} catch (...) {
+				::close(in[0]);
+				::close(in[1]);
+				throw;
+			}
+			::close(in[0]);
+			inputs_.add(pid, in[1]);
+			return pid;
+		}
+		throw Error("testbed has no host " + host);
+	}
+	void send_input(pid_t pid, const std::string &text) override
+	{
+		inputs_.write(pid, text);
+	}
+	bool fetch(const std::string &, const std::string &path, const std::string &local_path) override
+	{
+		return path == local_path && path_exists(path);
+	}
+	std::int64_t clock_offset_ns(const std::string &) const override
+	{
+		return 0; // one kernel, one clock
+	}
+	void end_run() override
+	{
+		inputs_.close_all();
+	}
+	KmodCounters kmod_stats() override
+	{
+		return read_kmod_stats();
+	}
+	std::string describe_json() const override
+	{
+		const Testbed &tb = *testbed_;
+		json t;
+		t["description"] = json::parse(topology_to_json(tb.spec()));
+		t["base_rtt_ns"] = tb.base_rtt_ns();
+		t["path_rate_mbps"] = path_rate_mbps_;
+		t["hosts"] = json::array();
+		for (const auto &h : tb.hosts())
+			t["hosts"].push_back(
+				{{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
+		t["ports"] = json::array();
+		for (const auto &p : tb.ports())
+			t["ports"].push_back({{"name", p.name},
+					      {"port_id", p.port_id},
+					      {"rate_mbps", p.rate_mbps},
+					      {"bottleneck", p.bottleneck}});
+		return json{{"testbed", t}}.dump();
+	}
+
+      private:
+	std::string exe_;
+	std::uint32_t path_rate_mbps_;
+	std::vector<FabricHost> hosts_;
+	std::optional<CcLoaded> cc_;
+	std::optional<KmodParamsSet> kmod_params_;
+	std::optional<Testbed> testbed_;
+	std::optional<PortSampler> sampler_;
+	std::optional<IntEnabled> int_enabled_;
+	ChildInputs inputs_; // generators waiting for their start time
+};
+
+// ---------------------------------------------------------------------
+// One run
+
+struct Plan {
+	ExperimentSpec spec;
+	std::string exe, dir;
+	std::uint32_t path_rate_mbps = 0; // the path's slowest link: ideal FCT, poisson load
+	std::uint64_t base_rtt_ns = 0; // measured, idle
+	std::uint64_t tau_ns = 0; // PowerTCP's base RTT: max(measured, 200 us)
+	std::map<std::string, std::string> kmod_params; // as written to tcp_powertcp
+};
+
+// tcp_powertcp's counters over one run; empty for runs of other algorithms.
+using KmodRunCounters = std::optional<KmodCounters>;
+
+struct ClientJob {
+	std::string label, host, flows_csv, samples_csv, log; // local files
+	std::string host_flows_csv, host_samples_csv; // where the host writes them
+	pid_t pid = -1;
+	std::uint64_t start_ns = 0; // the phase's start, from the common start
+};
+
+std::vector<HostRef> host_refs(const Fabric &fab)
+{
+	std::vector<HostRef> refs;
+	for (const auto &h : fab.hosts())
+		refs.push_back({h.name, h.role});
+	return refs;
+}
+
+const FabricHost &host_named(const Fabric &fab, const std::string &name)
+{
+	for (const auto &h : fab.hosts())
+		if (h.name == name)
+			return h;
+	throw Error("no host " + name);
+}
+
+std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load)
+{
+	switch (ph.kind) {
+	case PhaseKind::Long:
+		return {"--long", std::to_string(ph.flows), "--duration", seconds_text(ph.duration_ns)};
+	case PhaseKind::Poisson: {
+		char load[32];
+		std::snprintf(load, sizeof(load), "%g", case_load > 0 ? case_load : ph.load);
+		std::vector<std::string> a = {"--poisson", ph.workload,	 "--load",
+					      load,	   "--duration", seconds_text(ph.duration_ns)};
+		if (ph.max_flows) {
+			a.push_back("--max-flows");
+			a.push_back(std::to_string(ph.max_flows));
+		}
+		return a;
+	}
+	case PhaseKind::Incast:
+		return {"--incast", std::to_string(ph.size_bytes), "--bursts", std::to_string(ph.bursts),
+			"--period", seconds_text(ph.period_ns)};
+	}
+	return {};
+}
+
+// The hosts that receive in any phase (they run a server).
+std::vector<std::string> receiving_hosts(const Plan &plan, Fabric &fab)
+{
+	std::vector<std::string> out;
+	auto refs = host_refs(fab);
+	for (const auto &ph : plan.spec.phases)
+		for (const auto &h : expand_hosts(ph.to, refs, "phase " + ph.name + ": to"))
+			if (std::find(out.begin(), out.end(), h) == out.end())
+				out.push_back(h);
+	return out;
+}
+
+void check_selectors(const Plan &plan, Fabric &fab)
+{
+	auto refs = host_refs(fab);
+	for (const auto &ph : plan.spec.phases) {
+		expand_hosts(ph.from, refs, plan.spec.source + ": phase " + ph.name + ": from");
+		expand_hosts(ph.to, refs, plan.spec.source + ": phase " + ph.name + ": to");
+	}
+}
+
+// Waits until each log has a line "ready" (servers: listening; clients:
+// set up, waiting for their start time). A process's output is a local
+// file wherever it runs (over SSH too), so that is what is watched.
+void wait_ready(const std::vector<std::string> &logs, ChildSet &procs, const std::string &what)
+{
+	// not "\n" + log: GCC 12 -O3 warns, -Wrestrict, a false positive
+	// (GCC PR105329)
+	auto ready = [](const std::string &text) {
+		return text.rfind("ready\n", 0) == 0 || text.find("\nready\n") != std::string::npos;
+	};
+	std::uint64_t deadline = monotonic_ns() + kReadyTimeoutNs;
+	for (const auto &log : logs) {
+		while (!ready(read_file(log))) {
+			if (procs.poll() < procs.size())
+				throw Error("a " + what + " exited early: " + procs.failures().front() + ": " +
+					    read_file(log));
+			if (monotonic_ns() > deadline)
+				throw Error(what + " not ready after " + seconds_text(kReadyTimeoutNs) + " (see " +
+					    log + ")");
+			sleep_interruptible_ns(10 * kMs);
+		}
+	}
+}
+
+void start_servers(const Plan &plan, Fabric &fab, std::uint16_t port, const std::string &raw, ChildSet &servers)
+{
+	std::vector<std::string> logs;
+	for (const auto &name : receiving_hosts(plan, fab)) {
+		std::string log = raw + "/server-" + name + ".log";
+		pid_t pid =
+			fab.spawn_lumen(name, {"traffic", "server", "--port", std::to_string(port)}, log, log, false);
+		servers.add(pid, "traffic server in " + name);
+		logs.push_back(log);
+	}
+	wait_ready(logs, servers, "traffic server");
+}
+
+// Starts every traffic client, set up and waiting for its start time
+// (--start-from-input), and returns once all are ready: whatever their
+// start-up took (SSH, a loaded host), release_clients() then starts them
+// together.
+std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs,
+				     std::uint16_t port, const std::string &raw, ChildSet &clients)
+{
+	auto refs = host_refs(fab);
+	std::vector<ClientJob> jobs;
+	for (std::size_t p = 0; p < plan.spec.phases.size(); p++) {
+		const PhaseSpec &ph = plan.spec.phases[p];
+		auto from = expand_hosts(ph.from, refs, "phase " + ph.name + ": from");
+		auto to = expand_hosts(ph.to, refs, "phase " + ph.name + ": to");
+		for (std::size_t i = 0; i < from.size(); i++) {
+			std::string addrs;
+			for (const auto &t : to)
+				if (t != from[i])
+					addrs += (addrs.empty() ? "" : ",") + host_named(fab, t).addr;
+			if (addrs.empty())
+				throw UsageError("phase " + ph.name + ": host " + from[i] +
+						 " has nobody to send to (its only destination is itself)");
+			ClientJob job;
+			job.label = ph.name + "." + from[i];
+			job.host = from[i];
+			job.flows_csv = raw + "/" + job.label + ".flows.csv";
+			job.samples_csv = raw + "/" + job.label + ".samples.csv";
+			job.log = raw + "/" + job.label + ".log";
+			std::string dir = fab.host_dir(job.host, raw);
+			job.host_flows_csv = dir + "/" + job.label + ".flows.csv";
+			job.host_samples_csv = dir + "/" + job.label + ".samples.csv";
+			job.start_ns = ph.start_ns;
+			// the same seed for every algorithm: identical workloads
+			std::uint64_t seed = 1000 * (p + 1) + i + 1;
+			std::vector<std::string> argv = {"traffic",	  "client",
+							 "--to",	  addrs,
+							 "--port",	  std::to_string(port),
+							 "--cc",	  algo,
+							 "--label",	  job.label,
+							 "--seed",	  std::to_string(seed),
+							 "--sample",	  "10ms",
+							 "--link-rate",	  std::to_string(plan.path_rate_mbps),
+							 "--base-rtt",	  us_text(plan.base_rtt_ns),
+							 "--flows-csv",	  job.host_flows_csv,
+							 "--samples-csv", job.host_samples_csv,
+							 "--new-files",	  "--start-from-input",
+							 "--json"};
+			auto w = workload_args(ph, cs.load);
+			argv.insert(argv.end(), w.begin(), w.end());
+			job.pid = fab.spawn_lumen(from[i], argv, raw + "/" + job.label + ".json", job.log, true);
+			clients.add(job.pid, "traffic client " + job.label);
+			jobs.push_back(job);
+		}
+	}
+	std::vector<std::string> logs;
+	for (const auto &job : jobs)
+		logs.push_back(job.log);
+	wait_ready(logs, clients, "traffic client");
+	return jobs;
+}
+
+// Sends every client its start time: the common start t0 (our clock) plus
+// its phase's start, in the sender's clock.
+void release_clients(Fabric &fab, const std::vector<ClientJob> &jobs, std::uint64_t t0)
+{
+	for (const auto &job : jobs) {
+		auto start_at = static_cast<std::uint64_t>(static_cast<std::int64_t>(t0 + job.start_ns) +
+							   fab.clock_offset_ns(job.host));
+		fab.send_input(job.pid, "start-at " + std::to_string(start_at) + "\n");
+	}
+}
+
+std::string progress_line(const std::string &tag, const RunData &run, std::uint64_t now, std::uint64_t duration,
+			  std::size_t running, std::size_t total)
+{
+	char buf[256];
+	double t = now > run.t0_ns ? double(now - run.t0_ns) / 1e9 : -double(run.t0_ns - now) / 1e9;
+	std::string extra;
+	if (!run.queue.empty()) {
+		std::vector<std::uint64_t> q = observed_queue(run);
+		std::snprintf(buf, sizeof(buf), "  queue %.1f KB", double(q.back()) / 1024.0);
+		extra += buf;
+		int b = bottleneck_port(run);
+		std::size_t n = run.queue.size();
+		std::size_t back = std::min<std::size_t>(n - 1, kProgressNs / kQueueSampleNs);
+		if (b >= 0 && back > 0) {
+			const QueueTick &a = run.queue[n - 1 - back], &z = run.queue[n - 1];
+			double mbps =
+				double(z.ports[b].deq_bytes - a.ports[b].deq_bytes) * 8e3 / double(z.t_ns - a.t_ns);
+			std::snprintf(buf, sizeof(buf), "  bottleneck %.0f Mbit/s", mbps);
+			extra += buf;
+		}
+	}
+	std::snprintf(buf, sizeof(buf), "%s t=%5.1f/%.0f s%s  generators running %zu/%zu", tag.c_str(), t,
+		      double(duration) / 1e9, extra.c_str(), running, total);
+	return buf;
+}
+
+// Samples the switch until the clients are done (or the deadline passes).
+void sample_until_done(RunData &run, QueueSource &queue, ChildSet &clients, std::uint64_t duration,
+		       const std::string &tag)
+{
+	std::uint64_t grace = std::max(kMinGraceNs, duration / 2);
+	std::uint64_t deadline = run.t0_ns + duration + grace;
+	std::uint64_t next = monotonic_ns(), next_progress = run.t0_ns;
+	while (clients.poll() > 0) {
+		sleep_until(next);
+		std::uint64_t t = monotonic_ns();
+		std::vector<QueueTick> ticks;
+		queue.poll(ticks);
+		for (auto &tick : ticks)
+			if (tick.t_ns + kQueueSampleNs >= run.t0_ns) // from just before the start
+				run.queue.push_back(std::move(tick));
+		if (t >= next_progress) {
+			progress(progress_line(tag, run, t, duration, clients.running(), clients.size()));
+			next_progress += kProgressNs;
+		}
+		if (t > deadline) {
+			progress(tag + " generators still running " + seconds_text(grace) +
+				 " after the end: stopping them");
+			clients.stop_all();
+			break;
+		}
+		next += kQueueSampleNs;
+		if (next < t)
+			next = t; // fell behind (busy machine): do not burst
+	}
+}
+
+// A time of the host's CLOCK_MONOTONIC in ours (0 stays "none").
+std::uint64_t to_local_clock(std::uint64_t t_ns, std::int64_t offset_ns)
+{
+	return t_ns == 0 ? 0 : static_cast<std::uint64_t>(static_cast<std::int64_t>(t_ns) - offset_ns);
+}
+
+void collect_client_output(RunData &run, Fabric &fab, const std::vector<ClientJob> &jobs, const ChildSet &clients)
+{
+	std::vector<std::string> missing;
+	for (const auto &job : jobs) {
+		std::int64_t offset = fab.clock_offset_ns(job.host);
+		if (!fab.fetch(job.host, job.host_flows_csv, job.flows_csv)) {
+			std::string log = path_exists(job.log) ? read_file(job.log) : "";
+			missing.push_back(job.label + ": " + (log.empty() ? "no output" : log));
+			continue;
+		}
+		auto flows = parse_flows_csv(read_file(job.flows_csv), job.flows_csv);
+		for (auto &f : flows) {
+			f.start_ns = to_local_clock(f.start_ns, offset);
+			f.end_ns = to_local_clock(f.end_ns, offset);
+		}
+		run.flows.insert(run.flows.end(), flows.begin(), flows.end());
+		if (fab.fetch(job.host, job.host_samples_csv, job.samples_csv)) {
+			auto samples = parse_samples_csv(read_file(job.samples_csv), job.samples_csv);
+			for (auto &smp : samples)
+				smp.t_ns = to_local_clock(smp.t_ns, offset);
+			run.samples.insert(run.samples.end(), samples.begin(), samples.end());
+		}
+	}
+	run.client_failures = static_cast<int>(clients.failures().size());
+	if (!missing.empty() && missing.size() == jobs.size())
+		throw Error("no traffic generator of run " + run.algo + "/" + run.case_name +
+			    " wrote results; first: " + missing.front());
+	for (const auto &m : missing)
+		progress("  warning: no flows.csv from " + m);
+}
+
+std::vector<IncastInfo> incast_infos(const Plan &plan, Fabric &fab, std::uint64_t t0)
+{
+	std::vector<IncastInfo> out;
+	for (const auto &ph : plan.spec.phases) {
+		if (ph.kind != PhaseKind::Incast)
+			continue;
+		IncastInfo i;
+		i.phase = ph.name;
+		i.fan_in = static_cast<std::uint32_t>(expand_hosts(ph.from, host_refs(fab), ph.name).size());
+		i.size_bytes = ph.size_bytes;
+		i.start_ns = t0 + ph.start_ns;
+		i.period_ns = ph.period_ns;
+		i.bursts = ph.bursts;
+		out.push_back(i);
+	}
+	return out;
+}
+
+std::uint64_t traffic_end(const ExperimentSpec &spec)
+{
+	std::uint64_t end = 0;
+	for (const auto &ph : spec.phases)
+		if (ph.kind != PhaseKind::Incast)
+			end = std::max(end, ph.end_ns());
+	return end;
+}
+
+RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs, std::size_t index,
+		 std::size_t total)
+{
+	char tag_buf[128];
+	std::snprintf(tag_buf, sizeof(tag_buf), "[%s %zu/%zu %s%s%s]", plan.spec.name.c_str(), index + 1, total,
+		      algo.c_str(), cs.name == "run" ? "" : " ", cs.name == "run" ? "" : cs.name.c_str());
+	std::string tag = tag_buf;
+	std::string raw = plan.dir + "/raw/" + algo + "-" + cs.name;
+	make_dirs(raw);
+	auto port = static_cast<std::uint16_t>(kFirstPort + index);
+
+	RunData run;
+	run.algo = algo;
+	run.case_name = cs.name;
+	run.load = cs.load;
+	run.warmup_ns = plan.spec.warmup_ns;
+	run.traffic_end_ns = traffic_end(plan.spec);
+	run.ports = fab.queue().ports();
+
+	progress(tag + " starting traffic servers and generators");
+	ChildSet servers, clients;
+	start_servers(plan, fab, port, raw, servers); // returns once every server is ready
+	auto jobs = spawn_clients(plan, fab, algo, cs, port, raw, clients); // the start barrier
+	run.t0_ns = monotonic_ns() + kStartLeadNs;
+	run.incasts = incast_infos(plan, fab, run.t0_ns);
+	release_clients(fab, jobs, run.t0_ns);
+	sample_until_done(run, fab.queue(), clients, plan.spec.duration_ns, tag);
+	servers.stop_all();
+	fab.end_run();
+	std::uint64_t sampled =
+		run.queue.empty() || run.queue.back().t_ns < run.t0_ns ? 0 : run.queue.back().t_ns - run.t0_ns;
+	run.length_ns = std::max(plan.spec.duration_ns, sampled);
+	collect_client_output(run, fab, jobs, clients);
+	progress(tag + " done: " + std::to_string(run.flows.size()) + " flows, " +
+		 std::to_string(clients.failures().size()) + " generator(s) reported incomplete flows");
+	return run;
+}
+
+// Waits (up to 3 s) for the queues of the previous run to empty.
+void settle(QueueSource &queue)
+{
+	std::uint64_t deadline = monotonic_ns() + 3 * kSec;
+	std::vector<QueueTick> ticks;
+	while (monotonic_ns() < deadline) {
+		ticks.clear();
+		queue.poll(ticks);
+		if (!ticks.empty() && std::all_of(ticks.back().ports.begin(), ticks.back().ports.end(),
+						  [](const PortCounters &c) { return c.qlen_bytes == 0; }))
+			break;
+		if (queue.ports().empty())
+			break; // nothing to watch
+		sleep_interruptible_ns(50 * kMs);
+	}
+	sleep_interruptible_ns(300 * kMs);
+}
+
+// ---------------------------------------------------------------------
+// Setup
+
+std::uint32_t path_rate(const TopologySpec &t)
+{
+	std::uint32_t r = t.host_link.rate_mbps;
+	if (t.kind == TopologyKind::LeafSpine)
+		return std::min(r, t.fabric_link.rate_mbps);
+	return std::min(r, t.bottleneck.rate_mbps);
+}
+
+// --rate: the link the experiment's traffic shares (dumbbell: the middle
+// link; incast: the receiver's port; leaf-spine: the fabric) at another
+// rate, e.g. one an emulated VM can fill.
+void override_bottleneck_rate(TopologySpec &topo, std::uint32_t rate_mbps)
+{
+	if (topo.kind == TopologyKind::LeafSpine)
+		topo.fabric_link.rate_mbps = rate_mbps;
+	else
+		topo.bottleneck.rate_mbps = rate_mbps;
+	try {
+		validate_topology(topo);
+	} catch (const UsageError &e) {
+		throw UsageError(std::string("--rate: ") + e.what());
+	}
+}
+
+TopologySpec topology_for_run(const ExperimentSpec &spec, const RunOptions &opts)
+{
+	TopologySpec topo;
+	try {
+		topo = parse_topology(spec.topology_json);
+	} catch (const UsageError &e) {
+		throw UsageError(spec.source + ": topology: " + e.what());
+	}
+	if (opts.rate_mbps)
+		override_bottleneck_rate(topo, *opts.rate_mbps);
+	// a name of our own, so concurrent runs (and other testbeds) never clash
+	char name[16];
+	std::snprintf(name, sizeof(name), "x%x", static_cast<unsigned>(::getpid()) & 0xfffffff);
+	topo.name = name;
+	return topo;
+}
+
+std::vector<std::string> cc_params(const Plan &plan)
+{
+	std::vector<std::string> params = {"host-bw=" + std::to_string(plan.path_rate_mbps),
+					   "base-rtt=" + us_text(plan.tau_ns)};
+	for (const auto &[k, v] : plan.spec.cc_params)
+		params.push_back(k + "=" + v);
+	return params;
+}
+
+bool uses(const ExperimentSpec &spec, bool (*pred)(const std::string &))
+{
+	return std::any_of(spec.algorithms.begin(), spec.algorithms.end(), pred);
+}
+
+// The algorithms whose window follows INT echoes: they need the sockops
+// program that requests and echoes INT on the testbed's sockets.
+bool needs_int(const std::string &algo)
+{
+	return algo == "bpf_powertcp" || algo == "powertcp";
+}
+
+std::string env_or_empty(const char *name)
+{
+	const char *v = std::getenv(name);
+	return v ? v : "";
+}
+
+json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const std::vector<RunData> &runs)
+{
+	json c;
+	c["experiment"] = json::parse(experiment_to_json(plan.spec));
+	c["options"] = {
+		{"smoke", opts.smoke},
+		{"duration_override_s", opts.duration_ns ? json(double(*opts.duration_ns) / 1e9) : json(nullptr)},
+		{"algorithms_override", opts.algorithms},
+		{"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
+	c["lumen_version"] = LUMEN_VERSION;
+	c["kernel_release"] = kernel_release();
+	c["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");
+	// "testbed" (namespace testbed) or "hosts" (an inventory over SSH)
+	json where = json::parse(fab.describe_json());
+	for (const auto &[key, value] : where.items())
+		c[key] = value;
+	c["base_rtt_ns"] = plan.base_rtt_ns;
+	c["path_rate_mbps"] = plan.path_rate_mbps;
+	c["powertcp"] = {{"loaded", uses(plan.spec, is_bpf_algorithm)},
+			 {"host_bw_mbps", plan.path_rate_mbps},
+			 {"base_rtt_us", double(plan.tau_ns) / 1e3},
+			 {"params", plan.spec.cc_params}};
+	c["cc_impl"] = json::object();
+	for (const auto &a : plan.spec.algorithms)
+		c["cc_impl"][a] = cc_impl(a);
+	json kmod = {{"used", uses(plan.spec, is_kmod_algorithm)}};
+	if (uses(plan.spec, is_kmod_algorithm))
+		kmod["params"] = plan.kmod_params;
+	c["kmod"] = kmod;
+	std::string vm_kernel = env_or_empty("LUMEN_EXPERIMENT_VM");
+	c["vm"] = vm_kernel.empty() ? json(nullptr)
+				    : json{{"kernel", vm_kernel}, {"kmod", env_or_empty("LUMEN_EXPERIMENT_KMOD")}};
+	c["queue_sample_interval_ms"] = kQueueSampleNs / kMs;
+	c["throughput_bin_ms"] = kThroughputBinNs / kMs;
+	c["runs"] = json::array();
+	for (const auto &r : runs)
+		c["runs"].push_back({{"algo", r.algo},
+				     {"cc_impl", cc_impl(r.algo)},
+				     {"case", r.case_name},
+				     {"load", r.load},
+				     {"t0_monotonic_ns", r.t0_ns},
+				     {"length_s", double(r.length_ns) / 1e9}});
+	return c;
+}
+
+template <typename Writer> void write_csv(const std::string &path, const std::vector<RunData> &runs, Writer w)
+{
+	std::ofstream f(path);
+	w(f, runs);
+	if (!f)
+		throw Error("cannot write " + path);
+}
+
+// "kmod powertcp/run: int_updates 1234, ..." per run of a module
+// algorithm: the counters that say whether INT drove the window.
+std::string kmod_counters_text(const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
+{
+	static const char *const shown[] = {"flows",	   "int_echoes", "int_updates",	 "fallback_updates",
+					    "rtt_updates", "no_state",	 "int_unusable", "rtt_guard"};
+	std::string out;
+	for (std::size_t i = 0; i < runs.size(); i++) {
+		if (!counters[i])
+			continue;
+		out += "tcp_powertcp " + runs[i].algo + "/" + runs[i].case_name + ":";
+		for (const char *name : shown) {
+			auto it = counters[i]->find(name);
+			if (it != counters[i]->end())
+				out += std::string(" ") + name + " " + std::to_string(it->second);
+		}
+		out += "\n";
+	}
+	return out;
+}
+
+void write_results(const Plan &plan, const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
+{
+	std::vector<RunSummary> sums;
+	for (const auto &r : runs)
+		sums.push_back(summarise_run(r));
+	json summary;
+	summary["experiment"] = plan.spec.name;
+	summary["kernel_release"] = kernel_release();
+	summary["runs"] = json::array();
+	for (std::size_t i = 0; i < sums.size(); i++) {
+		json j = summary_to_json(sums[i]);
+		j["cc_impl"] = cc_impl(sums[i].algo);
+		// the module's counters over this run (null: not a module algorithm)
+		j["kmod_stats"] = counters[i] ? json(*counters[i]) : json(nullptr);
+		summary["runs"].push_back(j);
+	}
+	write_file(plan.dir + "/summary.json", summary.dump(2) + "\n");
+	write_csv(plan.dir + "/flows.csv", runs, write_flows_csv);
+	write_csv(plan.dir + "/samples.csv", runs, write_samples_csv);
+	write_csv(plan.dir + "/queue.csv", runs, write_queue_csv);
+	write_csv(plan.dir + "/throughput.csv", runs, write_throughput_csv);
+	progress("[" + plan.spec.name + "] plotting");
+	auto pngs = render_plots(plot_scripts(runs, sums), plan.dir);
+
+	std::string table = summary_table(sums) + kmod_counters_text(runs, counters);
+	write_file(plan.dir + "/summary.txt", table);
+	std::printf("\n%s: %s\nbottleneck %u Mbit/s, base RTT %.0f us (PowerTCP tau %.0f us)\n\n%s\n",
+		    plan.spec.name.c_str(), plan.spec.description.c_str(), plan.path_rate_mbps,
+		    double(plan.base_rtt_ns) / 1e3, double(plan.tau_ns) / 1e3, table.c_str());
+	std::printf("results: %s/ (config.json summary.json flows.csv samples.csv queue.csv throughput.csv",
+		    plan.dir.c_str());
+	for (const auto &p : pngs)
+		std::printf(" %s", p.substr(p.rfind('/') + 1).c_str());
+	std::printf(")\n");
+	std::fflush(stdout);
+}
+
+} // namespace
+
+std::string default_out_dir(const ExperimentSpec &spec)
+{
+	return "results/" + spec.name + "-" + utc_timestamp("%Y%m%dT%H%M%SZ");
+}
+
+void prepare_out_dir(const std::string &dir)
+{
+	make_dirs(dir);
+	if (DIR *d = ::opendir(dir.c_str())) {
+		bool empty = true;
+		while (struct dirent *e = ::readdir(d))
+			if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+				empty = false;
+		::closedir(d);
+		if (!empty)
+			throw UsageError("--out " + dir + " exists and is not empty; choose a new directory");
+	}
+}
+
+std::string experiments_dir()
+{
+	const char *env = std::getenv("LUMEN_DATA_DIR");
+	if (env && *env)
+		return std::string(env) + "/experiments";
+	return std::string(LUMEN_SOURCE_DIR) + "/experiments";
+}
+
+std::string find_experiment_file(const std::string &name_or_path)
+{
+	bool is_path = name_or_path.find('/') != std::string::npos ||
+		       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+	std::string path = is_path ? name_or_path : experiments_dir() + "/" + name_or_path + ".json";
+	if (!path_exists(path)) {
+		if (is_path)
+			throw UsageError("no experiment file " + path);
+		throw UsageError("no built-in experiment '" + name_or_path + "' (no " + path +
+				 "; 'lumen experiment list' shows them; set LUMEN_DATA_DIR to the directory holding "
+				 "experiments/)");
+	}
+	return path;
+}
+
+ExperimentSpec load_experiment(const std::string &name_or_path)
+{
+	std::string path = find_experiment_file(name_or_path);
+	return parse_experiment(read_file(path), path);
+}
+
+ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &opts)
+{
+	ExperimentSpec s = spec;
+	if (opts.duration_ns)
+		s = scale_to_duration(s, *opts.duration_ns);
+	else if (opts.smoke)
+		s = scale_to_duration(s, s.smoke_duration_ns);
+	if (!opts.algorithms.empty())
+		s.algorithms = opts.algorithms;
+	return s;
+}
+
+std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
+{
+	install_interrupt_handlers();
+	Plan plan;
+	plan.spec = resolve_experiment(spec_in, opts);
+	plan.exe = self_exe();
+	std::optional<Inventory> inventory;
+	std::optional<TopologySpec> topo;
+	if (!opts.hosts_file.empty()) {
+		inventory = load_inventory(opts.hosts_file);
+		preflight_common();
+		plan.path_rate_mbps = inventory->path_rate_mbps;
+	} else {
+		topo = topology_for_run(plan.spec, opts);
+		preflight_testbed(plan.spec);
+		plan.path_rate_mbps = path_rate(*topo);
+	}
+	plan.dir = opts.out_dir.empty() ? default_out_dir(plan.spec) : opts.out_dir;
+	prepare_out_dir(plan.dir);
+
+	auto cases = experiment_cases(plan.spec);
+	std::size_t total = cases.size() * plan.spec.algorithms.size();
+	progress("[" + plan.spec.name + "] " + std::to_string(total) + " run(s) of " +
+		 seconds_text(plan.spec.duration_ns) + "; results in " + plan.dir);
+
+	std::vector<RunData> runs;
+	std::vector<KmodRunCounters> kmod_counters; // one per run
+	{
+		std::unique_ptr<Fabric> fabric;
+		if (inventory) {
+			make_dirs(plan.dir + "/raw");
+			fabric = connect_hosts(*inventory, plan.spec, run_id(), plan.dir + "/raw", progress);
+		} else {
+			fabric = std::make_unique<NetnsFabric>(*topo, plan.exe, plan.path_rate_mbps);
+		}
+		Fabric &fab = *fabric;
+		plan.base_rtt_ns = fab.base_rtt_ns();
+		plan.tau_ns = std::max(plan.base_rtt_ns, kMinTauNs);
+		check_selectors(plan, fab); // before anything runs
+
+		AlgorithmSetup setup;
+		setup.algorithms = plan.spec.algorithms;
+		if (uses(plan.spec, is_bpf_algorithm))
+			setup.bpf_params = cc_params(plan);
+		if (uses(plan.spec, is_kmod_algorithm)) {
+			setup.kmod_params = kmod_param_values(plan.path_rate_mbps, plan.tau_ns, plan.spec.cc_params);
+			plan.kmod_params = std::map<std::string, std::string>(setup.kmod_params->begin(),
+									      setup.kmod_params->end());
+		}
+		setup.int_sockops = uses(plan.spec, needs_int);
+		fab.load_algorithms(setup);
+		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
+
+		std::size_t index = 0;
+		for (const auto &cs : cases)
+			for (const auto &algo : plan.spec.algorithms) {
+				if (index > 0)
+					settle(fab.queue());
+				KmodRunCounters before;
+				if (is_kmod_algorithm(algo))
+					before = fab.kmod_stats();
+				runs.push_back(run_once(plan, fab, algo, cs, index++, total));
+				kmod_counters.push_back(
+					before ? KmodRunCounters(kmod_counters_delta(*before, fab.kmod_stats()))
+					       : std::nullopt);
+			}
+		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
+		progress("[" + plan.spec.name + "] tearing down");
+	}
+	write_results(plan, runs, kmod_counters);
+	return plan.dir;
+}
+
+} // namespace lumen

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/experiment/experiment_run.h - running an experiment on a namespace
+// testbed, or on real hosts over SSH (--hosts, experiment_remote.h): testbed
+// up (or hosts checked), PowerTCP and INT loaded when an algorithm needs
+// them, one run per (case, algorithm) with traffic servers and clients in
+// the hosts and the switch queues sampled every 10 ms, then everything
+// undone and the results written (report.h, report_plot.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiment/experiment.h"
+
+namespace lumen
+{
+
+struct RunOptions {
+	std::string out_dir; // "" = results/<name>-<UTC timestamp>
+	std::vector<std::string> algorithms; // empty = the experiment's
+	std::optional<std::uint64_t> duration_ns; // --duration
+	bool smoke = false; // --smoke: the experiment's smoke_duration
+	std::optional<std::uint32_t> rate_mbps; // --rate: the bottleneck's (fabric's) rate instead
+	std::string vm_kernel; // --vm: "" = here; 6.1 | 6.12 (experiment_vm.h)
+	std::string kmod; // --kmod: tcp_powertcp.ko for the VM ("" = the build tree's)
+	std::string hosts_file; // --hosts: drive the hosts of this inventory over SSH (inventory.h)
+};
+
+// The directory experiments are looked up in: $LUMEN_DATA_DIR/experiments,
+// else the source tree's experiments/.
+std::string experiments_dir();
+// NAME -> experiments_dir()/NAME.json; a path (has '/' or ends in .json)
+// is taken as it is. Error when it does not exist.
+std::string find_experiment_file(const std::string &name_or_path);
+ExperimentSpec load_experiment(const std::string &name_or_path);
+
+// results/<name>-<UTC timestamp>
+std::string default_out_dir(const ExperimentSpec &spec);
+// Creates the result directory; UsageError unless it is new or empty.
+void prepare_out_dir(const std::string &dir);
+
+// The spec as it will run: duration (--duration, --smoke), algorithms.
+ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &opts);
+
+// Runs it; returns the result directory. Throws Error / Interrupted after
+// undoing everything it set up.
+std::string run_experiment(const ExperimentSpec &spec, const RunOptions &opts);
+
+} // namespace lumen
