@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// The `lumen` loader's argument parsing and validation (userspace/lumen/
-// common.h): every parser accepts the documented forms, refuses malformed
+// The `lumen` command's argument parsing and validation (userspace/base/
+// args.h): every parser accepts the documented forms, refuses malformed
 // text and out-of-range values with a UsageError naming the argument.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "lumen/common.h"
+#include "base/args.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/system.h"
 
 using namespace lumen;
 

@@ -3,9 +3,9 @@
 // tests/delayline_test.cpp - the delay line's queue (order, release times,
 // the byte bound and drop accounting, wrap-around against a reference
 // model) and the testbed plan of delayed links.
-#include "lumen/common.h"
-#include "lumen/delayline.h"
-#include "lumen/testbed_plan.h"
+#include "base/error.h"
+#include "testbed/delayline.h"
+#include "testbed/testbed_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // Real hosts for `lumen experiment run --hosts`: host inventories
-// (userspace/lumen/inventory.h) parsed and every mistake refused with the
+// (userspace/experiment/inventory.h) parsed and every mistake refused with the
 // file and JSON path; the SSH command lines (remote.h): argv quoted so a
 // POSIX shell gives back exactly the same words, the inventory's options
 // before the runner's, no destination taken for an option; and `lumen host`
@@ -14,13 +14,13 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lumen/commands.h"
-#include "lumen/common.h"
-#include "lumen/experiment_proc.h"
-#include "lumen/experiment_remote.h"
-#include "lumen/experiment_run.h"
-#include "lumen/inventory.h"
-#include "lumen/remote.h"
+#include "base/error.h"
+#include "cli/commands.h"
+#include "experiment/experiment_proc.h"
+#include "experiment/experiment_remote.h"
+#include "experiment/experiment_run.h"
+#include "experiment/inventory.h"
+#include "experiment/remote.h"
 
 using namespace lumen;
 

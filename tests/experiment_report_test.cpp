@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// Experiment results (userspace/lumen/report.h, report_plot.h): the
+// Experiment results (userspace/experiment/report.h, report_plot.h): the
 // generator's CSVs read back, a synthetic run summarised to hand-computed
 // numbers, the merged CSVs' shape, the table, and the plots rendered by
 // gnuplot into real PNGs.
@@ -14,10 +14,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/experiment_proc.h"
-#include "lumen/report.h"
-#include "lumen/report_plot.h"
+#include "base/error.h"
+#include "experiment/experiment_proc.h"
+#include "experiment/report.h"
+#include "experiment/report_plot.h"
 
 using namespace lumen;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// Experiment descriptions (userspace/lumen/experiment.h): what parses, and
+// Experiment descriptions (userspace/experiment/experiment.h): what parses, and
 // that every mistake is refused with a message naming the file, the JSON
 // path and the problem.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/experiment.h"
+#include "base/error.h"
+#include "experiment/experiment.h"
 
 using namespace lumen;
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// The statistics of `lumen experiment` (userspace/lumen/experiment_stats.h)
+// The statistics of `lumen experiment` (userspace/experiment/experiment_stats.h)
 // on cases small enough to compute by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "lumen/experiment_stats.h"
+#include "experiment/experiment_stats.h"
 
 using namespace lumen;
 

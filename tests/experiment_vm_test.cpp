@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// `lumen experiment run --vm` (userspace/lumen/experiment_vm.h) and the
+// `lumen experiment run --vm` (userspace/experiment/experiment_vm.h) and the
 // kernel module pieces of the runner (experiment_kmod.h): the --vm values,
 // the paths a VM cannot see, the vm-run command line, the module's counters
 // and parameters, including their save and restore on a fake sysfs tree.
@@ -15,10 +15,11 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/experiment.h"
-#include "lumen/experiment_kmod.h"
-#include "lumen/experiment_vm.h"
+#include "base/args.h"
+#include "base/error.h"
+#include "experiment/experiment.h"
+#include "experiment/experiment_kmod.h"
+#include "experiment/experiment_vm.h"
 
 using namespace lumen;
 

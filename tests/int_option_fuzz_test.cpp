@@ -27,8 +27,8 @@
  *   - lumen_int_push_hop on the same (arbitrary) bytes writes only inside the
  *     option, only where documented, and nothing at all when it refuses.
  */
-#include "lumen/int_option.h"
 #include "int_option_oracle.h"
+#include "lumen/int_option.h"
 #include "test_rng.h"
 
 #include <gtest/gtest.h>

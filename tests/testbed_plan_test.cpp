@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// The testbed plan (userspace/lumen/testbed_plan.h): port counts per
+// The testbed plan (userspace/testbed/testbed_plan.h): port counts per
 // topology, unique names and addresses, and routes that deliver every host
 // pair - checked by forwarding a packet through the plan's routing tables
 // (longest prefix match, every ECMP next hop followed).
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/testbed_plan.h"
+#include "base/error.h"
+#include "testbed/testbed_plan.h"
 
 extern "C" {
 #include "lumen/bpf_shared.h"

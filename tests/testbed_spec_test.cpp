@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// Testbed descriptions (userspace/lumen/testbed.h): the JSON format and the
+// Testbed descriptions (userspace/testbed/testbed.h): the JSON format and the
 // `lumen testbed up` flags accept the documented forms and the shipped
 // examples, and refuse everything else with an error naming the key.
 #include <gtest/gtest.h>
@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/testbed.h"
+#include "base/args.h"
+#include "base/error.h"
+#include "testbed/testbed.h"
 
 using namespace lumen;
 

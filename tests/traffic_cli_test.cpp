@@ -17,10 +17,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/traffic_options.h"
-#include "lumen/traffic_records.h"
-#include "lumen/traffic_wire.h"
+#include "base/error.h"
+#include "traffic/traffic_options.h"
+#include "traffic/traffic_records.h"
+#include "traffic/traffic_wire.h"
 
 using namespace lumen;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// The traffic generator's arithmetic (userspace/lumen/workload.h): the
+// The traffic generator's arithmetic (userspace/traffic/workload.h): the
 // shipped flow-size distributions are sampled as their CDF says, arrivals
 // are Poisson at the rate the load asks for, and ideal FCT, slowdown and
 // percentiles match hand-computed values.
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lumen/common.h"
-#include "lumen/workload.h"
+#include "base/error.h"
+#include "traffic/workload.h"
 
 using namespace lumen;
 

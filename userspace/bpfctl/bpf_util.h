@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/bpfctl/bpf_util.h - what every loader of lumen's eBPF parts
+// needs: the BTF check, the bpffs pin directory, libbpf's log, per-CPU
+// counter sums.
+#pragma once
+
+#include "base/error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lumen
+{
+
+void require_btf(); // Error when /sys/kernel/btf/vmlinux is missing
+// Makes sure LUMEN_PIN_ROOT exists on a mounted bpffs (mounts one at
+// /sys/fs/bpf if nothing is there). Returns the directory.
+std::string ensure_pin_root();
+std::string pin_path(std::string_view name); // LUMEN_PIN_ROOT "/" name
+
+// libbpf's messages are collected, not printed; on failure the last lines
+// go into the error text (verifier logs, missing kernel features).
+void capture_libbpf_log();
+std::string libbpf_log_tail(std::size_t lines = 20);
+void clear_libbpf_log();
+
+// Sums a per-CPU array of u64 counters (map fd), entries [0, n).
+std::vector<std::uint64_t> sum_percpu_counters(int map_fd, std::uint32_t n);
+
+} // namespace lumen
