@@ -11,7 +11,9 @@
 #include "base/args.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/ping.h"
 #include "base/system.h"
+#include "base/units.h"
 
 using namespace lumen;
 
@@ -106,6 +108,36 @@ TEST(Output, JsonIsWellFormed)
 	j.num("a", std::uint64_t(1)).num("b", 0.5).str("c", "x\"y\\z\n\x01").raw("d", "[1,2]");
 	EXPECT_EQ(j.dump(), "{\"a\": 1, \"b\": 0.5, \"c\": \"x\\\"y\\\\z\\n\\u0001\", \"d\": [1,2]}");
 	EXPECT_EQ(split_words("  reno  bbr\tcubic\n"), (std::vector<std::string>{"reno", "bbr", "cubic"}));
+}
+
+TEST(Output, RatesPrintOneWayAndReadBack)
+{
+	EXPECT_EQ(format_rate_mbps(100), "100 Mbit/s");
+	EXPECT_EQ(format_rate_mbps(2500), "2500 Mbit/s");
+	EXPECT_EQ(format_rate_mbps(25000), "25 Gbit/s");
+	EXPECT_EQ(format_rate_mbps(1600000), "1600 Gbit/s");
+	EXPECT_EQ(format_rate_mbps(2000000), "2 Tbit/s");
+	EXPECT_EQ(format_rate_mbps(0), "0 Mbit/s");
+	for (std::uint32_t mbps : {1u, 100u, 999u, 1000u, 2500u, 40000u, 1600000u}) {
+		EXPECT_EQ(parse_rate_mbps(rate_arg_text(mbps), "rate"), mbps) << rate_arg_text(mbps);
+	}
+	EXPECT_EQ(rate_arg_text(40000), "40gbit");
+	EXPECT_EQ(rate_arg_text(100), "100mbit");
+}
+
+TEST(Ping, MinimumOfTheSummary)
+{
+	EXPECT_EQ(ping_min_rtt_ns("8 packets transmitted, 8 received, 0% packet loss, time 357ms\n"
+				  "rtt min/avg/max/mdev = 0.051/0.060/0.081/0.010 ms\n"),
+		  51000u);
+	EXPECT_EQ(ping_min_rtt_ns("round-trip min/avg/max = 1.250/2.000/3.000 ms\n"), 1250000u);
+	// no reply, no summary, or garbage where the number should be
+	EXPECT_EQ(ping_min_rtt_ns("8 packets transmitted, 0 received, 100% packet loss\n"), 0u);
+	EXPECT_EQ(ping_min_rtt_ns(""), 0u);
+	EXPECT_EQ(ping_min_rtt_ns("rtt min/avg/max/mdev = x/1/2/3 ms"), 0u);
+	EXPECT_EQ(ping_min_rtt_ns("rtt min/avg/max/mdev = -1/1/2/3 ms"), 0u);
+	EXPECT_EQ(ping_min_rtt_ns("rtt min/avg/max/mdev = nan/1/2/3 ms"), 0u);
+	EXPECT_EQ(ping_min_rtt_ns("rtt min/avg/max/mdev"), 0u);
 }
 
 } // namespace

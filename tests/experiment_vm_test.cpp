@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "base/args.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "experiment/experiment.h"
 #include "experiment/experiment_kmod.h"
 #include "experiment/experiment_vm.h"

@@ -31,6 +31,7 @@
 #include "base/json.h"
 #include "base/rollback.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "bpfctl/bpf_util.h"
 #include "cli/commands.h"
 
@@ -214,15 +215,6 @@ void validate(const lumen_ptcp_params &p, const char *algo)
 		throw UsageError(std::string("invalid parameters for ") + algo + ": " + lumen_ptcp_param_strerror(err));
 }
 
-std::string fmt_rate(std::uint64_t mbps)
-{
-	if (mbps % 1000000 == 0)
-		return std::to_string(mbps / 1000000) + " Tbit/s";
-	if (mbps % 1000 == 0)
-		return std::to_string(mbps / 1000) + " Gbit/s";
-	return std::to_string(mbps) + " Mbit/s";
-}
-
 std::string fmt_ns(std::uint64_t ns)
 {
 	if (ns % 1000000 == 0)
@@ -245,7 +237,7 @@ std::vector<std::pair<std::string, std::string>> param_rows(const lumen_ptcp_par
 		{"gamma", fmt_gamma(p.gamma)},
 		{"flows", std::to_string(p.expected_flows)},
 		{"beta", p.beta_bytes ? std::to_string(p.beta_bytes) + " B" : "auto (host BDP / flows)"},
-		{"host-bw", fmt_rate(p.host_bw_mbps)},
+		{"host-bw", format_rate_mbps(p.host_bw_mbps)},
 		{"base-rtt", p.base_rtt_ns ? fmt_ns(p.base_rtt_ns) : "auto (min RTT)"},
 	};
 }
@@ -736,18 +728,9 @@ int cc_set(const Args &a)
 int run_cc(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--allow", "--json"});
-	if (a.positional.empty())
-		throw UsageError("missing subcommand (load, unload, status, set)");
-	const std::string &sub = a.positional[0];
-	if (sub == "load")
-		return cc_load(a);
-	if (sub == "unload")
-		return cc_unload(a);
-	if (sub == "status")
-		return cc_status(a);
-	if (sub == "set")
-		return cc_set(a);
-	throw UsageError("unknown subcommand '" + sub + "' (load, unload, status, set)");
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"load", cc_load}, {"unload", cc_unload}, {"status", cc_status}, {"set", cc_set}},
+				    a);
 }
 
 const char kUsage[] = "usage: lumen cc load [--allow] [--algo ALGO] [PARAM=VALUE...]\n"
@@ -815,7 +798,8 @@ const char kUsage[] = "usage: lumen cc load [--allow] [--algo ALGO] [PARAM=VALUE
 		      "  lumen cc status --json\n"
 		      "  lumen cc unload\n";
 
-LUMEN_COMMAND("cc", "PowerTCP / theta-PowerTCP congestion control (struct_ops)", kUsage, run_cc);
-
 } // namespace
+
+const Command kCcCommand = {"cc", "PowerTCP / theta-PowerTCP congestion control (struct_ops)", kUsage, run_cc};
+
 } // namespace lumen

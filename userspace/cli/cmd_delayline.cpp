@@ -4,6 +4,7 @@
 // line (delayline.h) a testbed starts for every link with a delay.
 #include "base/args.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "cli/commands.h"
 #include "testbed/delayline.h"
 
@@ -63,6 +64,7 @@ int run_delayline(const std::vector<std::string> &args)
 
 } // namespace
 
-LUMEN_COMMAND("delayline", "userspace delay line between two devices (testbed link delay)", kUsage, run_delayline);
+const Command kDelaylineCommand = {"delayline", "userspace delay line between two devices (testbed link delay)", kUsage,
+				   run_delayline};
 
 } // namespace lumen

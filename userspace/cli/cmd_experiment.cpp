@@ -6,6 +6,7 @@
 #include "base/args.h"
 #include "base/error.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "cli/commands.h"
 #include "experiment/experiment.h"
 #include "experiment/experiment_remote.h"
@@ -189,22 +190,15 @@ int cmd_hosts(const Args &a)
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--smoke"});
-	if (a.positional.empty())
-		throw UsageError("missing subcommand (list, run or hosts)");
-	const std::string &sub = a.positional[0];
-	if (sub == "list")
-		return cmd_list(a);
-	if (sub == "run")
-		return cmd_run(a);
-	if (sub == "hosts")
-		return cmd_hosts(a);
-	throw UsageError("unknown subcommand '" + sub + "' (list, run or hosts)");
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"list", cmd_list}, {"run", cmd_run}, {"hosts", cmd_hosts}}, a);
 }
 
 } // namespace
 
-LUMEN_COMMAND("experiment",
-	      "run a congestion control experiment on a namespace testbed or real hosts, with results and plots",
-	      kUsage, run);
+const Command kExperimentCommand = {
+	"experiment",
+	"run a congestion control experiment on a namespace testbed or real hosts, with results and plots", kUsage,
+	run};
 
 } // namespace lumen

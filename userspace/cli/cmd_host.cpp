@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "cli/commands.h"
 #include "experiment/experiment_kmod.h"
 
@@ -417,26 +418,24 @@ int cmd_run(const std::vector<std::string> &args)
 
 int run(const std::vector<std::string> &args)
 {
-	if (args.empty())
-		throw UsageError("missing subcommand (info, clock, cgroup-create, cgroup-remove, run)");
-	const std::string &sub = args[0];
-	if (sub == "run")
-		return cmd_run(std::vector<std::string>(args.begin() + 1, args.end()));
-	Args a = Args::parse(args, {"--json"});
-	if (sub == "info")
-		return cmd_info(a);
-	if (sub == "clock")
-		return cmd_clock(a);
-	if (sub == "cgroup-create")
-		return cmd_cgroup_create(a);
-	if (sub == "cgroup-remove")
-		return cmd_cgroup_remove(a);
-	throw UsageError("unknown subcommand '" + sub + "' (info, clock, cgroup-create, cgroup-remove, run)");
+	// `run` passes the words after it on untouched (a command line for the
+	// host); the others take options of their own
+	using Words = std::vector<std::string>;
+	auto parsed = [](int (*fn)(const Args &)) {
+		return [fn](const Words &w) { return fn(Args::parse(w, {"--json"})); };
+	};
+	return run_subcommand<Words>(args.empty() ? nullptr : &args[0],
+				     {{"info", parsed(cmd_info)},
+				      {"clock", parsed(cmd_clock)},
+				      {"cgroup-create", parsed(cmd_cgroup_create)},
+				      {"cgroup-remove", parsed(cmd_cgroup_remove)},
+				      {"run", [](const Words &w) { return cmd_run(Words(w.begin() + 1, w.end())); }}},
+				     args);
 }
 
 } // namespace
 
-LUMEN_COMMAND("host", "what the experiment runner runs on hosts it drives over SSH (info, clock, cgroups, run)", kUsage,
-	      run);
+const Command kHostCommand = {
+	"host", "what the experiment runner runs on hosts it drives over SSH (info, clock, cgroups, run)", kUsage, run};
 
 } // namespace lumen

@@ -18,6 +18,7 @@
 #include "base/interrupt.h"
 #include "base/json.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "bpfctl/bpf_util.h"
 #include "cli/commands.h"
 
@@ -599,20 +600,15 @@ int cmd_status(const std::vector<std::string> &args)
 
 int run_int(const std::vector<std::string> &args)
 {
-	if (args.empty())
-		throw UsageError("missing subcommand: enable, disable or status");
-	std::vector<std::string> rest(args.begin() + 1, args.end());
-	if (args[0] == "enable")
-		return cmd_enable(rest);
-	if (args[0] == "disable")
-		return cmd_disable(rest);
-	if (args[0] == "status")
-		return cmd_status(rest);
-	throw UsageError("unknown subcommand '" + args[0] + "' (enable, disable, status)");
+	using Words = std::vector<std::string>;
+	const Words rest(args.empty() ? args.end() : args.begin() + 1, args.end());
+	return run_subcommand<Words>(args.empty() ? nullptr : &args[0],
+				     {{"enable", cmd_enable}, {"disable", cmd_disable}, {"status", cmd_status}}, rest);
 }
 
 } // namespace
 
-LUMEN_COMMAND("int", "INT TCP option plumbing (cgroup sockops): enable, disable, status", kUsage, run_int);
+const Command kIntCommand = {"int", "INT TCP option plumbing (cgroup sockops): enable, disable, status", kUsage,
+			     run_int};
 
 } // namespace lumen

@@ -21,6 +21,7 @@
 #include "base/json.h"
 #include "base/rollback.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "bpfctl/bpf_util.h"
 #include "cli/commands.h"
 
@@ -662,13 +663,6 @@ std::string fmt_bytes(std::uint64_t b)
 	return buf;
 }
 
-std::string fmt_rate(std::uint32_t mbps)
-{
-	if (mbps >= 1000 && mbps % 1000 == 0)
-		return std::to_string(mbps / 1000) + " Gbit/s";
-	return std::to_string(mbps) + " Mbit/s";
-}
-
 std::string where(const std::string &dev, const std::string &netns)
 {
 	return dev + (netns.empty() ? "" : " (netns " + netns + ")");
@@ -900,8 +894,9 @@ int cmd_attach(const Args &a)
 		undo.commit();
 
 		std::printf("switch port %u: %s -> %s, rate %s, buffer %s, ECN threshold %s, INT %s\n", port,
-			    where(dev, dev_ns_name).c_str(), where(peer, peer_ns_name).c_str(), fmt_rate(rate).c_str(),
-			    fmt_bytes(buffer).c_str(), ecn ? fmt_bytes(ecn).c_str() : "off", int_on ? "on" : "off");
+			    where(dev, dev_ns_name).c_str(), where(peer, peer_ns_name).c_str(),
+			    format_rate_mbps(rate).c_str(), fmt_bytes(buffer).c_str(),
+			    ecn ? fmt_bytes(ecn).c_str() : "off", int_on ? "on" : "off");
 		std::printf("  tbf rate %umbit burst %llu limit %llu on %s; programs %u (egress), %u (ingress)\n", rate,
 			    static_cast<unsigned long long>(burst), static_cast<unsigned long long>(limit), dev.c_str(),
 			    rec.egress_prog_id, rec.ingress_prog_id);
@@ -1177,7 +1172,7 @@ int cmd_stats(const Args &a)
 		std::printf("port %u: %s -> %s [%s]\n", id, where(rec.dev, rec.dev_netns).c_str(),
 			    where(rec.peer, rec.peer_netns).c_str(), state.c_str());
 		std::printf("  rate %s (INT code %u = %u Mbit/s), buffer %s, ECN threshold %s, INT %s\n",
-			    fmt_rate(cfg.rate_mbps).c_str(), cfg.rate_code, lumen_int_rate_mbps(cfg.rate_code),
+			    format_rate_mbps(cfg.rate_mbps).c_str(), cfg.rate_code, lumen_int_rate_mbps(cfg.rate_code),
 			    fmt_bytes(cfg.buffer_bytes).c_str(),
 			    cfg.ecn_threshold_bytes ? fmt_bytes(cfg.ecn_threshold_bytes).c_str() : "off",
 			    cfg.int_enabled ? "on" : "off");
@@ -1282,22 +1277,14 @@ int cmd_sample(const Args &a)
 int run_switch(const std::vector<std::string> &args)
 {
 	Args a = Args::parse(args, {"--no-int", "--all", "--json"});
-	if (a.positional.empty())
-		throw UsageError("missing subcommand: attach, detach, stats or sample");
-	const std::string &sub = a.positional[0];
-	if (sub == "attach")
-		return cmd_attach(a);
-	if (sub == "detach")
-		return cmd_detach(a);
-	if (sub == "stats")
-		return cmd_stats(a);
-	if (sub == "sample")
-		return cmd_sample(a);
-	throw UsageError("unknown subcommand '" + sub + "' (attach, detach, stats, sample)");
+	return run_subcommand<Args>(
+		a.positional.empty() ? nullptr : &a.positional[0],
+		{{"attach", cmd_attach}, {"detach", cmd_detach}, {"stats", cmd_stats}, {"sample", cmd_sample}}, a);
 }
 
 } // namespace
 
-LUMEN_COMMAND("switch", "software INT switch port on a veth link (tbf queue, drops, ECN, INT)", kUsage, run_switch);
+const Command kSwitchCommand = {"switch", "software INT switch port on a veth link (tbf queue, drops, ECN, INT)",
+				kUsage, run_switch};
 
 } // namespace lumen

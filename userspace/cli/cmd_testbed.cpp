@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/interrupt.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "cli/commands.h"
 #include "testbed/testbed.h"
 #include "testbed/testbed_plan.h"
@@ -103,16 +104,6 @@ status
 // ---------------------------------------------------------------------
 // output
 
-std::string fmt_rate(std::uint32_t mbps)
-{
-	char buf[32];
-	if (mbps >= 1000 && mbps % 1000 == 0)
-		std::snprintf(buf, sizeof(buf), "%u Gbit/s", mbps / 1000);
-	else
-		std::snprintf(buf, sizeof(buf), "%u Mbit/s", mbps);
-	return buf;
-}
-
 std::string fmt_bytes(std::uint64_t b)
 {
 	char buf[32];
@@ -173,7 +164,7 @@ void print_testbed(const TestbedStatus &s)
 		{"PORT", "ID", "DEVICE", "NETNS", "RATE", "BUFFER", "ECN", "INT", ""}};
 	for (const auto &p : s.ports) {
 		LinkSpec l = port_link(s.spec, p.name);
-		ports.push_back({p.name, std::to_string(p.port_id), p.dev, p.netns, fmt_rate(p.rate_mbps),
+		ports.push_back({p.name, std::to_string(p.port_id), p.dev, p.netns, format_rate_mbps(p.rate_mbps),
 				 fmt_bytes(l.buffer_bytes),
 				 l.ecn_threshold_bytes ? fmt_bytes(l.ecn_threshold_bytes) : "off",
 				 l.int_enabled ? "on" : "off", p.bottleneck ? "bottleneck" : ""});
@@ -415,20 +406,13 @@ int run_testbed(const std::vector<std::string> &args)
 	if (!args.empty() && args[0] == "exec")
 		return cmd_exec(args);
 	Args a = Args::parse(args, {"--no-int", "--all", "--json"});
-	if (a.positional.empty())
-		throw UsageError("missing subcommand: up, down or status");
-	const std::string &sub = a.positional[0];
-	if (sub == "up")
-		return cmd_up(a);
-	if (sub == "down")
-		return cmd_down(a);
-	if (sub == "status")
-		return cmd_status(a);
-	throw UsageError("unknown subcommand '" + sub + "' (up, down, status)");
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"up", cmd_up}, {"down", cmd_down}, {"status", cmd_status}}, a);
 }
 
 } // namespace
 
-LUMEN_COMMAND("testbed", "namespace testbeds: dumbbell, incast, leaf-spine with INT switch ports", kUsage, run_testbed);
+const Command kTestbedCommand = {"testbed", "namespace testbeds: dumbbell, incast, leaf-spine with INT switch ports",
+				 kUsage, run_testbed};
 
 } // namespace lumen

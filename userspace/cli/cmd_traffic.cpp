@@ -92,18 +92,18 @@ in every case, also after SIGINT/SIGTERM), 2 for usage errors.
 
 int run(const std::vector<std::string> &args)
 {
-	if (args.empty())
-		throw UsageError("lumen traffic needs 'server' or 'client'");
-	std::vector<std::string> rest(args.begin() + 1, args.end());
-	if (args[0] == "server")
-		return run_traffic_server(parse_traffic_server_options(rest));
-	if (args[0] == "client")
-		return run_traffic_client(parse_traffic_client_options(rest));
-	throw UsageError("unknown traffic command '" + args[0] + "' (server, client)");
+	using Words = std::vector<std::string>;
+	const Words rest(args.empty() ? args.end() : args.begin() + 1, args.end());
+	return run_subcommand<Words>(
+		args.empty() ? nullptr : &args[0],
+		{{"server", [](const Words &w) { return run_traffic_server(parse_traffic_server_options(w)); }},
+		 {"client", [](const Words &w) { return run_traffic_client(parse_traffic_client_options(w)); }}},
+		rest);
 }
 
 } // namespace
 
-LUMEN_COMMAND("traffic", "traffic generator: long flows, workload replay, incast; FCT records", kUsage, run);
+const Command kTrafficCommand = {"traffic", "traffic generator: long flows, workload replay, incast; FCT records",
+				 kUsage, run};
 
 } // namespace lumen

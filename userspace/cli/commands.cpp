@@ -4,34 +4,54 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
+
 namespace lumen
 {
 
-static std::vector<Command> &registry()
-{
-	static std::vector<Command> cmds; // constructed on first use: safe from static initialisers
-	return cmds;
-}
-
-void register_command(const Command &cmd)
-{
-	auto &cmds = registry();
-	cmds.push_back(cmd);
-	std::sort(cmds.begin(), cmds.end(),
-		  [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
-}
-
 const std::vector<Command> &commands()
 {
-	return registry();
+	static const std::vector<Command> table = [] {
+		std::vector<Command> t = {
+#ifdef LUMEN_HAVE_CMD_CC
+			kCcCommand,
+#endif
+#ifdef LUMEN_HAVE_CMD_INT
+			kIntCommand,
+#endif
+#ifdef LUMEN_HAVE_CMD_SWITCH
+			kSwitchCommand,
+#endif
+			kDelaylineCommand, kExperimentCommand, kHostCommand, kTestbedCommand, kTrafficCommand,
+		};
+		std::sort(t.begin(), t.end(),
+			  [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
+		return t;
+	}();
+	return table;
 }
 
 const Command *find_command(const std::string &name)
 {
-	for (const auto &c : registry())
+	for (const auto &c : commands())
 		if (name == c.name)
 			return &c;
 	return nullptr;
+}
+
+std::string subcommand_names(const std::vector<const char *> &names)
+{
+	std::string out;
+	for (const char *n : names)
+		out += (out.empty() ? "" : ", ") + std::string(n);
+	return out;
+}
+
+void refuse_subcommand(const std::string *name, const std::vector<const char *> &names)
+{
+	if (!name)
+		throw UsageError("missing subcommand (" + subcommand_names(names) + ")");
+	throw UsageError("unknown subcommand '" + *name + "' (" + subcommand_names(names) + ")");
 }
 
 } // namespace lumen

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// userspace/cli/commands.h - the subcommand registry. Each cmd_<name>.cpp
-// defines one Command and registers it with a static LUMEN_COMMAND(...).
+// userspace/cli/commands.h - the `lumen` command table. Each cmd_<name>.cpp
+// defines one Command (kCcCommand, ...); commands.cpp lists them all, so
+// the table is written down once, in one place, and nothing registers
+// itself at start-up.
 #pragma once
 
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,26 +18,48 @@ struct Command {
 	const char *name; // "cc"
 	const char *summary; // one line for `lumen --help`
 	const char *usage; // full text for `lumen <name> --help`
-	// args: everything after the subcommand name. Returns the exit status;
+	// args: everything after the command name. Returns the exit status;
 	// throws Error / UsageError.
 	int (*run)(const std::vector<std::string> &args);
 };
 
-void register_command(const Command &cmd);
+// Every command of this build, sorted by name.
 const std::vector<Command> &commands();
 const Command *find_command(const std::string &name);
 
-struct CommandRegistrar {
-	explicit CommandRegistrar(const Command &cmd)
-	{
-		register_command(cmd);
-	}
+// The commands (cmd_<name>.cpp). cc, int and switch exist when the build
+// has their eBPF objects (LUMEN_HAVE_CMD_CC, _INT, _SWITCH).
+extern const Command kCcCommand;
+extern const Command kDelaylineCommand;
+extern const Command kExperimentCommand;
+extern const Command kHostCommand;
+extern const Command kIntCommand;
+extern const Command kSwitchCommand;
+extern const Command kTestbedCommand;
+extern const Command kTrafficCommand;
+
+// A command's subcommands ("lumen cc load"): `name` picks one (nullptr when
+// the command line has none); UsageError "missing subcommand (a, b)" or
+// "unknown subcommand 'x' (a, b)" otherwise. Arg is what the handlers take:
+// the parsed Args, or the words after the subcommand.
+template <class Arg> struct Subcommand {
+	const char *name;
+	std::function<int(const Arg &)> run;
 };
 
-#define LUMEN_COMMAND_CAT2(a, b) a##b
-#define LUMEN_COMMAND_CAT(a, b) LUMEN_COMMAND_CAT2(a, b)
-#define LUMEN_COMMAND(...)                                                                                             \
-	static const ::lumen::CommandRegistrar LUMEN_COMMAND_CAT(lumen_command_,                                       \
-								 __LINE__)(::lumen::Command{__VA_ARGS__})
+std::string subcommand_names(const std::vector<const char *> &names);
+[[noreturn]] void refuse_subcommand(const std::string *name, const std::vector<const char *> &names);
+
+template <class Arg>
+int run_subcommand(const std::string *name, std::initializer_list<Subcommand<Arg>> subs, const Arg &arg)
+{
+	std::vector<const char *> names;
+	for (const auto &s : subs) {
+		if (name && *name == s.name)
+			return s.run(arg);
+		names.push_back(s.name);
+	}
+	refuse_subcommand(name, names);
+}
 
 } // namespace lumen

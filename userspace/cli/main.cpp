@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// lumen - load and control lumen's eBPF parts: PowerTCP congestion control
-// (struct_ops), INT sockops, and the software INT switch.
+// lumen - the command line of lumen: the eBPF parts (PowerTCP congestion
+// control, INT sockops, the software INT switch), namespace testbeds, the
+// traffic generator and the experiment runner; one command per entry of the
+// table in commands.cpp.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -17,8 +20,11 @@ namespace
 void print_help(FILE *out)
 {
 	std::fprintf(out, "usage: lumen <command> [arguments]   (lumen <command> --help for details)\n\ncommands:\n");
+	int width = 0;
 	for (const auto &c : lumen::commands())
-		std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+		width = std::max(width, static_cast<int>(std::strlen(c.name)));
+	for (const auto &c : lumen::commands())
+		std::fprintf(out, "  %-*s  %s\n", width, c.name, c.summary);
 	std::fprintf(out, "\nPinned state lives under /sys/fs/bpf/lumen; every command needs root.\n");
 }
 

@@ -4,9 +4,9 @@
 // descriptions (experiment.h).
 #include "experiment/experiment.h"
 
-#include "base/args.h"
 #include "base/error.h"
 #include "base/json_fields.h"
+#include "base/units.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,8 +4,8 @@
 // counters for `lumen experiment` (see experiment_kmod.h).
 #include "experiment/experiment_kmod.h"
 
-#include "base/args.h"
 #include "base/error.h"
+#include "base/units.h"
 
 #include <cerrno>
 #include <cstdio>

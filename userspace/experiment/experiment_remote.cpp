@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/interrupt.h"
+#include "base/ping.h"
 #include "base/system.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/remote.h"
@@ -319,18 +320,6 @@ std::vector<ProcessResult> run_parallel(const std::vector<std::vector<std::strin
 	return results;
 }
 
-std::uint64_t ping_min_ns(const std::string &output)
-{
-	auto at = output.find("min/avg/max");
-	if (at == std::string::npos)
-		return 0;
-	at = output.find(" = ", at);
-	if (at == std::string::npos)
-		return 0;
-	double ms = std::strtod(output.c_str() + at + 3, nullptr);
-	return ms > 0 ? static_cast<std::uint64_t>(ms * 1e6) : 0;
-}
-
 class RemoteFabric : public Fabric
 {
       public:
@@ -638,7 +627,7 @@ class RemoteFabric : public Fabric
 		auto results = run_parallel(argvs, raw_dir_);
 		std::uint64_t rtt = 0;
 		for (std::size_t i = 0; i < results.size(); i++) {
-			std::uint64_t r = ping_min_ns(results[i].output);
+			std::uint64_t r = ping_min_rtt_ns(results[i].output);
 			if (results[i].status != 0 || r == 0)
 				throw Error("no ping reply " + names[i] +
 					    ": the hosts cannot reach each other on their "

@@ -3,9 +3,9 @@
 // userspace/experiment/inventory.cpp - host inventories (inventory.h).
 #include "experiment/inventory.h"
 
-#include "base/args.h"
 #include "base/error.h"
 #include "base/json_fields.h"
+#include "base/units.h"
 
 #include <arpa/inet.h>
 

@@ -19,11 +19,12 @@
 // after a SIGKILLed creator waits for it before replaying.
 #include "testbed/testbed.h"
 
-#include "base/args.h"
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/interrupt.h"
+#include "base/ping.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "testbed/testbed_plan.h"
 
 #include <nlohmann/json.hpp>
@@ -872,11 +873,6 @@ void check_nothing_exists(const TopologySpec &spec, const std::string &exe)
 			    std::to_string(LUMEN_SWITCH_MAX_PORTS) + " are free (see 'lumen switch stats')");
 }
 
-std::string link_rate_text(std::uint32_t mbps)
-{
-	return std::to_string(mbps) + "mbit";
-}
-
 } // namespace
 
 struct Testbed::State {
@@ -1098,7 +1094,7 @@ void attach_ports(Creation &c, Testbed::State &st)
 							 "--netns",	 p.netns,
 							 "--peer",	 p.peer,
 							 "--peer-netns", p.peer_netns,
-							 "--rate",	 link_rate_text(pp.link.rate_mbps),
+							 "--rate",	 rate_arg_text(pp.link.rate_mbps),
 							 "--buffer",	 std::to_string(pp.link.buffer_bytes)};
 			if (pp.link.ecn_threshold_bytes)
 				argv.insert(argv.end(),
@@ -1228,16 +1224,6 @@ void start_delay_lines(Creation &c, Testbed::State &st)
 	c.stage_end();
 }
 
-// "rtt min/avg/max/mdev = 0.051/0.060/0.081/0.010 ms" -> min in ns
-std::uint64_t parse_ping_min_ns(const std::string &output)
-{
-	auto at = output.find("rtt min/avg/max/mdev = ");
-	if (at == std::string::npos)
-		return 0;
-	double ms = std::strtod(output.c_str() + at + 23, nullptr);
-	return static_cast<std::uint64_t>(ms * 1e6);
-}
-
 void measure_base_rtt(Creation &c, Testbed::State &st)
 {
 	const PlanNode &from = st.plan.node(st.plan.rtt_from), &to = st.plan.node(st.plan.rtt_to);
@@ -1249,7 +1235,7 @@ void measure_base_rtt(Creation &c, Testbed::State &st)
 						    c.doc()["helper"] = process_identity(pid);
 						    c.save();
 					    });
-		st.base_rtt_ns = parse_ping_min_ns(r.output);
+		st.base_rtt_ns = ping_min_rtt_ns(r.output);
 		if (r.exit_code != 0 || st.base_rtt_ns == 0)
 			throw Error("no ping reply from " + from.name + " to " + to.name + " (" + to.addr +
 				    "): the testbed does not forward; ping said: " + trim(r.output));

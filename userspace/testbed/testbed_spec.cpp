@@ -6,6 +6,7 @@
 // flag, and the accepted values.
 #include "base/args.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "testbed/testbed.h"
 #include "testbed/testbed_plan.h"
 
@@ -229,11 +230,6 @@ bool json_link(const json &v, const std::string &path, LinkSpec *link)
 	return has_rate;
 }
 
-std::string rate_text(std::uint32_t mbps)
-{
-	return mbps % 1000 == 0 ? std::to_string(mbps / 1000) + "gbit" : std::to_string(mbps) + "mbit";
-}
-
 // "0" or whole nanoseconds ("1000000ns"): parse_topology() reads it back
 std::string delay_text(std::uint64_t ns)
 {
@@ -242,7 +238,7 @@ std::string delay_text(std::uint64_t ns)
 
 json link_json(const LinkSpec &l)
 {
-	return json{{"rate", rate_text(l.rate_mbps)},
+	return json{{"rate", rate_arg_text(l.rate_mbps)},
 		    {"buffer", l.buffer_bytes},
 		    {"ecn_threshold", l.ecn_threshold_bytes},
 		    {"int", l.int_enabled},

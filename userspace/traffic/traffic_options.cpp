@@ -3,6 +3,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/units.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
