@@ -443,17 +443,4 @@ Measurement Simulator::end_measure() const
 	return m;
 }
 
-double jain_index(const std::vector<double> &x)
-{
-	double sum = 0, sq = 0;
-
-	for (double v : x) {
-		sum += v;
-		sq += v * v;
-	}
-	if (x.empty() || sq == 0)
-		return 0;
-	return sum * sum / ((double)x.size() * sq);
-}
-
 } // namespace lumen::fluid

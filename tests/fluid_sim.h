@@ -259,9 +259,6 @@ class Simulator
 	double inflight_acc_ = 0;
 };
 
-/* Jain's fairness index of non-negative values: (sum x)^2 / (n sum x^2). */
-double jain_index(const std::vector<double> &x);
-
 } // namespace lumen::fluid
 
 #endif /* LUMEN_TESTS_FLUID_SIM_H */

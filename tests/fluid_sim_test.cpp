@@ -52,6 +52,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/stats.h"
 #include "fluid_sim.h"
 
 namespace
@@ -342,7 +343,7 @@ TEST_P(Fairness, EqualBetaGivesEqualSharesEvenForLateFlows)
 	sim.begin_measure();
 	sim.run_until(warm + 50 * s.tau_ns);
 	const Measurement m = sim.end_measure();
-	const double jain = lumen::fluid::jain_index(m.throughput_gbps);
+	const double jain = lumen::jain_index(m.throughput_gbps);
 
 	std::printf("[fluid] fairness equal beta %-14s: throughput Gbit/s", ModeName(s.mode));
 	for (double t : m.throughput_gbps)
@@ -614,9 +615,9 @@ TEST(FluidSimulator, NicLimitedFlowSeesBaseRtt)
 // Jain's index helper on known inputs.
 TEST(FluidSimulator, JainIndex)
 {
-	EXPECT_DOUBLE_EQ(lumen::fluid::jain_index({1, 1, 1, 1}), 1.0);
-	EXPECT_DOUBLE_EQ(lumen::fluid::jain_index({1, 0, 0, 0}), 0.25);
-	EXPECT_NEAR(lumen::fluid::jain_index({1, 2, 3}), 36.0 / 42.0, 1e-12);
+	EXPECT_DOUBLE_EQ(lumen::jain_index({1, 1, 1, 1}), 1.0);
+	EXPECT_DOUBLE_EQ(lumen::jain_index({1, 0, 0, 0}), 0.25);
+	EXPECT_NEAR(lumen::jain_index({1, 2, 3}), 36.0 / 42.0, 1e-12);
 }
 
 } // namespace

@@ -50,7 +50,8 @@
  *
  * Defects of the printed pseudocode and how this code resolves them
  * ------------------------------------------------------------------
- * (numbering from shared/research/powertcp.md §2.5 and §3.3)
+ * (labels A1.. are ours; line numbers are those of Algorithm 1 in the
+ * PowerTCP paper, NSDI 2022)
  *   A1 Alg. 1 line 20 compares raw power against the normalised maximum. The
  *      text (and both reference implementations) take the maximum of the
  *      *normalised* power, which is what lumen_ptcp_int_power() does.

@@ -2,6 +2,8 @@
 #include "base/system.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <dirent.h>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -15,7 +17,7 @@ namespace lumen
 void require_root()
 {
 	if (geteuid() != 0)
-		throw Error("must run as root");
+		throw Error("must run as root (eBPF programs, pinned maps, qdiscs and namespaces need it): try sudo");
 }
 
 bool path_exists(const std::string &path)
@@ -105,6 +107,82 @@ std::string cgroup2_root()
 		if (type == "cgroup2")
 			return dir;
 	throw Error("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	if (!f)
+		throw Error("cannot read " + path + ": " + errno_text(errno));
+	std::stringstream ss;
+	ss << f.rdbuf();
+	if (f.bad())
+		throw Error("cannot read " + path + ": " + errno_text(errno));
+	return ss.str();
+}
+
+void write_all(int fd, const std::string &text, const std::string &what)
+{
+	std::size_t done = 0;
+	while (done < text.size()) {
+		ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			throw Error("cannot write " + what + ": " + errno_text(errno));
+		done += static_cast<std::size_t>(n);
+	}
+}
+
+std::vector<std::string> list_dir(const std::string &path)
+{
+	std::vector<std::string> names;
+	DIR *d = ::opendir(path.c_str());
+	if (!d)
+		return names;
+	while (dirent *e = ::readdir(d)) {
+		std::string n = e->d_name;
+		if (n != "." && n != "..")
+			names.push_back(n);
+	}
+	::closedir(d);
+	std::sort(names.begin(), names.end());
+	return names;
+}
+
+void make_dirs(const std::string &path)
+{
+	std::string partial;
+	std::size_t pos = 0;
+	while (pos != std::string::npos) {
+		pos = path.find('/', pos + 1);
+		partial = path.substr(0, pos);
+		if (!partial.empty() && ::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+			throw Error("cannot create directory " + partial + ": " + errno_text(errno));
+	}
+}
+
+std::string self_exe()
+{
+	char buf[4096];
+	ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		throw Error("cannot find the lumen executable (/proc/self/exe): " + errno_text(errno));
+	return std::string(buf, static_cast<std::size_t>(n));
+}
+
+bool starts_with(const std::string &s, const std::string &prefix)
+{
+	return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string trim(const std::string &s)
+{
+	const char *space = " \t\r\n";
+	auto b = s.find_first_not_of(space);
+	if (b == std::string::npos)
+		return "";
+	return s.substr(b, s.find_last_not_of(space) - b + 1);
 }
 
 std::string errno_text(int err)

@@ -15,6 +15,14 @@ namespace lumen
 
 void require_root(); // Error "must run as root" otherwise
 bool path_exists(const std::string &path);
+std::string read_file(const std::string &path); // Error naming the path
+// Writes all of `text` to fd (retrying short writes); Error "cannot write <what>".
+void write_all(int fd, const std::string &text, const std::string &what);
+// The names in a directory, sorted, without . and ..; none when it cannot be read.
+std::vector<std::string> list_dir(const std::string &path);
+void make_dirs(const std::string &path); // mkdir -p, mode 0755
+// This process's executable (/proc/self/exe resolved), to run lumen again.
+std::string self_exe();
 std::uint64_t monotonic_ns(); // CLOCK_MONOTONIC in ns
 // Where the cgroup v2 hierarchy is mounted (first cgroup2 in
 // /proc/mounts); Error when there is none.
@@ -29,6 +37,9 @@ void write_sysctl(const std::string &name, const std::string &value);
 bool allow_congestion_control(const std::string &algo, bool allow);
 
 std::vector<std::string> split_words(const std::string &text);
+bool starts_with(const std::string &s, const std::string &prefix);
+// `s` without leading and trailing spaces, tabs, carriage returns and newlines.
+std::string trim(const std::string &s);
 // The words joined by `sep`: {"a", "b"}, ", " -> "a, b".
 std::string join_words(const std::vector<std::string> &words, const char *sep);
 

@@ -9,25 +9,13 @@
 namespace lumen
 {
 
+// in name order (cli_commands_test checks it): `lumen --help` lists them so
 const std::vector<Command> &commands()
 {
-	static const std::vector<Command> table = [] {
-		std::vector<Command> t = {
-#ifdef LUMEN_HAVE_CMD_CC
-			kCcCommand,
-#endif
-#ifdef LUMEN_HAVE_CMD_INT
-			kIntCommand,
-#endif
-#ifdef LUMEN_HAVE_CMD_SWITCH
-			kSwitchCommand,
-#endif
-			kDelaylineCommand, kExperimentCommand, kHostCommand, kTestbedCommand, kTrafficCommand,
-		};
-		std::sort(t.begin(), t.end(),
-			  [](const Command &a, const Command &b) { return std::strcmp(a.name, b.name) < 0; });
-		return t;
-	}();
+	static const std::vector<Command> table = {
+		kCcCommand,  kDelaylineCommand, kExperimentCommand, kHostCommand,
+		kIntCommand, kSwitchCommand,	kTestbedCommand,    kTrafficCommand,
+	};
 	return table;
 }
 

@@ -31,73 +31,7 @@ int decode_status(int wstatus)
 	return -1;
 }
 
-// In the child: stdin from /dev/null, stdout and stderr into the pipe.
-[[noreturn]] void exec_child(const std::vector<std::string> &argv, const std::string &cwd, int out_fd)
-{
-	int null_fd = ::open("/dev/null", O_RDONLY);
-	if (null_fd >= 0)
-		::dup2(null_fd, STDIN_FILENO);
-	::dup2(out_fd, STDOUT_FILENO);
-	::dup2(out_fd, STDERR_FILENO);
-	if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
-		::_exit(127);
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-	::execvp(args[0], args.data());
-	const char msg[] = "cannot execute the command\n";
-	(void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
-	::_exit(127);
-}
-
 } // namespace
-
-ProcessResult run_process(const std::vector<std::string> &argv, const std::string &cwd)
-{
-	if (argv.empty())
-		throw Error("run_process: empty command");
-	int pipe_fds[2];
-	if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
-		throw Error(std::string("pipe: ") + std::strerror(errno));
-	pid_t pid = ::fork();
-	if (pid < 0) {
-		::close(pipe_fds[0]);
-		::close(pipe_fds[1]);
-		throw Error(std::string("fork: ") + std::strerror(errno));
-	}
-	if (pid == 0)
-		exec_child(argv, cwd, pipe_fds[1]);
-	::close(pipe_fds[1]);
-	ProcessResult r;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = ::read(pipe_fds[0], buf, sizeof(buf));
-		if (n > 0)
-			r.output.append(buf, static_cast<std::size_t>(n));
-		else if (n == 0 || errno != EINTR)
-			break;
-	}
-	::close(pipe_fds[0]);
-	int wstatus = 0;
-	while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-	}
-	r.status = decode_status(wstatus);
-	if (r.status == 127 && r.output.find("cannot execute") != std::string::npos)
-		throw Error("cannot run '" + argv[0] + "' (not installed?)");
-	return r;
-}
-
-std::string run_checked(const std::vector<std::string> &argv, const std::string &what)
-{
-	ProcessResult r = run_process(argv);
-	if (r.status != 0) {
-		while (!r.output.empty() && r.output.back() == '\n')
-			r.output.pop_back();
-		throw Error(what + " failed (exit " + std::to_string(r.status) + "): " + r.output);
-	}
-	return r.output;
-}
 
 ChildSet::~ChildSet()
 {

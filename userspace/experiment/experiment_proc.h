@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// userspace/experiment/experiment_proc.h - child processes for `lumen
-// experiment`: running a helper command to completion (lumen cc / int,
-// gnuplot), and a guard that stops every process of a run it owns.
+// userspace/experiment/experiment_proc.h - the child processes of one
+// `lumen experiment` run: a guard that stops every process it owns, and
+// their inputs. Helper commands run to completion through base/process.h.
 #pragma once
+
+#include "base/process.h"
 
 #include <cstdint>
 #include <string>
@@ -13,17 +15,6 @@
 
 namespace lumen
 {
-
-struct ProcessResult {
-	int status = -1; // exit status; 128 + signal when killed
-	std::string output; // stdout and stderr, interleaved
-};
-
-// Runs argv (argv[0] looked up in PATH) in `cwd` ("" = ours), stdin from
-// /dev/null, and waits for it. Error when it cannot be started.
-ProcessResult run_process(const std::vector<std::string> &argv, const std::string &cwd = "");
-// As run_process, and Error "<what>: <its output>" unless it exits 0.
-std::string run_checked(const std::vector<std::string> &argv, const std::string &what);
 
 // The processes of one run. stop_all() (and the destructor) sends SIGTERM,
 // waits up to `grace_ns`, then SIGKILLs and reaps whatever is left.

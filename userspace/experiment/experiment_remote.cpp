@@ -44,13 +44,6 @@ constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 constexpr const char *kKmodParams = "/sys/module/tcp_powertcp/parameters";
 constexpr std::uint64_t kSamplerReadyNs = 15 * kSec;
 
-std::string trimmed(std::string s)
-{
-	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-		s.pop_back();
-	return s;
-}
-
 void warn(const std::string &what)
 {
 	std::fprintf(stderr, "lumen experiment: warning: %s\n", what.c_str());
@@ -89,7 +82,7 @@ NodeInfo parse_info(const std::string &text, const SshTarget &t)
 		n.init_netns = j.at("init_netns").get<bool>();
 	} catch (const json::exception &e) {
 		throw Error("'" + t.lumen + " host info --json' on " + t.name + " answered something else (" +
-			    e.what() + "): " + trimmed(text));
+			    e.what() + "): " + trim(text));
 	}
 	if (n.boot_id.empty())
 		throw Error(t.name + " reports no boot id");
@@ -100,14 +93,13 @@ NodeInfo probe_node(const SshTarget &t)
 {
 	ProcessResult r = ssh_run(t, {t.lumen, "host", "info", "--json"});
 	if (r.status == 255)
-		throw Error("cannot reach " + t.name + " (ssh " + t.destination + "): " + trimmed(r.output));
+		throw Error("cannot reach " + t.name + " (ssh " + t.destination + "): " + trim(r.output));
 	if (r.status == 127)
-		throw Error(
-			"no lumen on " + t.name + " ('" + t.lumen +
-			"' not found; install lumen there or set \"lumen\" in the inventory): " + trimmed(r.output));
+		throw Error("no lumen on " + t.name + " ('" + t.lumen +
+			    "' not found; install lumen there or set \"lumen\" in the inventory): " + trim(r.output));
 	if (r.status != 0)
 		throw Error("'" + t.lumen + " host info' failed on " + t.name + " (exit " + std::to_string(r.status) +
-			    "): " + trimmed(r.output));
+			    "): " + trim(r.output));
 	NodeInfo info = parse_info(r.output, t);
 	info.clock = ssh_clock_offset(t);
 	return info;
@@ -185,9 +177,9 @@ class RemoteQueue : public QueueSource
 				break;
 			}
 			if (samplers.poll() < samplers.size())
-				throw Error("the queue sampler on " + sw.name + " stopped: " + trimmed(text));
+				throw Error("the queue sampler on " + sw.name + " stopped: " + trim(text));
 			if (monotonic_ns() > deadline)
-				throw Error("no queue samples from " + sw.name + " within 15 s: " + trimmed(text));
+				throw Error("no queue samples from " + sw.name + " within 15 s: " + trim(text));
 			sleep_interruptible_ns(20 * kMs);
 		}
 		json head;
@@ -386,7 +378,7 @@ class RemoteFabric : public Fabric
 				for (const auto &[name, value] : *setup.kmod_params) {
 					std::string path = std::string(kKmodParams) + "/" + name;
 					std::string old =
-						trimmed(ssh_run_checked(t, {"cat", "--", path}, "reading " + path));
+						trim(ssh_run_checked(t, {"cat", "--", path}, "reading " + path));
 					write_remote(t, path, value);
 					kr.kmod_saved.emplace_back(path, old);
 				}
@@ -632,7 +624,7 @@ class RemoteFabric : public Fabric
 				throw Error("no ping reply " + names[i] +
 					    ": the hosts cannot reach each other on their "
 					    "\"addr\"; ping said: " +
-					    trimmed(results[i].output));
+					    trim(results[i].output));
 			rtt = std::max(rtt, r);
 		}
 		if (rtt == 0)
@@ -781,7 +773,7 @@ std::string check_hosts(const Inventory &inv, std::string &problem_out)
 
 std::string private_workdir_path(const std::string &mktemp_output, const std::string &prefix)
 {
-	std::string out = trimmed(mktemp_output);
+	std::string out = trim(mktemp_output);
 	std::string path = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
 	if (path.size() != prefix.size() + 8 || path.compare(0, prefix.size(), prefix) != 0)
 		return "";

@@ -25,6 +25,7 @@
 #include "base/interrupt.h"
 #include "base/system.h"
 #include "bpfctl/bpf_util.h"
+#include "bpfctl/switch_port.h"
 #include "experiment/experiment_fabric.h"
 #include "experiment/experiment_kmod.h"
 #include "experiment/experiment_proc.h"
@@ -101,42 +102,12 @@ void progress(const std::string &line)
 // The running binary, for the helper processes (traffic, cc, int). The
 // magic link, not the path it names: a forked child executes the very
 // image this process runs even after a rebuild replaced the file.
-std::string self_exe()
-{
-	const char link[] = "/proc/self/exe";
-	if (::access(link, X_OK) != 0)
-		throw Error(std::string("cannot find the lumen binary (/proc/self/exe): ") + std::strerror(errno));
-	return link;
-}
-
-std::string read_file(const std::string &path)
-{
-	std::ifstream f(path);
-	if (!f)
-		throw Error("cannot read " + path);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
-
 void write_file(const std::string &path, const std::string &text)
 {
 	std::ofstream f(path);
 	f << text;
 	if (!f)
 		throw Error("cannot write " + path);
-}
-
-void make_dirs(const std::string &path)
-{
-	std::string partial;
-	std::size_t pos = 0;
-	while (pos != std::string::npos) {
-		pos = path.find('/', pos + 1);
-		partial = path.substr(0, pos);
-		if (!partial.empty() && ::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-			throw Error("cannot create directory " + partial + ": " + std::strerror(errno));
-	}
 }
 
 std::string utc_timestamp(const char *format)
@@ -252,7 +223,7 @@ class CcLoaded
 	{
 		std::vector<std::string> argv = {exe, "cc", "load", "--allow"};
 		argv.insert(argv.end(), params.begin(), params.end());
-		run_checked(argv, "lumen cc load");
+		run_checked(argv);
 	}
 	CcLoaded(const CcLoaded &) = delete;
 	CcLoaded &operator=(const CcLoaded &) = delete;
@@ -274,7 +245,7 @@ class IntEnabled
       public:
 	IntEnabled(const std::string &exe, const std::string &cgroup) : exe_(exe)
 	{
-		run_checked({exe, "int", "enable", "--cgroup", cgroup}, "lumen int enable");
+		run_checked({exe, "int", "enable", "--cgroup", cgroup});
 	}
 	IntEnabled(const IntEnabled &) = delete;
 	IntEnabled &operator=(const IntEnabled &) = delete;
@@ -298,22 +269,11 @@ class PortSampler : public QueueSource
       public:
 	explicit PortSampler(const std::vector<TestbedPort> &ports)
 	{
-		std::string path = pin_path("lumen_sw_stats");
-		fd_ = bpf_obj_get(path.c_str());
-		if (fd_ < 0)
-			throw Error("cannot open the switch statistics map " + path + ": " + std::strerror(errno));
 		for (const auto &p : ports) {
 			ids_.push_back(p.port_id);
 			ports_.push_back({p.name, p.rate_mbps, p.bottleneck});
 		}
 	}
-	PortSampler(const PortSampler &) = delete;
-	PortSampler &operator=(const PortSampler &) = delete;
-	~PortSampler() override
-	{
-		::close(fd_);
-	}
-
 	const std::vector<PortInfo> &ports() const override
 	{
 		return ports_;
@@ -329,10 +289,7 @@ class PortSampler : public QueueSource
 		QueueTick t;
 		t.t_ns = monotonic_ns();
 		for (__u32 id : ids_) {
-			lumen_switch_port_stats st{};
-			if (bpf_map_lookup_elem(fd_, &id, &st) != 0)
-				throw Error("cannot read switch port " + std::to_string(id) +
-					    " statistics: " + std::strerror(errno));
+			const lumen_switch_port_stats st = counters_.read(id);
 			PortCounters c;
 			c.enq_bytes = st.enq_bytes;
 			c.deq_bytes = st.deq_bytes;
@@ -344,7 +301,7 @@ class PortSampler : public QueueSource
 		return t;
 	}
 
-	int fd_ = -1;
+	SwitchCounters counters_;
 	std::vector<__u32> ids_;
 	std::vector<PortInfo> ports_;
 };

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // userspace/experiment/experiment_stats.h - the statistics of `lumen experiment`
-// as pure functions over plain vectors: percentiles, Jain's fairness index,
-// flow-size buckets, time-series binning of cumulative byte counters,
+// as pure functions over plain vectors (percentiles and Jain's index are
+// base/stats.h): flow-size buckets, time-series binning of cumulative byte counters,
 // counter rates, and the incast burst analysis (queue peak, drain time).
 // No I/O here, so every definition is unit-tested on hand-computed cases
 // (tests/experiment_stats_test.cpp).
 #pragma once
+
+#include "base/stats.h"
 
 #include <cstdint>
 #include <optional>
@@ -15,15 +17,6 @@
 
 namespace lumen
 {
-
-// The q-quantile (q in [0, 1]) with linear interpolation between closest
-// ranks (numpy's default): position q * (n - 1) in the sorted values.
-// Empty input -> NaN.
-double percentile(std::vector<double> values, double q);
-
-// Jain's index (sum x)^2 / (n * sum x^2): 1 = all equal, 1/n = one takes
-// all. Empty input or all zeros -> NaN (nothing to be fair about).
-double jain_index(const std::vector<double> &x);
 
 // The thesis' FCT size buckets (research digest §2): short < 10 KB, medium
 // 100 KB .. 1 MB, long > 1 MB (KB = 1000 bytes). Sizes in between belong to

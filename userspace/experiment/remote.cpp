@@ -46,13 +46,6 @@ int open_output(const std::string &path)
 	return fd;
 }
 
-std::string trimmed(std::string s)
-{
-	while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-		s.pop_back();
-	return s;
-}
-
 // Reads one line from fd within the deadline (the byte-by-byte read keeps
 // the next answer in the pipe for the next call).
 bool read_line(int fd, std::string &line, std::uint64_t deadline_ns)
@@ -134,10 +127,10 @@ std::string ssh_run_checked(const SshTarget &target, const std::vector<std::stri
 {
 	ProcessResult r = ssh_run(target, remote_argv);
 	if (r.status == 255)
-		throw Error("cannot reach " + target.name + " (ssh " + target.destination + "): " + trimmed(r.output));
+		throw Error("cannot reach " + target.name + " (ssh " + target.destination + "): " + trim(r.output));
 	if (r.status != 0)
 		throw Error(what + " on " + target.name + " failed (exit " + std::to_string(r.status) +
-			    "): " + trimmed(r.output));
+			    "): " + trim(r.output));
 	return r.output;
 }
 
@@ -178,7 +171,7 @@ void ssh_fetch(const SshTarget &target, const std::string &remote_path, const st
 	}
 	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
 		::unlink(tmp.c_str());
-		throw Error("cannot copy " + remote_path + " from " + target.name + ": " + trimmed(err));
+		throw Error("cannot copy " + remote_path + " from " + target.name + ": " + trim(err));
 	}
 	if (::rename(tmp.c_str(), local_path.c_str()) != 0)
 		throw Error("cannot create " + local_path + ": " + std::strerror(errno));

@@ -398,7 +398,9 @@ std::vector<std::string> render_plots(const std::vector<PlotScript> &plots, cons
 			if (!f)
 				throw Error("cannot write " + gp);
 		}
-		ProcessResult r = run_process({"gnuplot", "gnuplot/" + p.name + ".gp"}, dir);
+		ProcessOptions in_dir;
+		in_dir.cwd = dir;
+		ProcessResult r = run_process({"gnuplot", "gnuplot/" + p.name + ".gp"}, in_dir);
 		std::string png = dir + "/" + p.name + ".png";
 		if (r.status != 0 || !path_exists(png))
 			throw Error("gnuplot failed on " + gp + ": " + r.output);

@@ -106,15 +106,6 @@ double FlowSizeCdf::mean_bytes() const
 namespace
 {
 
-std::string trim(const std::string &s)
-{
-	auto b = s.find_first_not_of(" \t\r");
-	if (b == std::string::npos)
-		return "";
-	auto e = s.find_last_not_of(" \t\r");
-	return s.substr(b, e - b + 1);
-}
-
 // A whole-field decimal number (strtod syntax, no trailing junk).
 bool parse_number(const std::string &field, double *out)
 {
