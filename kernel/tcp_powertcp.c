@@ -1,248 +1,34 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * tcp_powertcp.c - PowerTCP and theta-PowerTCP congestion control, fed by
- * in-band network telemetry (INT) carried in a TCP option.
+ * tcp_powertcp.c - PowerTCP and theta-PowerTCP as a kernel module: the
+ * kernel shell around the core. The algorithm is explained in
+ * include/lumen/powertcp.h, and what is done around it per ACK, on idle and
+ * on loss in include/lumen/powertcp_ack.h, both shared with the eBPF
+ * struct_ops (bpf/powertcp.bpf.c). Registers powertcp (PowerTCP from INT;
+ * without INT the core's RTT fallback) and theta_powertcp (RTT only).
  *
- * V. Addanki, O. Michel, S. Schmid: "PowerTCP: Pushing the Performance
- * Limits of Datacenter Networks", NSDI 2022; V. Addanki, PhD thesis, 2025.
- *
- * The algorithm
- * -------------
- * PowerTCP reacts to the "power" of the bottleneck, the product of its
- * queue-induced delay (voltage, q + b*tau) and its arrival rate (current,
- * dq/dt + mu). Normalised by the power of a link that is exactly busy with an
- * empty queue, power is 1 at the ideal operating point, above 1 when a queue
- * builds or grows and below 1 when the link is underused. On every ACK the
- * sender moves its window towards
- *
- *	cwnd = gamma * (cwnd_old / power + beta) + (1 - gamma) * cwnd
- *
- * (cwnd_old: the window the acknowledged data was sent with; beta: additive
- * increase, HostBw * tau / N unless configured) and paces at cwnd / tau. A
- * flow starts with one host bandwidth-delay product and has no slow start.
- * Queue length, transmitted bytes, timestamp and link rate of every hop come
- * from INT that switches stamp into data segments and the receiver echoes in
- * ACKs. theta-PowerTCP needs no switch support: with mu taken as b, power
- * becomes (1 + dRTT/dt) * RTT / tau, from RTT samples, once per RTT.
- *
- * The control law is not in this file. It is include/lumen/powertcp.h, the
- * integer-only core shared with the eBPF struct_ops (bpf/powertcp.bpf.c) and
- * the userspace tests, called per ACK through lumen_ptcp_on_ack(); its header
- * documents every fixed-point bound and design decision. This module only
- * connects the core to the kernel:
- *
- *	powertcp	PowerTCP from INT echoes. Without INT (no sockops
- *			program, no INT switch on the path, early demux off)
- *			it falls back to the theta-PowerTCP rule; counted.
- *	theta_powertcp	theta-PowerTCP, RTT only.
- *
- * Per ACK
- * -------
- * cong_control (both prototypes: (sk, rs) before 6.10, (sk, ack, flag, rs)
- * from 6.10) replaces the kernel's window logic entirely. It hands the core
- * the ACK time (tp->tcp_mstamp, the clock of the RTT samples), the ACK's RTT
- * sample (rs->rtt_us, which the kernel fills from the same value it passes to
- * pkts_acked, in every version; < 0 means none), snd_una, snd_nxt, the MSS
- * and, for powertcp, the INT echo stored for this socket since the previous
- * ACK (see below), and installs the result: tp->snd_cwnd = window / MSS,
- * clamped to [2, snd_cwnd_clamp], and sk_pacing_rate, capped at
- * sk_max_pacing_rate (SO_MAX_PACING_RATE). init asks TCP for pacing
- * (SK_PACING_NEEDED, unless sch_fq already paces) and installs the initial
- * window of one host BDP. The same decisions as the eBPF version.
- *
- * Loss, ECN, undo and idle
- * ------------------------
- * PowerTCP does not react to loss or ECN: ssthresh returns
- * TCP_INFINITE_SSTHRESH, so recovery does not lower the window target, and
- * since cong_control is set the kernel skips PRR and the end-of-recovery
- * window reset. Lost segments are retransmitted within the window the control
- * law computes; the queue that caused the loss shows up as power > 1 and
- * shrinks the window. After an RTO the kernel sets cwnd to the packets in
- * flight + 1; the next ACK restores the control law's window, paced, so not
- * as a burst. undo_cwnd keeps the current window: nothing was reduced. After
- * idle the power, INT and RTT histories no longer describe the network and
- * are discarded (lumen_ptcp_restart), the window is kept: on
- * CA_EVENT_CWND_RESTART (idle longer than the RTO, with
- * net.ipv4.tcp_slow_start_after_idle, after which the kernel also lowers
- * cwnd until the next ACK), and on CA_EVENT_TX_START only when no RTT sample
- * arrived for PTCP_IDLE_NS (1.05 ms, a quarter of the INT timestamp wrap):
- * request/response flows start from an empty pipe on every request and would
- * otherwise never keep an INT history.
- *
- * INT reception
- * -------------
- * The sender's request option and the receiver's echo are written by lumen's
- * eBPF sockops program (bpf/int_sockops.bpf.c, `lumen int enable`): the kernel
- * offers custom TCP options to BPF only, and a module that wrote options
- * itself would have to patch tcp_output. The module reads the echoes itself,
- * in the kernel, with no userspace and no BPF map in the per-ACK path.
- * Congestion-control hooks never see the skb, so a netfilter hook at
- * NF_INET_LOCAL_IN (IPv4 and IPv6, registered in every network namespace via
- * pernet_operations, priority last but one: after filtering, so dropped
- * segments are not used) looks at incoming TCP segments:
- *
- *  1. skb->sk, set by early demux for established sockets, must be a full
- *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
- *     every segment of every other socket leaves the hook here). The skb
- *     holds a reference on skb->sk, so the socket cannot go away.
- *  2. The TCP header and options are copied with skb_header_pointer() (no
- *     assumption about linear data; the skb is not modified) and walked
- *     with TCP's own rules: bounded by the header length, an option whose
- *     length is < 2 or runs past the header ends the walk. Segments without
- *     our option (kind 253, ExID 0x4C55), or carrying a request (data
- *     towards a receiver that also runs powertcp), leave here.
- *  3. Without skb->sk (early demux off: net.ipv4.ip_early_demux or
- *     tcp_early_demux = 0; loopback, whose skbs keep their route so early
- *     demux does not run) the hook looks the established socket up itself,
- *     as tcp_v4_rcv / tcp_v6_rcv will (__inet{,6}_lookup_established, a
- *     reference dropped at the end), and applies step 1 to it; counted as
- *     hook_lookup. Only echo-carrying segments pay for this lookup.
- *     IPv4 fragments are reassembled before LOCAL_IN, so the hook sees the
- *     whole segment (looked up: early demux skips fragments); IPv6 reassembles
- *     after LOCAL_IN, and the hook leaves IPv6 fragments alone: an echo that
- *     crossed the network in fragments is lost (no_int), never misread.
- *  4. The echo is parsed by lumen_int_parse(), which checks every length and
- *     field (refused: int_malformed). It is used only on an ACK that is
- *     neither SYN nor RST, whose ack_seq lies in [snd_una, snd_nxt] (old
- *     ACKs, which tcp_ack() ignores, are dropped here too; a blind attacker
- *     must hit the window, as for TCP itself) and whose TCP checksum is right
- *     (nf_checksum, as conntrack does; TCP then reuses the result).
- *  5. The socket's state is looked up in an rhashtable keyed by the socket
- *     pointer (see "Lifetime"); the echo is copied into it, with the
- *     segment's ack_seq and, when the connection uses timestamps, its TSval,
- *     and its generation counter (echo_gen) bumped, under a per-socket
- *     spinlock.
- *
- * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
- * takes the echo under the same lock (spin_lock_bh: from the socket backlog
- * it runs in process context with BH enabled) when echo_gen differs from the
- * generation it consumed last and the echo came on the very segment TCP is
- * processing: its ack_seq is snd_una (tcp_ack moved snd_una there) and its
- * TSval the one TCP parsed (rx_opt.rcv_tsval). Otherwise the ACK carried no
- * INT (no_int; an echo from another segment also counts hook_unmatched).
- *
- * Trust model
- * -----------
- *  - The hook runs before TCP validates a segment (sequence window, PAWS,
- *    MD5, socket filters). A segment TCP drops never reaches cong_control,
- *    and its stored echo does not match the next ACK TCP accepts (another
- *    ack_seq or TSval): it is never applied. An off-path attacker must guess
- *    the exact next ack_seq and TSval of the peer, on top of the checks in 4;
- *    without timestamps, the exact next ack_seq. A forged segment that TCP
- *    accepts is TCP's problem as much as ours.
- *  - An on-path attacker or a lying receiver controls INT. The core bounds
- *    what that can do (include/lumen/powertcp.h, "Liveness"): INT that
- *    cannot be used counts as none, and INT hiding a persistent queue is
- *    overridden by the RTT; the window stays within [2 MSS, BDP + beta].
- *  - ACKs that wait in the socket backlog while the application holds the
- *    socket lock were all seen by the hook on arrival, so only the newest
- *    echo is stored, and it matches only the newest of them; the others
- *    count as no_int. INT counters are cumulative, so skipping intermediate
- *    echoes loses no information: the next power sample spans the gap. No
- *    echo is ever applied twice, or to another segment than its own.
- *  - Registering a LOCAL_IN hook makes every namespace's local input pass
- *    through netfilter; for segments of other algorithms that costs the
- *    hook call and one pointer compare.
- * The eBPF sockops program parses the same echoes into its own map for the
- * struct_ops version; the two do not interact.
- *
- * Lifetime
- * --------
- * struct lumen_ptcp (window history, the previous ACK's INT hop stack, RTT
- * estimator) does not fit icsk_ca_priv, so, as tcp_cdg.c does, init
- * allocates a struct ptcp_sk (GFP_NOWAIT: init may run in softirq) and keeps
- * the pointer in icsk_ca_priv; release frees it. The CA callbacks run under
- * the socket lock, so for them the pointer is stable. The netfilter hook and
- * get_info (inet_diag calls it under RCU only, getsockopt(TCP_CC_INFO)
- * without the socket lock) run concurrently with setsockopt(TCP_CONGESTION),
- * which releases our state and lets another algorithm overwrite icsk_ca_priv:
- * re-checking icsk_ca_ops around reading the pointer narrows that window but
- * does not close it (no barrier orders the kernel's store of the new ops
- * before the new algorithm's writes to icsk_ca_priv, and ops can change back
- * to ours in between). So neither ever reads the pointer out of
- * icsk_ca_priv: they look the state up by socket address in the rhashtable
- * ptcp_socks, under RCU. release removes the state from the table before it
- * calls kfree_rcu(), so a lookup either misses or finds memory that stays
- * valid until the reader's RCU section ends; a hook that found a state just
- * being released writes an echo nobody reads, which is harmless. The
- * table holds live states only, so the socket address is an unambiguous key
- * even though TCP sockets are SLAB_TYPESAFE_BY_RCU. If the state cannot be
- * inserted (rhashtable under memory pressure) the flow still runs, without
- * INT and get_info (hash_fail).
- * If init cannot allocate the state (no_mem), the flow runs a defined
- * fallback, Reno: tcp_reno_cong_avoid() per ACK, the window cut to
- * ssthresh = cwnd / 2 at once on entering recovery or CWR (no PRR), Reno's
- * undo, no internal pacing. Its ACKs count as no_state.
- *
- * Link speed
- * ----------
- * host_bw_mbps = 0 takes HostBw from the link speed of the socket's output
- * device (its route at init). ethtool's link settings may only be read under
- * RTNL, which init cannot take, so a netdevice notifier (which runs under
- * RTNL) caches the speed of every device on NETDEV_UP and NETDEV_CHANGE and
- * forgets it on NETDEV_DOWN / UNREGISTER; init looks the device up in that
- * cache under RCU. A device without a speed (loopback, tunnels, virtio-net
- * without speed=) gives the core's default, 25000 Mbit/s (bw_default);
- * veth reports 10000. When that rate times a configured base_rtt_us exceeds
- * the core's 1 GiB window limit (10 Gbit/s x 1 s, say), the flow uses the
- * largest rate that fits, counted as bw_clamped instead of bw_detected /
- * bw_default.
- *
- * Parameters
- * ----------
- * /sys/module/tcp_powertcp/parameters/, writable at runtime by root, each
- * validated by lumen_ptcp_params_validate() together with the current values
- * of the others. A refused value returns -EINVAL, logs the parameter and its
- * range, and the old value stays. The set is published under a seqlock, and
- * every ACK reads a consistent snapshot, so running flows use a new value
- * from their next ACK. One set applies to both algorithms.
- *	base_rtt_us	tau in us, [1, 1000000]; 0 (default) = the flow's
- *			minimum RTT
- *	host_bw_mbps	HostBw in Mbit/s, [1, 1600000]; 0 (default) = link
- *			speed of the output device (above)
- *	expected_flows	N in beta = HostBw * tau / N, [1, 1000000] (10)
- *	beta_bytes	beta in bytes, [1, 2^30]; 0 (default) = from N
- *	gamma		EWMA weight in permille, [10, 1000] (900 = 0.9)
- *	stats		read only: counters, one "name value" per line
- *
- * ss -ti
- * ------
- * ss prints only the diag structures it knows (vegas, dctcp, bbr). get_info
- * answers with struct tcp_dctcp_info, whose four integers ss prints verbatim
- * and whose "enabled" flag distinguishes a flow without state:
- *	dctcp:(ce_state:H,alpha:P,ab_ecn:W,ab_tot:F)
- *	  H  INT hops in the last echo (0: none yet / theta_powertcp)
- *	  P  smoothed normalised power in permille (1000 = 1.0) that the last
- *	     window update used: INT power, or RTT power in theta mode and in
- *	     the fallback
- *	  W  cwnd_old of the last update, bytes
- *	  F  window updates from the RTT rule because INT was missing
- *	     (powertcp); 0 for theta_powertcp
- *	dctcp:fallback_mode   no state: the Reno fallback above
- * The window, pacing rate and RTTs are in ss's own fields.
- *
- * Tracepoint: powertcp:powertcp_ack (powertcp_trace.h), per processed ACK.
- *
- * Loading and unloading
- * ---------------------
- * init registers, in order: the socket table, the netdevice notifier, the
- * per-namespace netfilter hooks, powertcp, theta_powertcp; any failure
- * unwinds what was registered before it. A name already taken (another
- * module, or a BPF struct_ops of that name) fails the load with EEXIST and
- * a log line; neither name stays registered. The kernel exports no lookup
- * by name, so the names cannot be checked before registering: if
- * theta_powertcp is taken, powertcp was selectable for a moment, and should
- * a socket have selected it then, failing init would free the module under
- * that socket; the module then stays loaded with no algorithm registered. Sockets using either algorithm
- * hold a reference on the module (taken by the TCP core), so rmmod fails
- * with EBUSY while any exists, and every state has been released when exit
- * runs. exit unregisters both algorithms (the TCP core waits for RCU readers
- * such as inet_diag), then the hooks (nf_unregister_net_hooks waits for
- * running ones), then the notifier, and calls rcu_barrier() before it
- * destroys the tables. (kfree_rcu runs no module code, so pending frees
- * need not be waited for; the barrier is for anything that does.) The
- * "states" counter in stats shows per-socket states allocated and not yet
- * released, so a leak would be visible from a shell.
+ * What this shell adds, each part explained at its section below:
+ *  - Hooks: cong_control in both prototypes ((sk, rs) before 6.10, (sk, ack,
+ *    flag, rs) from 6.10), init, release, cwnd_event, ssthresh, undo_cwnd,
+ *    get_info. A flow without state (no memory) runs Reno (no_state).
+ *  - INT reception: lumen's sockops program writes the request and echo
+ *    options; a netfilter hook at LOCAL_IN reads the echoes for powertcp
+ *    sockets, so the per-ACK path has no BPF map and no userspace.
+ *  - Trust model: the hook runs before TCP validates a segment. It stores an
+ *    echo with its segment's ack_seq and TSval, and cong_control applies it
+ *    only to the ACK that TCP accepted with exactly those, once; any other
+ *    ACK counts as no_int. What lying INT can do is bounded by the core
+ *    (powertcp.h, "Liveness"). Details at "INT reception".
+ *  - State: struct ptcp_sk, allocated by init and pointed to from
+ *    icsk_ca_priv; the hook and get_info, which run without the socket lock,
+ *    find it in an RCU hash table instead ("Per-socket state").
+ *  - Parameters: module_param_cb under /sys/module/tcp_powertcp/parameters/,
+ *    validated as a set by lumen_ptcp_params_validate(), published under a
+ *    seqlock and used by running flows from their next ACK; host_bw_mbps = 0
+ *    takes the output device's link speed ("Link speed").
+ *  - Counters: the read-only parameter `stats` (enum ptcp_counter); ss -ti
+ *    through get_info (ptcp_get_info); the tracepoint powertcp:powertcp_ack
+ *    (powertcp_trace.h) per ACK. Loading and unloading: at "Module".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -266,14 +52,11 @@
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
-#include "lumen/powertcp.h"
+#include "lumen/powertcp_ack.h"
 #include "lumen/tcp_option.h"
 
 #define CREATE_TRACE_POINTS
 #include "powertcp_trace.h"
-
-/* TX_START restarts the histories only after this long without an RTT sample. */
-#define PTCP_IDLE_NS (LUMEN_INT_WRAP_NS / 4)
 
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                */
@@ -343,6 +126,16 @@ static void ptcp_count(enum ptcp_counter c)
 	this_cpu_inc(ptcp_stats.cnt[c]);
 }
 
+/* The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. */
+static void ptcp_count_events(u32 events)
+{
+#define PTCP_COUNT_EVENT(id)                                                                                           \
+	if (events & LUMEN_PTCP_EV(id))                                                                                \
+		ptcp_count(PTCP_CNT_##id);
+	LUMEN_PTCP_EVENTS(PTCP_COUNT_EVENT)
+#undef PTCP_COUNT_EVENT
+}
+
 static u64 ptcp_counter_sum(enum ptcp_counter c)
 {
 	u64 sum = 0;
@@ -355,6 +148,16 @@ static u64 ptcp_counter_sum(enum ptcp_counter c)
 
 /* ---------------------------------------------------------------------- */
 /* Parameters                                                              */
+
+/*
+ * /sys/module/tcp_powertcp/parameters/, writable at runtime by root; one set
+ * for both algorithms (ranges in MODULE_PARM_DESC below and in README.md).
+ * A new value is validated by lumen_ptcp_params_validate() together with the
+ * current values of the others; a refused one returns -EINVAL and logs the
+ * parameter and its range, and the old value stays. The set is published
+ * under a seqlock and every ACK reads a consistent snapshot, so running flows
+ * use a new value from their next ACK.
+ */
 
 enum ptcp_param_id {
 	PTCP_PARAM_BASE_RTT_US,
@@ -578,6 +381,20 @@ static void ptcp_params_read(struct lumen_ptcp_params *p)
 /* ---------------------------------------------------------------------- */
 /* Link speed cache (host_bw_mbps = 0)                                     */
 
+/*
+ * Link speed: host_bw_mbps = 0 takes HostBw from the link speed of the
+ * socket's output device (its route at init). ethtool's link settings may
+ * only be read under RTNL, which init cannot take, so a netdevice notifier
+ * (which runs under RTNL) caches the speed of every device on NETDEV_UP and
+ * NETDEV_CHANGE and forgets it on NETDEV_DOWN / UNREGISTER; init looks the
+ * device up in that cache under RCU. A device without a speed (loopback,
+ * tunnels, virtio-net without speed=) gives the core's default, 25000 Mbit/s
+ * (bw_default); veth reports 10000. When that rate times a configured
+ * base_rtt_us exceeds the core's 1 GiB window limit (10 Gbit/s x 1 s, say),
+ * the flow uses the largest rate that fits, counted as bw_clamped instead of
+ * bw_detected / bw_default.
+ */
+
 struct ptcp_dev_bw {
 	struct hlist_node node;
 	const struct net_device *dev; /* key; removed before the device is freed */
@@ -706,6 +523,35 @@ static u32 ptcp_detect_bw(struct sock *sk)
 /* ---------------------------------------------------------------------- */
 /* Per-socket state                                                        */
 
+/*
+ * struct lumen_ptcp (window history, the previous ACK's INT hop stack, RTT
+ * estimator) does not fit icsk_ca_priv, so, as tcp_cdg.c does, init
+ * allocates a struct ptcp_sk (GFP_NOWAIT: init may run in softirq) and keeps
+ * the pointer in icsk_ca_priv; release frees it. The CA callbacks run under
+ * the socket lock, so for them the pointer is stable. The netfilter hook and
+ * get_info (inet_diag calls it under RCU only, getsockopt(TCP_CC_INFO)
+ * without the socket lock) run concurrently with setsockopt(TCP_CONGESTION),
+ * which releases our state and lets another algorithm overwrite icsk_ca_priv:
+ * re-checking icsk_ca_ops around reading the pointer narrows that window but
+ * does not close it (no barrier orders the kernel's store of the new ops
+ * before the new algorithm's writes to icsk_ca_priv, and ops can change back
+ * to ours in between). So neither ever reads the pointer out of
+ * icsk_ca_priv: they look the state up by socket address in the rhashtable
+ * ptcp_socks, under RCU. release removes the state from the table before it
+ * calls kfree_rcu(), so a lookup either misses or finds memory that stays
+ * valid until the reader's RCU section ends; a hook that found a state just
+ * being released writes an echo nobody reads, which is harmless. The table
+ * holds live states only, so the socket address is an unambiguous key even
+ * though TCP sockets are SLAB_TYPESAFE_BY_RCU. If the state cannot be
+ * inserted (rhashtable under memory pressure) the flow still runs, without
+ * INT and get_info (hash_fail).
+ *
+ * If init cannot allocate the state (no_mem), the flow runs a defined
+ * fallback, Reno: tcp_reno_cong_avoid() per ACK, the window cut to
+ * ssthresh = cwnd / 2 at once on entering recovery or CWR (no PRR), Reno's
+ * undo, no internal pacing. Its ACKs count as no_state.
+ */
+
 struct ptcp_sk {
 	struct rhash_head node; /* in ptcp_socks, key sk */
 	const struct sock *sk;
@@ -779,16 +625,14 @@ static u64 ptcp_update_power(const struct ptcp_sk *s)
 	return s->last_src == LUMEN_PTCP_UPDATED_INT ? s->st.smooth_power : s->st.smooth_rtt_power;
 }
 
-/* Install the core's window (bytes -> segments) and pacing rate. */
+/* Install the core's window and pacing rate. */
 static void ptcp_apply(struct sock *sk, const struct lumen_ptcp *st)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u64 segs = div_u64(st->cwnd_bytes, tp->mss_cache ? tp->mss_cache : 1);
 
-	segs = max_t(u64, segs, LUMEN_PTCP_MIN_CWND_SEGS);
-	segs = min_t(u64, segs, tp->snd_cwnd_clamp);
-	tcp_snd_cwnd_set(tp, segs ? (u32)segs : 1);
-	WRITE_ONCE(sk->sk_pacing_rate, (unsigned long)min_t(u64, st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate)));
+	tcp_snd_cwnd_set(tp, lumen_ptcp_cwnd_segs(st->cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
+	WRITE_ONCE(sk->sk_pacing_rate,
+		   (unsigned long)lumen_ptcp_pacing_cap(st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate)));
 }
 
 static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
@@ -803,7 +647,7 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	s = kzalloc(sizeof(*s), GFP_NOWAIT | __GFP_NOWARN);
 	if (!s) {
 		ptcp_count(PTCP_CNT_NO_MEM);
-		return; /* Reno fallback, see the header */
+		return; /* Reno fallback, see "Per-socket state" */
 	}
 	atomic_long_inc(&ptcp_states);
 	s->sk = sk;
@@ -888,6 +732,13 @@ static bool ptcp_echo_is_this_ack(const struct ptcp_sk *s, const struct tcp_sock
 	return !s->echo_has_ts || s->echo_tsval == tp->rx_opt.rcv_tsval;
 }
 
+/*
+ * cong_control, for an ACK TCP accepted. rs->rtt_us is the ACK's RTT sample,
+ * which the kernel fills from the same value it passes to pkts_acked, in
+ * every version (< 0: none). The echo is taken under s->lock with
+ * spin_lock_bh: from the socket backlog this runs in process context with BH
+ * enabled, and the hook writes from softirq.
+ */
 static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 {
 	struct ptcp_ca *ca = inet_csk_ca(sk);
@@ -899,22 +750,14 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	enum lumen_ptcp_result res;
 	bool have_echo = false;
 	long rtt_us = rs->rtt_us;
-	u32 unusable, guard;
 
 	if (!s) {
 		ptcp_count(PTCP_CNT_NO_STATE);
 		ptcp_fallback(sk, rs);
 		return;
 	}
-	ptcp_count(PTCP_CNT_ACKS);
 	ptcp_flow_params(s, &p);
-
-	ack.now_ns = tp->tcp_mstamp * NSEC_PER_USEC;
-	/* 0 means "no sample" to the core: a sub-microsecond RTT counts as 1 us */
-	ack.rtt_ns = rtt_us < 0 ? 0 : (u64)(rtt_us ? rtt_us : 1) * NSEC_PER_USEC;
-	ack.snd_una = tp->snd_una;
-	ack.snd_nxt = tp->snd_nxt;
-	ack.mss = tp->mss_cache;
+	lumen_ptcp_ack_make(&ack, tp->tcp_mstamp, rtt_us, tp->snd_una, tp->snd_nxt, tp->mss_cache);
 
 	if (s->st.mode == LUMEN_PTCP_MODE_INT) {
 		spin_lock_bh(&s->lock);
@@ -928,23 +771,9 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 			}
 		}
 		spin_unlock_bh(&s->lock);
-		if (!have_echo)
-			ptcp_count(PTCP_CNT_NO_INT);
 	}
 
-	unusable = s->st.stats.int_unusable;
-	guard = s->st.stats.rtt_guard;
-	res = lumen_ptcp_on_ack(&s->st, &p, &ack, have_echo ? &echo : NULL);
-	if (s->st.stats.int_unusable != unusable)
-		ptcp_count(PTCP_CNT_INT_UNUSABLE);
-	if (s->st.stats.rtt_guard != guard)
-		ptcp_count(PTCP_CNT_RTT_GUARD);
-	if (res == LUMEN_PTCP_UPDATED_INT)
-		ptcp_count(PTCP_CNT_INT_UPDATES);
-	else if (res == LUMEN_PTCP_UPDATED_RTT && s->st.mode == LUMEN_PTCP_MODE_INT)
-		ptcp_count(PTCP_CNT_FALLBACK_UPDATES);
-	else if (res == LUMEN_PTCP_UPDATED_RTT)
-		ptcp_count(PTCP_CNT_RTT_UPDATES);
+	ptcp_count_events(lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res));
 	if (res != LUMEN_PTCP_HELD)
 		s->last_src = (u8)res;
 	ptcp_apply(sk, &s->st);
@@ -963,24 +792,19 @@ static void ptcp_cong_control(struct sock *sk, const struct rate_sample *rs)
 }
 #endif
 
+/* Idle restart (include/lumen/powertcp_ack.h, "Idle"). */
 static void ptcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 {
 	struct ptcp_ca *ca = inet_csk_ca(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ptcp_sk *s = ca->s;
-	u64 now_ns;
 
-	if (!s || (ev != CA_EVENT_TX_START && ev != CA_EVENT_CWND_RESTART))
-		return;
-	now_ns = tp->tcp_mstamp * NSEC_PER_USEC;
-	if (ev == CA_EVENT_TX_START && s->st.have_rtt && now_ns >= s->st.prev_rtt_time_ns &&
-	    now_ns - s->st.prev_rtt_time_ns < PTCP_IDLE_NS)
-		return;
-	lumen_ptcp_restart(&s->st, tp->snd_nxt);
-	ptcp_count(PTCP_CNT_RESTARTS);
+	if (s)
+		ptcp_count_events(lumen_ptcp_tx_event(&s->st, LUMEN_PTCP_TX_EVENT(ev),
+						      lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
 }
 
-/* No slow start, and loss does not lower the target (see the header). */
+/* No slow start, and loss does not lower the target (powertcp_ack.h). */
 static u32 ptcp_ssthresh(struct sock *sk)
 {
 	const struct ptcp_ca *ca = inet_csk_ca(sk);
@@ -995,7 +819,21 @@ static u32 ptcp_undo_cwnd(struct sock *sk)
 	return ca->s ? tcp_snd_cwnd(tcp_sk(sk)) : tcp_reno_undo_cwnd(sk);
 }
 
-/* ss -ti: struct tcp_dctcp_info, mapping in the header comment. */
+/*
+ * ss -ti: ss prints only the diag structures it knows (vegas, dctcp, bbr).
+ * get_info answers with struct tcp_dctcp_info, whose four integers ss prints
+ * verbatim and whose "enabled" flag distinguishes a flow without state:
+ *	dctcp:(ce_state:H,alpha:P,ab_ecn:W,ab_tot:F)
+ *	  H  INT hops in the last echo (0: none yet / theta_powertcp)
+ *	  P  smoothed normalised power in permille (1000 = 1.0) that the last
+ *	     window update used: INT power, or RTT power in theta mode and in
+ *	     the fallback
+ *	  W  cwnd_old of the last update, bytes
+ *	  F  window updates from the RTT rule because INT was missing
+ *	     (powertcp); 0 for theta_powertcp
+ *	dctcp:fallback_mode   no state: the Reno fallback
+ * The window, pacing rate and RTTs are in ss's own fields.
+ */
 static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_info *info)
 {
 	const struct ptcp_sk *s;
@@ -1020,32 +858,91 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 	return sizeof(info->dctcp);
 }
 
-static struct tcp_congestion_ops ptcp_int_ops __read_mostly = {
-	.init = ptcp_int_init,
-	.release = ptcp_release,
-	.ssthresh = ptcp_ssthresh,
-	.undo_cwnd = ptcp_undo_cwnd,
-	.cwnd_event = ptcp_cwnd_event,
-	.cong_control = ptcp_cong_control,
-	.get_info = ptcp_get_info,
-	.owner = THIS_MODULE,
-	.name = "powertcp",
-};
+/* The two algorithms differ only in their init (the mode) and name. */
+#define PTCP_OPS(init_fn, algo_name)                                                                                   \
+	{                                                                                                              \
+		.init = init_fn, .release = ptcp_release, .ssthresh = ptcp_ssthresh, .undo_cwnd = ptcp_undo_cwnd,      \
+		.cwnd_event = ptcp_cwnd_event, .cong_control = ptcp_cong_control, .get_info = ptcp_get_info,           \
+		.owner = THIS_MODULE, .name = algo_name,                                                               \
+	}
 
-static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = {
-	.init = ptcp_theta_init,
-	.release = ptcp_release,
-	.ssthresh = ptcp_ssthresh,
-	.undo_cwnd = ptcp_undo_cwnd,
-	.cwnd_event = ptcp_cwnd_event,
-	.cong_control = ptcp_cong_control,
-	.get_info = ptcp_get_info,
-	.owner = THIS_MODULE,
-	.name = "theta_powertcp",
-};
+static struct tcp_congestion_ops ptcp_int_ops __read_mostly = PTCP_OPS(ptcp_int_init, "powertcp");
+static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_theta_init, "theta_powertcp");
 
 /* ---------------------------------------------------------------------- */
 /* INT reception: netfilter hook at LOCAL_IN                               */
+
+/*
+ * The sender's request option and the receiver's echo are written by lumen's
+ * eBPF sockops program (bpf/int_sockops.bpf.c, `lumen int enable`): the kernel
+ * offers custom TCP options to BPF only, and a module that wrote options
+ * itself would have to patch tcp_output. The module reads the echoes itself.
+ * Congestion-control hooks never see the skb, so a netfilter hook at
+ * NF_INET_LOCAL_IN (IPv4 and IPv6, registered in every network namespace via
+ * pernet_operations, priority last but one: after filtering, so dropped
+ * segments are not used) looks at incoming TCP segments:
+ *
+ *  1. skb->sk, set by early demux for established sockets, must be a full
+ *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
+ *     every segment of every other socket leaves the hook here). The skb
+ *     holds a reference on skb->sk, so the socket cannot go away.
+ *  2. The TCP header and options are copied with skb_header_pointer() (no
+ *     assumption about linear data; the skb is not modified) and walked
+ *     with TCP's own rules: bounded by the header length, an option whose
+ *     length is < 2 or runs past the header ends the walk. Segments without
+ *     our option (kind 253, ExID 0x4C55), or carrying a request (data
+ *     towards a receiver that also runs powertcp), leave here.
+ *  3. Without skb->sk (early demux off: net.ipv4.ip_early_demux or
+ *     tcp_early_demux = 0; loopback, whose skbs keep their route so early
+ *     demux does not run) the hook looks the established socket up itself,
+ *     as tcp_v4_rcv / tcp_v6_rcv will (__inet{,6}_lookup_established, a
+ *     reference dropped at the end), and applies step 1 to it; counted as
+ *     hook_lookup. Only echo-carrying segments pay for this lookup.
+ *     IPv4 fragments are reassembled before LOCAL_IN, so the hook sees the
+ *     whole segment (looked up: early demux skips fragments); IPv6 reassembles
+ *     after LOCAL_IN, and the hook leaves IPv6 fragments alone: an echo that
+ *     crossed the network in fragments is lost (no_int), never misread.
+ *  4. The echo is parsed by lumen_int_parse(), which checks every length and
+ *     field (refused: int_malformed). It is used only on an ACK that is
+ *     neither SYN nor RST, whose ack_seq lies in [snd_una, snd_nxt] (old
+ *     ACKs, which tcp_ack() ignores, are dropped here too; a blind attacker
+ *     must hit the window, as for TCP itself) and whose TCP checksum is right
+ *     (nf_checksum, as conntrack does; TCP then reuses the result).
+ *  5. The socket's state is looked up in ptcp_socks ("Per-socket state");
+ *     the echo is copied into it, with the segment's ack_seq and, when the
+ *     connection uses timestamps, its TSval, and its generation counter
+ *     (echo_gen) bumped, under a per-socket spinlock.
+ *
+ * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
+ * takes the echo when echo_gen differs from the generation it consumed last
+ * and the echo came on the very segment TCP is processing
+ * (ptcp_echo_is_this_ack). Otherwise the ACK carried no INT (no_int; an echo
+ * from another segment also counts hook_unmatched).
+ *
+ * Trust model, in detail:
+ *  - The hook runs before TCP validates a segment (sequence window, PAWS,
+ *    MD5, socket filters). A segment TCP drops never reaches cong_control,
+ *    and its stored echo does not match the next ACK TCP accepts (another
+ *    ack_seq or TSval): it is never applied. An off-path attacker must guess
+ *    the exact next ack_seq and TSval of the peer, on top of the checks in 4;
+ *    without timestamps, the exact next ack_seq. A forged segment that TCP
+ *    accepts is TCP's problem as much as ours.
+ *  - An on-path attacker or a lying receiver controls INT. The core bounds
+ *    what that can do (include/lumen/powertcp.h, "Liveness"): INT that
+ *    cannot be used counts as none, and INT hiding a persistent queue is
+ *    overridden by the RTT; the window stays within [2 MSS, BDP + beta].
+ *  - ACKs that wait in the socket backlog while the application holds the
+ *    socket lock were all seen by the hook on arrival, so only the newest
+ *    echo is stored, and it matches only the newest of them; the others
+ *    count as no_int. INT counters are cumulative, so skipping intermediate
+ *    echoes loses no information: the next power sample spans the gap. No
+ *    echo is ever applied twice, or to another segment than its own.
+ *  - Registering a LOCAL_IN hook makes every namespace's local input pass
+ *    through netfilter; for segments of other algorithms that costs the
+ *    hook call and one pointer compare.
+ * The eBPF sockops program parses the same echoes into its own map for the
+ * struct_ops version; the two do not interact.
+ */
 
 /*
  * The established socket of a segment that early demux did not assign
@@ -1239,6 +1136,28 @@ static struct pernet_operations ptcp_net_ops = {
 
 /* ---------------------------------------------------------------------- */
 /* Module                                                                  */
+
+/*
+ * Loading and unloading. init registers, in order: the socket table, the
+ * netdevice notifier, the per-namespace netfilter hooks, powertcp,
+ * theta_powertcp; any failure unwinds what was registered before it. A name
+ * already taken (another module, or a BPF struct_ops of that name) fails the
+ * load with EEXIST and a log line; neither name stays registered. The kernel
+ * exports no lookup by name, so the names cannot be checked before
+ * registering: if theta_powertcp is taken, powertcp was selectable for a
+ * moment, and should a socket have selected it then, failing init would free
+ * the module under that socket; the module then stays loaded with no
+ * algorithm registered. Sockets using either algorithm hold a reference on
+ * the module (taken by the TCP core), so rmmod fails with EBUSY while any
+ * exists, and every state has been released when exit runs. exit unregisters
+ * both algorithms (the TCP core waits for RCU readers such as inet_diag),
+ * then the hooks (nf_unregister_net_hooks waits for running ones), then the
+ * notifier, and calls rcu_barrier() before it destroys the tables. (kfree_rcu
+ * runs no module code, so pending frees need not be waited for; the barrier
+ * is for anything that does.) The "states" counter in stats shows per-socket
+ * states allocated and not yet released, so a leak would be visible from a
+ * shell.
+ */
 
 /* Both algorithms registered (see ptcp_register for when they are not). */
 static bool ptcp_registered;

@@ -137,6 +137,56 @@ TEST(ExperimentSpec, PoissonPhasesAndLoadSweeps)
 		<< error_of(too_much);
 }
 
+TEST(ExperimentSpec, SenderSweeps)
+{
+	std::string sweep =
+		R"({"name": "b", "topology": {"topology": "dumbbell", "senders": 4}, "algorithms": ["cubic"],
+	  "duration": 10, "sender_counts": [2, 4],
+	  "phases": [{"name": "long", "kind": "long", "from": "senders", "to": "r1", "duration": 10},
+	             {"name": "burst", "kind": "incast", "from": "senders", "to": "r1", "start": 2,
+	              "size": "64k", "bursts": 1, "period": 1}]})";
+	ExperimentSpec s = parse_experiment(sweep, "b.json");
+	auto cases = experiment_cases(s);
+	ASSERT_EQ(cases.size(), 2u);
+	EXPECT_EQ(cases[0].name, "senders2");
+	EXPECT_EQ(cases[0].senders, 2u);
+	EXPECT_EQ(cases[1].name, "senders4");
+	EXPECT_NE(experiment_to_json(s).find("\"sender_counts\""), std::string::npos);
+
+	// a long phase takes the first N of its hosts; other kinds keep theirs
+	std::vector<HostRef> hosts = {{"s1", "sender"}, {"s2", "sender"}, {"s3", "sender"}, {"r1", "receiver"}};
+	EXPECT_EQ(phase_senders(s.phases[0], cases[0], hosts, "from"), (std::vector<std::string>{"s1", "s2"}));
+	EXPECT_EQ(phase_senders(s.phases[1], cases[0], hosts, "from").size(), 3u);
+	try {
+		phase_senders(s.phases[0], cases[1], hosts, "phase long: from");
+		ADD_FAILURE() << "4 senders out of 3 accepted";
+	} catch (const UsageError &e) {
+		EXPECT_NE(std::string(e.what()).find("phase long: from: case senders4 needs 4 senders, the selectors "
+						     "name 3"),
+			  std::string::npos)
+			<< e.what();
+	}
+
+	auto refused = [](std::string text, const std::string &from, const std::string &to) {
+		text.replace(text.find(from), from.size(), to);
+		return error_of(text);
+	};
+	EXPECT_NE(refused(sweep, "[2, 4]", "[2, 2]").find("sender_counts[1]: sender count listed twice"),
+		  std::string::npos);
+	EXPECT_NE(refused(sweep, "[2, 4]", "[0]").find("sender_counts[0]: expected a whole number within 1..1000"),
+		  std::string::npos);
+	EXPECT_NE(refused(sweep, "[2, 4]", "[]").find("sender_counts: expected a non-empty list"), std::string::npos);
+	EXPECT_NE(refused(sweep, "\"sender_counts\"", "\"loads\": [0.5], \"sender_counts\"")
+			  .find("sender_counts: one sweep per experiment"),
+		  std::string::npos);
+	EXPECT_NE(refused(sweep,
+			  "{\"name\": \"long\", \"kind\": \"long\", \"from\": \"senders\", \"to\": \"r1\", "
+			  "\"duration\": 10},",
+			  "")
+			  .find("sender_counts: a sender sweep needs at least one long phase"),
+		  std::string::npos);
+}
+
 TEST(ExperimentSpec, ScalesEveryTime)
 {
 	ExperimentSpec s = parse_experiment(kValid, "x.json");

@@ -6,11 +6,17 @@
  * header_bpf_compile), which fails on anything BPF cannot express (floating
  * point, signed division, 128-bit arithmetic).
  */
-#include "lumen/powertcp.h"
+#include "lumen/powertcp_ack.h"
 #include "lumen/tcp_option.h"
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,
 		       const struct lumen_int_opt *echo);
+__u32 lumen_check_ack_process(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
+			      const struct lumen_ptcp_ack *ack, const struct lumen_int_opt *echo);
+void lumen_check_ack_make(struct lumen_ptcp_ack *ack, __u64 mstamp_us, __s64 rtt_us, const __u32 *una_nxt_mss);
+__u32 lumen_check_tx_event(struct lumen_ptcp *st, __u32 cwnd_restart, __u64 now_ns, __u32 snd_nxt);
+__u32 lumen_check_cwnd_segs(__u64 cwnd_bytes, __u32 mss, __u32 cwnd_clamp);
+__u64 lumen_check_pacing_cap(__u64 rate, __u64 max_rate);
 int lumen_check_parse(const __u8 *buf, __u32 len, struct lumen_int_opt *opt);
 int lumen_check_tcp_opt(const struct lumen_tcp_opts *o, __u32 len);
 struct lumen_check_port {
@@ -28,6 +34,36 @@ int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
 	if (lumen_ptcp_params_validate(p))
 		return -1;
 	return (int)lumen_ptcp_on_ack(st, p, ack, echo);
+}
+
+/* The shells' per-ACK policy (powertcp_ack.h); BPF calls take <= 5 arguments. */
+__u32 lumen_check_ack_process(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
+			      const struct lumen_ptcp_ack *ack, const struct lumen_int_opt *echo)
+{
+	enum lumen_ptcp_result res;
+	__u32 events = lumen_ptcp_ack_process(st, p, ack, echo, &res);
+
+	return events | ((__u32)res << 16);
+}
+
+void lumen_check_ack_make(struct lumen_ptcp_ack *ack, __u64 mstamp_us, __s64 rtt_us, const __u32 *una_nxt_mss)
+{
+	lumen_ptcp_ack_make(ack, mstamp_us, rtt_us, una_nxt_mss[0], una_nxt_mss[1], una_nxt_mss[2]);
+}
+
+__u32 lumen_check_tx_event(struct lumen_ptcp *st, __u32 cwnd_restart, __u64 now_ns, __u32 snd_nxt)
+{
+	return lumen_ptcp_tx_event(st, cwnd_restart ? LUMEN_PTCP_CWND_RESTART : LUMEN_PTCP_TX_START, now_ns, snd_nxt);
+}
+
+__u32 lumen_check_cwnd_segs(__u64 cwnd_bytes, __u32 mss, __u32 cwnd_clamp)
+{
+	return lumen_ptcp_cwnd_segs(cwnd_bytes, mss, cwnd_clamp);
+}
+
+__u64 lumen_check_pacing_cap(__u64 rate, __u64 max_rate)
+{
+	return lumen_ptcp_pacing_cap(rate, max_rate);
 }
 
 int lumen_check_parse(const __u8 *buf, __u32 len, struct lumen_int_opt *opt)

@@ -2,8 +2,10 @@
 //
 // Edge cases of the PowerTCP core: parameter validation, first ACK, no INT,
 // duplicate / zero / wrapped timestamps and counters, path changes, extreme
-// rates and queues, sequence wraparound, runtime parameter changes. Run under
-// UBSan in CI, so any overflow or division by zero fails the suite.
+// rates and queues, sequence wraparound, runtime parameter changes; and of
+// the shells' per-ACK policy (powertcp_ack.h): RTT sample conversion,
+// counter events, segments and pacing. Run under UBSan in CI, so any
+// overflow or division by zero fails the suite.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,7 @@
 #include <string>
 
 extern "C" {
-#include "lumen/powertcp.h"
+#include "lumen/powertcp_ack.h"
 }
 
 namespace
@@ -642,6 +644,156 @@ TEST(Theta, SameTimestampGivesNoGradient)
 	a.rtt_ns = 90000; // same arrival time: no division by zero, no sample
 	EXPECT_EQ(lumen_ptcp_rtt_sample(&st, &a, 20000), 0);
 	EXPECT_EQ(st.smooth_rtt_power, 0u);
+}
+
+// ------------------------------------------------------------------------
+// The shells' per-ACK policy (powertcp_ack.h)
+
+TEST(ShellRtt, KernelSampleBecomesNanosecondsAndNoneStaysNone)
+{
+	EXPECT_EQ(lumen_ptcp_rtt_ns(-1), 0u); // the kernel's "no sample"
+	EXPECT_EQ(lumen_ptcp_rtt_ns(-1000), 0u);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(std::numeric_limits<int64_t>::min()), 0u);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(0), 1000u); // sub-microsecond: still a sample
+	EXPECT_EQ(lumen_ptcp_rtt_ns(1), 1000u);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(250), 250000u);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(std::numeric_limits<int32_t>::max()), 2147483647000ull); // ack_sample's range
+	const uint64_t cap = LUMEN_PTCP_RTT_US_MAX * 1000;
+	EXPECT_EQ(lumen_ptcp_rtt_ns(int64_t(LUMEN_PTCP_RTT_US_MAX)), cap);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(int64_t(LUMEN_PTCP_RTT_US_MAX) + 1), cap);
+	// 2^62 us * 1000 is 0 mod 2^64 and INT64_MAX * 1000 is close to it:
+	// without the cap they would read as "no sample" or as ~584 years
+	EXPECT_EQ(lumen_ptcp_rtt_ns(int64_t(1) << 62), cap);
+	EXPECT_EQ(lumen_ptcp_rtt_ns(std::numeric_limits<int64_t>::max()), cap);
+}
+
+TEST(ShellRtt, CappedSamplesActAsTheCoresOwnClamp)
+{
+	// the cap is behind the core's 2^32 ns clamp, so it changes nothing:
+	// two flows, one fed the capped value, one far more, stay identical
+	lumen_ptcp_params p = params_10g_20us();
+	p.base_rtt_ns = 0; // the tau fallback sees the samples too
+	for (lumen_ptcp_mode mode : {LUMEN_PTCP_MODE_INT, LUMEN_PTCP_MODE_THETA}) {
+		Flow a(p, mode), b(p, mode);
+		for (int i = 0; i < 50; i++) {
+			uint64_t rtt = i % 3 ? 30000 : 0;
+			a.ack(nullptr, rtt ? rtt : lumen_ptcp_rtt_ns(std::numeric_limits<int64_t>::max()), 3000);
+			b.ack(nullptr, rtt ? rtt : 1ull << 60, 3000);
+			ASSERT_EQ(a.st.cwnd_bytes, b.st.cwnd_bytes) << i;
+			ASSERT_EQ(a.st.smooth_rtt_power, b.st.smooth_rtt_power) << i;
+			ASSERT_EQ(a.st.rtt_floor_ns, b.st.rtt_floor_ns) << i;
+			ASSERT_EQ(a.st.tau_ns, b.st.tau_ns) << i;
+		}
+		EXPECT_GT(a.st.stats.rtt_updates + a.st.stats.fallback_updates, 0u);
+	}
+}
+
+TEST(ShellAck, MakeTakesTcpTimeInMicrosecondsAndCopiesTheRest)
+{
+	lumen_ptcp_ack a;
+	lumen_ptcp_ack_make(&a, 123456789, 42, 0xfffffff0u, 0x10u, 1448);
+	EXPECT_EQ(a.now_ns, 123456789000ull);
+	EXPECT_EQ(a.rtt_ns, 42000u);
+	EXPECT_EQ(a.snd_una, 0xfffffff0u);
+	EXPECT_EQ(a.snd_nxt, 0x10u);
+	EXPECT_EQ(a.mss, 1448u);
+	lumen_ptcp_ack_make(&a, 0, -1, 0, 0, 0);
+	EXPECT_EQ(a.now_ns, 0u);
+	EXPECT_EQ(a.rtt_ns, 0u);
+	EXPECT_EQ(a.mss, 0u); // left to the core, which takes 0 as 1 byte
+	EXPECT_EQ(lumen_ptcp_tcp_ns(1), 1000u);
+}
+
+TEST(ShellOutput, WindowInSegmentsRoundsDownAndStaysWithinTheClamps)
+{
+	const uint32_t no_clamp = std::numeric_limits<uint32_t>::max();
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(25000, kMss, no_clamp), 17u); // 17.3 segments
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(2 * kMss - 1, kMss, no_clamp), 2u);
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(1000, kMss, no_clamp), 2u); // the core's floor
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(0, kMss, no_clamp), 2u);
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(25000, 0, no_clamp), 25000u); // mss unknown: 1 byte
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(25000, kMss, 10), 10u); // snd_cwnd_clamp wins
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(25000, kMss, 1), 1u); // even below the floor
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(25000, kMss, 0), 1u); // but never 0
+	// no truncation to 32 bits: the clamp bounds the result first
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(std::numeric_limits<uint64_t>::max(), 1, no_clamp), no_clamp);
+	EXPECT_EQ(lumen_ptcp_cwnd_segs(uint64_t(1) << 32, 1, 1000), 1000u);
+}
+
+TEST(ShellOutput, PacingRateIsCappedByMaxPacingRate)
+{
+	const uint64_t unlimited = std::numeric_limits<uint64_t>::max(); // ~0UL, the default
+	EXPECT_EQ(lumen_ptcp_pacing_cap(1250000000u, unlimited), 1250000000u);
+	EXPECT_EQ(lumen_ptcp_pacing_cap(1250000000u, 125000u), 125000u);
+	EXPECT_EQ(lumen_ptcp_pacing_cap(0, 125000u), 0u);
+}
+
+TEST(ShellEvents, EventBitsAreDistinct)
+{
+	uint32_t all = 0;
+	int n = 0;
+#define LUMEN_TEST_EVENT(id)                                                                                           \
+	EXPECT_EQ(all &LUMEN_PTCP_EV(id), 0u) << #id;                                                                  \
+	all |= LUMEN_PTCP_EV(id);                                                                                      \
+	n++;
+	LUMEN_PTCP_EVENTS(LUMEN_TEST_EVENT)
+#undef LUMEN_TEST_EVENT
+	EXPECT_EQ(n, LUMEN_PTCP_EVBIT_COUNT);
+	EXPECT_EQ(all, (1u << LUMEN_PTCP_EVBIT_COUNT) - 1);
+}
+
+// Flow through lumen_ptcp_ack_process(), as a shell runs it.
+struct ShellFlow : Flow {
+	using Flow::Flow;
+	uint32_t ack(const lumen_int_opt *echo, uint64_t rtt_ns, lumen_ptcp_result *res = nullptr)
+	{
+		now += 2000;
+		una += kMss;
+		nxt = una + uint32_t(st.cwnd_bytes);
+		lumen_ptcp_ack a{now, rtt_ns, una, nxt, kMss};
+		return lumen_ptcp_ack_process(&st, &p, &a, echo, res);
+	}
+};
+
+constexpr uint32_t kAck = LUMEN_PTCP_EV(ACKS);
+
+TEST(ShellEvents, EachKindOfAckMovesItsCounters)
+{
+	ShellFlow f(params_10g_20us(), LUMEN_PTCP_MODE_INT);
+	Path path({10000});
+	lumen_ptcp_result res = LUMEN_PTCP_UPDATED_RTT;
+	EXPECT_EQ(f.ack(nullptr, 0, &res), kAck | LUMEN_PTCP_EV(NO_INT));
+	EXPECT_EQ(res, LUMEN_PTCP_HELD);
+	auto e1 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e1, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE)); // a baseline gives no sample
+	auto e2 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e2, 0, &res), kAck | LUMEN_PTCP_EV(INT_UPDATES));
+	EXPECT_EQ(res, LUMEN_PTCP_UPDATED_INT);
+	// a duplicate echo gives no sample either: unusable, but not "no INT"
+	EXPECT_EQ(f.ack(&e2, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE));
+
+	// INT mode without echoes: one RTT update per round, as a fallback
+	uint32_t fallback = 0;
+	for (int i = 0; i < 100; i++) {
+		uint32_t ev = f.ack(nullptr, 40000);
+		EXPECT_TRUE(ev & LUMEN_PTCP_EV(NO_INT));
+		EXPECT_FALSE(ev & LUMEN_PTCP_EV(RTT_UPDATES));
+		fallback += !!(ev & LUMEN_PTCP_EV(FALLBACK_UPDATES));
+	}
+	EXPECT_GT(fallback, 0u);
+	EXPECT_EQ(fallback, f.st.stats.fallback_updates);
+
+	// theta mode: RTT updates, never NO_INT, whatever echoes come
+	ShellFlow t(params_10g_20us(), LUMEN_PTCP_MODE_THETA);
+	uint32_t rtt_updates = 0;
+	for (int i = 0; i < 100; i++) {
+		auto e = path.step(2000, 1.0, 0);
+		uint32_t ev = t.ack(i % 2 ? &e : nullptr, 40000);
+		EXPECT_EQ(ev & ~(LUMEN_PTCP_EV(RTT_UPDATES)), kAck) << i;
+		rtt_updates += !!(ev & LUMEN_PTCP_EV(RTT_UPDATES));
+	}
+	EXPECT_GT(rtt_updates, 0u);
+	EXPECT_EQ(rtt_updates, t.st.stats.rtt_updates);
 }
 
 } // namespace

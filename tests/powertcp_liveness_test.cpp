@@ -8,13 +8,20 @@
 // law's fixed point for the RTT's power (tests/ptcp_stream.h). Truthful INT
 // on an uncongested path must not trip the RTT guard. The same property runs
 // under libFuzzer over arbitrary streams (fuzz/powertcp_stream_fuzzer.c).
+// Also the shells' side (powertcp_ack.h): the host-wide counters report the
+// fallback and the guard, and idle restarts come before the INT timestamp
+// wraps, but not on every request of a busy request/response flow.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 
 extern "C" {
+#include "lumen/powertcp_ack.h"
 #include "ptcp_stream.h"
 }
 
@@ -327,6 +334,192 @@ TEST(Liveness, OccasionalUnusableEchoesInAHealthyFlowCauseNoFallback)
 	EXPECT_GT(o.stats.int_duplicate, 700u);
 	EXPECT_EQ(o.stats.fallback_updates, 0u);
 	EXPECT_EQ(o.stats.rtt_guard, 0u);
+}
+
+// ------------------------------------------------------------------------
+// The shells' side (powertcp_ack.h): counters and idle restarts
+
+// One ACK of s as a shell runs it (lumen_ptcp_ack_process); its events.
+uint32_t shell_ack(ptcp_stream &s, const lumen_int_opt *echo, uint64_t dt_ns)
+{
+	s.now_ns += dt_ns;
+	s.una += s.mss;
+	lumen_ptcp_ack a{s.now_ns, s.rtt_ns, s.una, s.una + uint32_t(s.st.cwnd_bytes), s.mss};
+	return lumen_ptcp_ack_process(&s.st, &s.p, &a, echo, nullptr);
+}
+
+TEST(ShellCounters, UnusableEchoesAndTheFallbackAreReported)
+{
+	std::mt19937_64 rng(1);
+	const Stream rate0 = hostile_streams()[2].stream;
+	lumen_ptcp_params p = params();
+	ptcp_stream s;
+	ptcp_stream_init(&s, &p, kFar, kMss, 1000);
+	uint32_t unusable = 0, fallback = 0;
+	for (int i = 0; i < 2000; i++) {
+		uint64_t dt = ptcp_stream_spacing(&s, kMss) + 1;
+		uint32_t ev = shell_ack(s, rate0(i, s.now_ns + dt, rng), dt);
+		EXPECT_FALSE(ev & (LUMEN_PTCP_EV(NO_INT) | LUMEN_PTCP_EV(INT_UPDATES))) << i; // echoes came
+		unusable += !!(ev & LUMEN_PTCP_EV(INT_UNUSABLE));
+		fallback += !!(ev & LUMEN_PTCP_EV(FALLBACK_UPDATES));
+	}
+	EXPECT_EQ(unusable, 2000u);
+	EXPECT_GT(fallback, 10u);
+	EXPECT_EQ(fallback, s.st.stats.fallback_updates);
+}
+
+TEST(ShellCounters, RttGuardIsReportedWithTheIntUpdateItOverrode)
+{
+	// INT claims an idle path while the RTT stays at 50 tau
+	ValidPath vp;
+	lumen_ptcp_params p = params();
+	ptcp_stream s;
+	ptcp_stream_init(&s, &p, 1000000, kMss, 1000);
+	uint32_t guarded = 0;
+	for (int i = 0; i < 2000; i++) {
+		uint64_t dt = ptcp_stream_spacing(&s, kMss) + 1;
+		uint32_t ev = shell_ack(s, vp.at(s.now_ns + dt, 0.0, 0), dt);
+		if (ev & LUMEN_PTCP_EV(RTT_GUARD)) {
+			EXPECT_TRUE(ev & LUMEN_PTCP_EV(INT_UPDATES)) << i;
+			guarded++;
+		}
+	}
+	EXPECT_GT(guarded, 1900u);
+	EXPECT_EQ(guarded, s.st.stats.rtt_guard);
+}
+
+TEST(ShellCounters, EventsAddUpToTheCoresStatsOverAMixedStream)
+{
+	// each event is the host-wide twin of a per-flow stat, so over any
+	// stream the sums agree (NO_INT: the ACKs of an INT flow without echo)
+	auto hostile = hostile_streams();
+	for (lumen_ptcp_mode mode : {LUMEN_PTCP_MODE_INT, LUMEN_PTCP_MODE_THETA}) {
+		std::mt19937_64 rng(7);
+		ValidPath vp;
+		lumen_ptcp_params p = params();
+		ptcp_stream s;
+		ptcp_stream_init(&s, &p, 24000, kMss, 1000);
+		lumen_ptcp_init(&s.st, &s.p, mode, s.una, kMss);
+		uint32_t sum[LUMEN_PTCP_EVBIT_COUNT] = {}, no_echo = 0;
+		for (int i = 0; i < 5000; i++) {
+			s.rtt_ns = rng() % 5 ? 20000 + rng() % 2000000 : 0; // 0: the ACK has no sample
+			uint64_t dt = ptcp_stream_spacing(&s, kMss) + 1 + rng() % 3000;
+			const lumen_int_opt *e =
+				rng() % 3 ? vp.at(s.now_ns + dt, double(rng() % 100) / 80, rng() % 100000)
+					  : hostile[rng() % hostile.size()].stream(i, s.now_ns + dt, rng);
+			no_echo += !e;
+			uint32_t ev = shell_ack(s, e, dt);
+			for (int b = 0; b < LUMEN_PTCP_EVBIT_COUNT; b++)
+				sum[b] += (ev >> b) & 1;
+		}
+		const lumen_ptcp_stats &st = s.st.stats;
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_ACKS], st.acks);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_INT_UPDATES], st.int_updates);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_RTT_UPDATES], st.rtt_updates);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_FALLBACK_UPDATES], st.fallback_updates);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_INT_UNUSABLE], st.int_unusable);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_RTT_GUARD], st.rtt_guard);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_NO_INT], mode == LUMEN_PTCP_MODE_INT ? no_echo : 0u);
+		EXPECT_EQ(sum[LUMEN_PTCP_EVBIT_RESTARTS], 0u); // only cwnd_event restarts
+		if (mode == LUMEN_PTCP_MODE_INT) {
+			EXPECT_GT(no_echo, 0u);
+			EXPECT_GT(st.int_updates, 0u);
+			EXPECT_GT(st.int_unusable, 0u);
+			EXPECT_GT(st.fallback_updates + st.rtt_guard, 0u);
+		} else {
+			EXPECT_GT(st.rtt_updates, 0u);
+		}
+	}
+}
+
+// A flow with INT and RTT history; returns the time of its last RTT sample.
+uint64_t warm_flow(ptcp_stream &s, const lumen_ptcp_params &p, ValidPath &vp)
+{
+	ptcp_stream_init(&s, &p, 24000, kMss, 1000);
+	for (int i = 0; i < 20; i++) {
+		uint64_t dt = ptcp_stream_spacing(&s, kMss) + 1;
+		ptcp_stream_ack(&s, vp.at(s.now_ns + dt, 1.0, 0), dt, kMss);
+	}
+	EXPECT_EQ(s.st.have_rtt, 1);
+	EXPECT_EQ(s.st.prev_rtt_time_ns, s.now_ns);
+	EXPECT_GT(s.st.smooth_power, 0u);
+	return s.now_ns;
+}
+
+TEST(Idle, TxStartRestartsOnlyAfterAQuarterWrapWithoutAnRttSample)
+{
+	EXPECT_EQ(LUMEN_PTCP_IDLE_NS, LUMEN_INT_WRAP_NS / 4); // 1.05 ms of the 4.19 ms
+	ValidPath vp;
+	lumen_ptcp_params p = params();
+	ptcp_stream s;
+	const uint64_t last = warm_flow(s, p, vp);
+	const uint64_t cwnd = s.st.cwnd_bytes;
+	const uint32_t nxt = s.una + uint32_t(cwnd);
+	EXPECT_FALSE(lumen_ptcp_idle(&s.st, last));
+	EXPECT_FALSE(lumen_ptcp_idle(&s.st, last + LUMEN_PTCP_IDLE_NS - 1));
+	EXPECT_TRUE(lumen_ptcp_idle(&s.st, last + LUMEN_PTCP_IDLE_NS));
+	EXPECT_TRUE(lumen_ptcp_idle(&s.st, std::numeric_limits<uint64_t>::max()));
+	EXPECT_TRUE(lumen_ptcp_idle(&s.st, last - 1)); // a clock step back: idle for how long?
+	lumen_ptcp top = s.st; // and one from the top of the range is not 1 ns of idle
+	top.prev_rtt_time_ns = std::numeric_limits<uint64_t>::max();
+	EXPECT_TRUE(lumen_ptcp_idle(&top, 0));
+
+	// the next request of a busy request/response flow keeps the INT history
+	EXPECT_EQ(lumen_ptcp_tx_event(&s.st, LUMEN_PTCP_TX_START, last + LUMEN_PTCP_IDLE_NS - 1, nxt), 0u);
+	EXPECT_GT(s.st.smooth_power, 0u);
+	EXPECT_EQ(s.st.prev_hop_count, 1);
+	// one a quarter wrap later is a restart: histories go, the window stays
+	EXPECT_EQ(lumen_ptcp_tx_event(&s.st, LUMEN_PTCP_TX_START, last + LUMEN_PTCP_IDLE_NS, nxt),
+		  LUMEN_PTCP_EV(RESTARTS));
+	EXPECT_EQ(s.st.smooth_power, 0u);
+	EXPECT_EQ(s.st.smooth_rtt_power, 0u);
+	EXPECT_EQ(s.st.prev_hop_count, 0);
+	EXPECT_EQ(s.st.have_rtt, 0);
+	EXPECT_EQ(s.st.rtt_round_end, nxt);
+	EXPECT_EQ(s.st.cwnd_bytes, cwnd);
+	// without an RTT sample since, the flow is still idle at any time
+	EXPECT_TRUE(lumen_ptcp_idle(&s.st, last));
+	EXPECT_EQ(lumen_ptcp_tx_event(&s.st, LUMEN_PTCP_TX_START, last, nxt), LUMEN_PTCP_EV(RESTARTS));
+}
+
+TEST(Idle, CwndRestartAlwaysRestarts)
+{
+	// the kernel sends it after idle beyond the RTO: no clock to check
+	ValidPath vp;
+	lumen_ptcp_params p = params();
+	ptcp_stream s;
+	const uint64_t last = warm_flow(s, p, vp);
+	const uint64_t cwnd = s.st.cwnd_bytes;
+	EXPECT_EQ(lumen_ptcp_tx_event(&s.st, LUMEN_PTCP_CWND_RESTART, last, s.una), LUMEN_PTCP_EV(RESTARTS));
+	EXPECT_EQ(s.st.smooth_power, 0u);
+	EXPECT_EQ(s.st.have_rtt, 0);
+	EXPECT_EQ(s.st.cwnd_bytes, cwnd);
+	// and the next echo only re-baselines: no stale delta across the idle time
+	uint64_t dt = 2 * LUMEN_INT_WRAP_NS + 5000; // aliases to 5 us of INT time
+	EXPECT_EQ(shell_ack(s, vp.at(s.now_ns + dt, 1.0, 0), dt), LUMEN_PTCP_EV(ACKS) | LUMEN_PTCP_EV(INT_UNUSABLE));
+}
+
+TEST(Idle, OtherEventsChangeNothing)
+{
+	// the kernel's events in the core's terms (CA_EVENT_* as the kernel numbers them)
+	enum {
+		CA_EVENT_TX_START,
+		CA_EVENT_CWND_RESTART,
+		CA_EVENT_COMPLETE_CWR,
+		CA_EVENT_LOSS
+	};
+	EXPECT_EQ(LUMEN_PTCP_TX_EVENT(CA_EVENT_TX_START), LUMEN_PTCP_TX_START);
+	EXPECT_EQ(LUMEN_PTCP_TX_EVENT(CA_EVENT_CWND_RESTART), LUMEN_PTCP_CWND_RESTART);
+	EXPECT_EQ(LUMEN_PTCP_TX_EVENT(CA_EVENT_COMPLETE_CWR), LUMEN_PTCP_TX_OTHER);
+	EXPECT_EQ(LUMEN_PTCP_TX_EVENT(CA_EVENT_LOSS), LUMEN_PTCP_TX_OTHER);
+	ValidPath vp;
+	lumen_ptcp_params p = params();
+	ptcp_stream s;
+	const uint64_t last = warm_flow(s, p, vp);
+	const lumen_ptcp before = s.st;
+	// however long the flow was idle
+	EXPECT_EQ(lumen_ptcp_tx_event(&s.st, LUMEN_PTCP_TX_OTHER, last + 100 * LUMEN_PTCP_IDLE_NS, s.una), 0u);
+	EXPECT_EQ(std::memcmp(&before, &s.st, sizeof(before)), 0);
 }
 
 } // namespace

@@ -23,6 +23,27 @@
 
 #define LUMEN_PIN_ROOT "/sys/fs/bpf/lumen"
 
+/*
+ * What is pinned under LUMEN_PIN_ROOT, by file name. A map's pin name is its
+ * name in the .bpf.c file (libbpf pins by name), which tests/bpf_names_test
+ * checks against the skeletons.
+ */
+#define LUMEN_PIN_INT_SK "lumen_int_sk" /* shared by int_sockops and powertcp */
+#define LUMEN_PIN_INT_CFG "lumen_int_cfg"
+#define LUMEN_PIN_INT_STATS "lumen_int_stats"
+#define LUMEN_PIN_INT_LINK "int_sockops_link" /* the cgroup link */
+#define LUMEN_PIN_INT_PROG "int_sockops_prog"
+#define LUMEN_PIN_CC_PARAMS "lumen_cc_params"
+#define LUMEN_PIN_CC_PARAM_GEN "lumen_cc_param_gen"
+#define LUMEN_PIN_CC_FAULTS "lumen_cc_faults"
+#define LUMEN_PIN_CC_STATS "lumen_cc_stats"
+#define LUMEN_PIN_CC_SK "lumen_cc_sk"
+#define LUMEN_PIN_CC_OPS_INT "cc_ops_int" /* struct_ops maps */
+#define LUMEN_PIN_CC_OPS_THETA "cc_ops_theta"
+#define LUMEN_PIN_SW_PORTS "lumen_sw_ports" /* the control plane's port records */
+#define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
+#define LUMEN_PIN_SW_STATS "lumen_sw_stats"
+
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
 
@@ -51,19 +72,27 @@ struct lumen_int_config {
 #define LUMEN_INT_FAMILY_IPV4 0x1
 #define LUMEN_INT_FAMILY_IPV6 0x2
 
-/* Per-CPU counters (array "lumen_int_stats"), summed by the loader. */
+/*
+ * Per-CPU counters (array "lumen_int_stats"), summed by the loader. Each
+ * counter once: its index, the name `lumen int status` prints, what it
+ * counts (X-macro: a new counter is one line here).
+ */
+#define LUMEN_INT_COUNTERS(X)                                                                                          \
+	X(FLOWS, "flows", "connections that enabled INT (each end counts once)")                                       \
+	X(FILTERED, "filtered", "connections the port/family filters excluded")                                        \
+	X(REQ_WRITTEN, "req_written", "requests written on data segments (a GSO burst counts once)")                   \
+	X(ECHO_WRITTEN, "echo_written", "echoes written on pure ACKs")                                                 \
+	X(REQ_PARSED, "req_parsed", "requests parsed (receiver)")                                                      \
+	X(ECHO_PARSED, "echo_parsed", "echoes parsed (sender)")                                                        \
+	X(MALFORMED, "malformed", "INT options the parser refused (state left unchanged)")                             \
+	X(NO_ROOM, "no_room", "segments where the option did not fit (SACK blocks, slots): skipped")                   \
+	X(NO_STORAGE, "no_storage", "connections whose per-socket state could not be created")
+
+#define LUMEN_INT_COUNTER_ENUM(id, name, help) LUMEN_INT_CNT_##id,
 enum lumen_int_counter {
-	LUMEN_INT_CNT_FLOWS, /* connections that enabled INT */
-	LUMEN_INT_CNT_FILTERED, /* connections the filters excluded */
-	LUMEN_INT_CNT_REQ_WRITTEN, /* requests written on data segments */
-	LUMEN_INT_CNT_ECHO_WRITTEN, /* echoes written on ACKs */
-	LUMEN_INT_CNT_REQ_PARSED, /* requests parsed (receiver) */
-	LUMEN_INT_CNT_ECHO_PARSED, /* echoes parsed (sender) */
-	LUMEN_INT_CNT_MALFORMED, /* options refused by lumen_int_parse */
-	LUMEN_INT_CNT_NO_ROOM, /* no option space (e.g. SACK blocks): skipped */
-	LUMEN_INT_CNT_NO_STORAGE, /* sk_storage could not be created */
-	LUMEN_INT_CNT_MAX
+	LUMEN_INT_COUNTERS(LUMEN_INT_COUNTER_ENUM) LUMEN_INT_CNT_MAX
 };
+#undef LUMEN_INT_COUNTER_ENUM
 
 /* ---------------------------------------------------------------------- */
 /* struct_ops PowerTCP                                                     */
@@ -105,23 +134,28 @@ struct lumen_cc_sk {
 	__u32 params_gen; /* the generation params was copied at */
 	__u32 params_fresh; /* params is that generation's (not the defaults) */
 	__u32 echo_gen_seen; /* last lumen_int_sk.echo_gen consumed */
-	__u32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); 0 = none */
+	__s32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); < 0 = none, as the kernel's */
 };
 
+/* Per-CPU counters (array "lumen_cc_stats"), as LUMEN_INT_COUNTERS. */
+#define LUMEN_CC_COUNTERS(X)                                                                                           \
+	X(FLOWS, "flows", "connections initialised")                                                                   \
+	X(ACKS, "acks", "ACKs processed")                                                                              \
+	X(INT_UPDATES, "int_updates", "window updates from INT power")                                                 \
+	X(RTT_UPDATES, "rtt_updates", LUMEN_CC_NAME_THETA " window updates")                                           \
+	X(FALLBACK_UPDATES, "fallback_updates", LUMEN_CC_NAME_INT " updates from RTT, for lack of INT")                \
+	X(NO_INT, "no_int", LUMEN_CC_NAME_INT " ACKs without a new INT echo")                                          \
+	X(NO_STATE, "no_state", "ACKs or connections without socket state (Reno fallback)")                            \
+	X(RESTARTS, "restarts", "idle restarts (history discarded)")                                                   \
+	X(INT_UNUSABLE, "int_unusable", "echoes that gave no INT sample (counted as no INT)")                          \
+	X(RTT_GUARD, "rtt_guard", "INT updates overridden by an RTT floor of >= 8 base RTTs")                          \
+	X(PARAM_RETRY, "param_retry", "parameter copies dropped: rewritten while read, or invalid")
+
+#define LUMEN_CC_COUNTER_ENUM(id, name, help) LUMEN_CC_CNT_##id,
 enum lumen_cc_counter {
-	LUMEN_CC_CNT_FLOWS, /* init calls */
-	LUMEN_CC_CNT_ACKS,
-	LUMEN_CC_CNT_INT_UPDATES, /* window updates from INT power */
-	LUMEN_CC_CNT_RTT_UPDATES, /* theta updates */
-	LUMEN_CC_CNT_FALLBACK_UPDATES, /* bpf_powertcp without INT: RTT rule */
-	LUMEN_CC_CNT_NO_INT, /* bpf_powertcp ACKs without a new echo */
-	LUMEN_CC_CNT_NO_STATE, /* ACKs of flows without sk_storage: Reno fallback */
-	LUMEN_CC_CNT_RESTARTS, /* idle restarts */
-	LUMEN_CC_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
-	LUMEN_CC_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
-	LUMEN_CC_CNT_PARAM_RETRY, /* parameter copies dropped: rewritten while read, or invalid */
-	LUMEN_CC_CNT_MAX
+	LUMEN_CC_COUNTERS(LUMEN_CC_COUNTER_ENUM) LUMEN_CC_CNT_MAX
 };
+#undef LUMEN_CC_COUNTER_ENUM
 
 /* ---------------------------------------------------------------------- */
 /* Software INT switch                                                     */

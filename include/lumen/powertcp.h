@@ -2,10 +2,15 @@
 /*
  * lumen/powertcp.h - the PowerTCP and theta-PowerTCP control laws, in integer
  * arithmetic, shared unchanged by the kernel module (kernel/), the eBPF
- * struct_ops programs (bpf/) and userspace (tests, simulators).
+ * struct_ops programs (bpf/) and userspace (tests, simulators). How the two
+ * kernel shells drive it from TCP's congestion-control hooks (RTT samples,
+ * idle, loss, segments, counters) is lumen/powertcp_ack.h.
  *
- * The algorithm (Addanki, PhD thesis 2025, ch. 2; NSDI'22)
- * ---------------------------------------------------------
+ * V. Addanki, O. Michel, S. Schmid: "PowerTCP: Pushing the Performance
+ * Limits of Datacenter Networks", NSDI 2022; V. Addanki, PhD thesis, 2025.
+ *
+ * The algorithm (thesis ch. 2)
+ * ----------------------------
  * PowerTCP reacts to "power" at the bottleneck: voltage times current,
  *
  *     Gamma = (q + b*tau) * (dq/dt + mu)         [bytes * bytes/s]
@@ -15,7 +20,11 @@
  *
  *     Gamma_norm = (lambda / b) * (1 + q / (b*tau)),  lambda = dq/dt + mu,
  *
- * which is 1 when the link is exactly busy and its queue is empty. Per ACK,
+ * which is 1 when the link is exactly busy and its queue is empty, above 1
+ * when a queue builds or grows, below 1 when the link is underused. The
+ * queue length, transmitted bytes, timestamp and link rate of every hop come
+ * from in-band network telemetry (INT, lumen/int_option.h) that switches
+ * stamp into data segments and the receiver echoes in ACKs. Per ACK,
  * PowerTCP computes Gamma_norm for every hop of the INT stack echoed in the
  * ACK (from the difference to the previous ACK's stack), takes the largest,
  * smooths it with weight dt/tau, and moves the window towards
@@ -23,8 +32,9 @@
  *     cwnd = gamma * (cwnd_old / Gamma_smooth + beta) + (1 - gamma) * cwnd,
  *
  * where cwnd_old is the window the ACKed data was sent with and beta the
- * additive increase (one gamma step per window of ACKs, see C2 below). The sender paces at cwnd / tau. A new flow starts
- * with one host BDP (HostBw * tau) and no slow start. At equilibrium a
+ * additive increase, HostBw * tau / N unless configured (one gamma step per
+ * window of ACKs, see C2 below). The sender paces at cwnd / tau. A new flow
+ * starts with one host BDP (HostBw * tau) and no slow start. At equilibrium a
  * bottleneck shared by flows with additive increases beta_i holds a queue of
  * sum(beta_i) and each flow gets a share proportional to beta_i (thesis
  * theorems 1-3).
@@ -101,6 +111,7 @@
  *      delta_t = RTT), while every ACK still reacts to the latest power.
  *      Measured: every equilibrium within 1% of theory, queue CV <= 0.03,
  *      99% of a perturbation gone within 2x of 5 RTT/gamma.
+ *
  * Liveness: the network cannot switch congestion control off
  * ---------------------------------------------------------------
  * INT comes from the network, so a broken or hostile path must not be able
@@ -123,14 +134,19 @@
  * guard, a flow's window is still bounded by host BDP + beta (below).
  *
  * Further decisions the thesis leaves open:
+ *   - Loss and ECN marks are not signals: the queue that causes them already
+ *     shows as power > 1 and shrinks the window; a loss response on top
+ *     would react to the same queue twice. (For TCP: no ssthresh and no
+ *     PRR, see lumen/powertcp_ack.h.)
  *   - cwnd is capped at host BDP + beta, the largest window a flow holds in
  *     the fluid equilibrium (w_i = beta_i * (1 + b*tau / sum(beta)) <=
  *     beta_i + HostBw*tau); larger windows only queue at the sender's NIC.
  *     It is floored at LUMEN_PTCP_MIN_CWND_SEGS segments.
  *   - A missing INT echo on one ACK does not discard the history: the
  *     counters are cumulative, so the next delta spans the gap; the wrap
- *     rules catch gaps that are too long. An idle restart (lumen_ptcp_restart)
- *     does discard it, since a gap of whole wrap periods is undetectable.
+ *     rules catch gaps that are too long. An idle restart (lumen_ptcp_restart;
+ *     when, see lumen/powertcp_ack.h) does discard it, since a gap of whole
+ *     wrap periods is undetectable.
  *   - A change in the number of INT hops, or of a hop's rate, is a path
  *     change: the INT history is re-baselined (counted in int_path_changes).
  *     A stale or implausible delta on any hop discards the whole sample (the
@@ -470,58 +486,6 @@ LUMEN_INLINE void lumen_ptcp_remember(struct lumen_ptcp *st, __u32 snd_nxt)
 }
 
 /*
- * Start a flow: one host BDP, no power sample, no history.
- * snd_nxt is the first sequence number the flow will send.
- */
-LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, enum lumen_ptcp_mode mode,
-				  __u32 snd_nxt, __u32 mss)
-{
-	__u64 tau;
-	__u32 i;
-
-	st->tau_ns = 0;
-	st->mode = (__u8)mode;
-	tau = lumen_ptcp_tau(st, p);
-	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, lumen_ptcp_host_bdp(p, tau));
-	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
-	st->smooth_power = 0;
-	st->smooth_rtt_power = 0;
-	st->last_power = 0;
-	st->prev_rtt_ns = 0;
-	st->prev_rtt_time_ns = 0;
-	st->rtt_win_start_ns = 0;
-	st->rtt_win_min_ns = 0;
-	st->rtt_floor_ns = 0;
-	st->rtt_round_end = snd_nxt;
-	st->last_snd_una = snd_nxt;
-	lumen_ptcp_reset_history(st, snd_nxt);
-	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
-		st->prev_hops[i].ts = 0;
-		st->prev_hops[i].tx = 0;
-		st->prev_hops[i].qlen = 0;
-		st->prev_hops[i].rate = 0;
-		st->prev_hops[i].pad = 0;
-	}
-	st->prev_hop_count = 0;
-	st->prev_int_time_ns = 0;
-	st->int_in_round = 0;
-	st->have_rtt = 0;
-	st->max_hop = 0;
-	st->stats.acks = 0;
-	st->stats.int_updates = 0;
-	st->stats.rtt_updates = 0;
-	st->stats.fallback_updates = 0;
-	st->stats.int_missing = 0;
-	st->stats.int_unusable = 0;
-	st->stats.rtt_guard = 0;
-	st->stats.int_path_changes = 0;
-	st->stats.int_stale = 0;
-	st->stats.int_duplicate = 0;
-	st->stats.int_overflow = 0;
-	st->stats.int_gap = 0;
-}
-
-/*
  * After idle (CA_EVENT_CWND_RESTART / TX_START): the history no longer
  * describes the network. Keep the window, forget power, INT, RTT and window
  * history, and start a new round at snd_nxt.
@@ -538,6 +502,40 @@ LUMEN_INLINE void lumen_ptcp_restart(struct lumen_ptcp *st, __u32 snd_nxt)
 	st->rtt_floor_ns = 0;
 	st->rtt_round_end = snd_nxt;
 	lumen_ptcp_reset_history(st, snd_nxt);
+}
+
+/*
+ * Start a flow: one host BDP, no power sample, no history (a restart from
+ * that window, plus what a restart keeps: INT baselines and counters).
+ * snd_nxt is the first sequence number the flow will send.
+ */
+LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, enum lumen_ptcp_mode mode,
+				  __u32 snd_nxt, __u32 mss)
+{
+	__u64 tau;
+	__u32 i;
+
+	st->tau_ns = 0;
+	st->mode = (__u8)mode;
+	tau = lumen_ptcp_tau(st, p);
+	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, lumen_ptcp_host_bdp(p, tau));
+	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
+	lumen_ptcp_restart(st, snd_nxt);
+	st->last_power = 0;
+	st->prev_rtt_ns = 0;
+	st->prev_rtt_time_ns = 0;
+	st->last_snd_una = snd_nxt;
+	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
+		st->prev_hops[i].ts = 0;
+		st->prev_hops[i].tx = 0;
+		st->prev_hops[i].qlen = 0;
+		st->prev_hops[i].rate = 0;
+		st->prev_hops[i].pad = 0;
+	}
+	st->prev_int_time_ns = 0;
+	st->max_hop = 0;
+	/* constant size: clang stores it inline for BPF, which has no memset */
+	__builtin_memset(&st->stats, 0, sizeof(st->stats));
 }
 
 /*

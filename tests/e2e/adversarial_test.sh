@@ -30,10 +30,9 @@ source "$(dirname "$0")/lib.sh"
 e2e_require_bpf
 e2e_require_tools iperf3 python3 tc bpftool
 L="$LUMEN_BIN"
-LIAR="${LUMEN_LIAR_OBJ:-$(dirname "$LUMEN_BIN")/../tests/int_liar.bpf.o}"
+LIAR="${LUMEN_LIAR_OBJ:-$(dirname "$LUMEN_BIN")/../bpf/gen/int_liar.bpf.o}"
 [[ -f $LIAR ]] || e2e_skip "no $LIAR (cmake --build builds it with the tests)"
-int_status="$("$L" int status 2>&1 || true)"
-[[ "$int_status" == *"not enabled"* ]] || e2e_skip "INT sockops is enabled by someone else"
+e2e_require_free int
 here="$(cd "$(dirname "$0")" && pwd)"
 tmp="$(mktemp -d)"
 e2e_on_exit "rm -rf '$tmp'"
@@ -46,8 +45,7 @@ if [[ -n ${LUMEN_KMOD:-} ]]; then
 	ALGO=powertcp
 	counters() { cat /sys/module/tcp_powertcp/parameters/stats; }
 else
-	cc_status="$("$L" cc status 2>&1 || true)"
-	[[ "$cc_status" == *"not loaded"* ]] || e2e_skip "the PowerTCP struct_ops is loaded by someone else"
+	e2e_require_free cc
 	allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
 	e2e_on_exit "echo '$allowed_before' > /proc/sys/net/ipv4/tcp_allowed_congestion_control"
 	"$L" cc load --allow

@@ -12,11 +12,7 @@ source "$(dirname "$0")/lib.sh"
 e2e_require_bpf
 command -v gnuplot >/dev/null || e2e_skip "gnuplot missing (tools/install-deps)"
 "$LUMEN_BIN" experiment --help >/dev/null 2>&1 || e2e_skip "lumen built without 'lumen experiment'"
-# (status captured first: grep -q closing the pipe early would fail it)
-cc_status="$("$LUMEN_BIN" cc status 2>&1 || true)"
-[[ "$cc_status" == *"not loaded"* ]] || e2e_skip "the PowerTCP struct_ops is loaded by someone else (lumen cc status)"
-int_status="$("$LUMEN_BIN" int status 2>&1 || true)"
-[[ "$int_status" == *"not enabled"* ]] || e2e_skip "INT sockops is enabled by someone else (lumen int status)"
+e2e_require_free cc int
 
 out="$(mktemp -d /tmp/lumen-experiment-e2e.XXXXXX)"
 e2e_on_exit "rm -rf '$out'"
@@ -64,6 +60,19 @@ run_builtin quick 2 cwnd.png incast.png
 run_builtin fairness 4 cwnd.png
 run_builtin incast 4 cwnd.png incast.png
 run_builtin websearch 12 fct_slowdown.png
+run_builtin bench-dumbbell 6
+# the sender sweep: each case runs exactly its number of long flows
+senders_ok() {
+	python3 -c '
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+cases = sorted({r["case"] for r in runs})
+assert cases == ["senders2", "senders4"], cases
+for r in runs:
+    assert r["flows"] == int(r["case"][7:]), (r["case"], r["flows"])
+' "$out/bench-dumbbell/summary.json"
+}
+e2e_check "bench-dumbbell: 2 flows in senders2, 4 in senders4" senders_ok
 
 # a bad description: refused before anything is built
 printf '{"name": "bad", "topology": {"topology": "dumbbell"}, "algorithms": ["cubic"], "duration": "2s",

@@ -28,19 +28,7 @@ e2e_on_exit "'$L' int disable"
 # --- helpers -----------------------------------------------------------
 
 # expect_fail STATUS PATTERN command...: fails with STATUS, stderr matches
-expect_fail() {
-	local want="$1" pattern="$2" rc=0 err
-	shift 2
-	err="$("$@" 2>&1 >/dev/null)" || rc=$?
-	if [[ $rc -ne $want ]]; then
-		e2e_log "  exit status $rc, wanted $want: $err"
-		return 1
-	fi
-	if ! grep -qiE -- "$pattern" <<<"$err"; then
-		e2e_log "  message does not match /$pattern/: $err"
-		return 1
-	fi
-}
+expect_fail() { e2e_fails "$@"; }
 
 # json_get JSON NAME -> the number after "NAME": in lumen's --json output
 json_get() {
@@ -136,13 +124,7 @@ check_wire() {
 
 TMP="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMP'"
-# not NS_C="$(e2e_ns cli)": in a command substitution lib.sh's record of the
-# namespace (and of the cgroup below) would be lost, and never cleaned up
-e2e_ns cli >/dev/null
-e2e_ns srv >/dev/null
-NS_C="$E2E_TAG-cli"
-NS_S="$E2E_TAG-srv"
-e2e_link "$NS_C" vc "$NS_S" vs
+e2e_ns_pair cli NS_C vc srv NS_S vs
 ip -n "$NS_C" addr add 10.201.0.1/24 dev vc
 ip -n "$NS_S" addr add 10.201.0.2/24 dev vs
 ip -n "$NS_C" addr add fd00:201::1/64 dev vc nodad

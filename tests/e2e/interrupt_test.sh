@@ -19,10 +19,7 @@ command -v tc >/dev/null || e2e_skip "tc missing"
 command -v jq >/dev/null || e2e_skip "jq missing"
 L="$LUMEN_BIN"
 PIN=/sys/fs/bpf/lumen
-cc_status="$("$L" cc status 2>&1 || true)"
-[[ "$cc_status" == *"not loaded"* ]] || e2e_skip "the PowerTCP struct_ops is loaded by someone else"
-int_status="$("$L" int status 2>&1 || true)"
-[[ "$int_status" == *"not enabled"* ]] || e2e_skip "INT sockops is enabled by someone else"
+e2e_require_free cc int
 
 # interrupt DELAY_S CMD...: CMD in its own process group, SIGINT to the group
 # after DELAY_S; prints CMD's exit status
@@ -118,10 +115,7 @@ e2e_check "int enable: all or nothing under Ctrl-C" sweep "int enable" int_state
 	"$L" int enable --cgroup "$CG"
 
 # --- lumen switch attach --------------------------------------------------------------
-e2e_ns a >/dev/null
-e2e_ns b >/dev/null
-NA="$E2E_TAG-a" NB="$E2E_TAG-b"
-e2e_link "$NA" sw0 "$NB" sw1
+e2e_ns_pair a NA sw0 b NB sw1
 sw_state() {
 	local ports qd filters
 	ports="$("$L" switch stats --json 2>/dev/null | jq '[.ports[]? | select(.dev == "sw0")] | length' 2>/dev/null ||

@@ -23,9 +23,7 @@ python3 -c 'import scapy' 2>/dev/null || {
 
 e2e_on_exit "rmmod tcp_powertcp"
 insmod "$ko" host_bw_mbps=1000 base_rtt_us=20000
-NC="$(e2e_ns c)"
-NS="$(e2e_ns s)"
-e2e_link "$NC" hc0 "$NS" hs0
+e2e_ns_pair c NC hc0 s NS hs0
 ip -n "$NC" addr add 10.77.0.1/24 dev hc0
 ip -n "$NS" addr add 10.77.0.2/24 dev hs0
 ip -n "$NC" addr add fd77::1/64 dev hc0 nodad

@@ -29,9 +29,7 @@ if [[ -w $leak ]]; then
 fi
 
 insmod "$ko" host_bw_mbps=1000
-NC="$(e2e_ns c)"
-NS="$(e2e_ns s)"
-e2e_link "$NC" lc0 "$NS" ls0
+e2e_ns_pair c NC lc0 s NS ls0
 ip -n "$NC" addr add 10.78.0.1/24 dev lc0
 ip -n "$NS" addr add 10.78.0.2/24 dev ls0
 flows0="$(stat_of flows)"

@@ -91,7 +91,7 @@ e2e_check "module loaded by the alias" loaded
 e2e_check "default is powertcp" test "$(sysctl -n net.ipv4.tcp_congestion_control)" = powertcp
 sysctl -qw net.ipv4.tcp_congestion_control="$cc_before"
 e2e_check "rmmod after the default let go" unload
-ns_auto="$(e2e_ns auto)"
+e2e_ns auto ns_auto
 e2e_check "setsockopt(TCP_CONGESTION, theta_powertcp) autoloads the module" \
 	test "$(ip netns exec "$ns_auto" python3 "$tmp/cc.py" theta_powertcp)" = theta_powertcp
 e2e_check "module loaded by the theta alias" loaded
@@ -181,7 +181,7 @@ e2e_check "stats is read only" bash -c "! (echo 0 > $params/stats) 2>/dev/null"
 allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
 e2e_on_exit "echo '$allowed_before' > /proc/sys/net/ipv4/tcp_allowed_congestion_control"
 echo "$allowed_before powertcp theta_powertcp" >/proc/sys/net/ipv4/tcp_allowed_congestion_control
-ns_sel="$(e2e_ns sel)"
+e2e_ns sel ns_sel
 ip netns exec "$ns_sel" sysctl -qw net.ipv4.tcp_congestion_control=powertcp
 e2e_check "a namespace selects powertcp by sysctl (new sockets use it)" \
 	test "$(ip netns exec "$ns_sel" python3 "$tmp/cc.py")" = powertcp
@@ -303,7 +303,7 @@ echo "$rate_mbps" >"$params/host_bw_mbps"
 
 # IPv6 reaches the IPv6 hook: loopback in a namespace of the INT cgroup
 # (no switch, so the echoes carry no hops, but the hook stores them)
-ns6="$(e2e_ns v6)"
+e2e_ns v6 ns6
 echoes_before="$(stat_of int_echoes)"
 e2e_in "$cg" "$ns6" iperf3 -s -1 -p 5400 -D
 sleep 0.5

@@ -59,6 +59,49 @@ e2e_require_kmod() {
 	return 0
 }
 
+# e2e_require_free cc|int: skip when the eBPF PowerTCP (cc) or INT sockops
+# (int) is already in use by somebody else: the test loads its own.
+e2e_require_free() {
+	local what status
+	for what in "$@"; do
+		status="$("$LUMEN_BIN" "$what" status 2>&1 || true)"
+		case "$what" in
+		cc) [[ "$status" == *"not loaded"* ]] ||
+			e2e_skip "the PowerTCP struct_ops is loaded by someone else (lumen cc status)" ;;
+		int) [[ "$status" == *"not enabled"* ]] ||
+			e2e_skip "INT sockops is enabled by someone else (lumen int status)" ;;
+		esac
+	done
+}
+
+# e2e_fails STATUS PATTERN command...: command exits with STATUS (any: not
+# 0) and its stderr matches the extended regex PATTERN (case-insensitive).
+e2e_fails() {
+	local want="$1" pattern="$2" rc=0 err
+	shift 2
+	err="$("$@" 2>&1 >/dev/null)" || rc=$?
+	if [[ $want == any && $rc -eq 0 ]] || [[ $want != any && $rc -ne $want ]]; then
+		e2e_log "  exit status $rc, wanted $want: $*: $err"
+		return 1
+	fi
+	if ! grep -qiE -- "$pattern" <<<"$err"; then
+		e2e_log "  message does not match /$pattern/: $err"
+		return 1
+	fi
+}
+
+# e2e_wait_until TRIES SECONDS command...: runs command every SECONDS until
+# it succeeds (0) or TRIES attempts failed (1).
+e2e_wait_until() {
+	local tries="$1" pause="$2" i
+	shift 2
+	for ((i = 0; i < tries; i++)); do
+		"$@" 2>/dev/null && return 0
+		sleep "$pause"
+	done
+	return 1
+}
+
 # e2e_rmmod: rmmod tcp_powertcp, retrying for 10 s while closing sockets
 # still hold it
 e2e_rmmod() {
@@ -98,8 +141,8 @@ e2e_cleanup() {
 	for ((i = ${#E2E_CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${E2E_CLEANUP[$i]}" >/dev/null 2>&1
 	done
-	# by tag, not by the arrays: e2e_ns / e2e_cgroup usually run in $(...)
-	# subshells, whose array updates the parent never sees
+	# by tag, not by the arrays: e2e_cgroup usually runs in a $(...)
+	# subshell, whose array updates the parent never sees
 	for ns in $(ip netns list 2>/dev/null | awk -v t="$E2E_TAG-" 'index($1, t) == 1 { print $1 }'); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
@@ -117,13 +160,23 @@ e2e_cleanup() {
 trap e2e_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# e2e_ns NAME -> creates namespace "$E2E_TAG-NAME" with lo up; prints its name
+# e2e_ns NAME VAR: creates namespace "$E2E_TAG-NAME" with lo up, removed at
+# exit, and sets VAR to its name. (Not a command substitution: its subshell
+# would lose the record, and the namespace would outlive the test.)
 e2e_ns() {
-	local ns="$E2E_TAG-$1"
-	ip netns add "$ns"
-	E2E_NETNS+=("$ns")
-	ip -n "$ns" link set lo up
-	echo "$ns"
+	local _ns="$E2E_TAG-$1"
+	ip netns add "$_ns"
+	E2E_NETNS+=("$_ns")
+	ip -n "$_ns" link set lo up
+	printf -v "$2" '%s' "$_ns"
+}
+
+# e2e_ns_pair NAME1 VAR1 DEV1 NAME2 VAR2 DEV2: two namespaces (e2e_ns)
+# joined by a veth pair DEV1 - DEV2 (e2e_link).
+e2e_ns_pair() {
+	e2e_ns "$1" "$2"
+	e2e_ns "$4" "$5"
+	e2e_link "${!2}" "$3" "${!5}" "$6"
 }
 
 # e2e_link NS1 DEV1 NS2 DEV2: a veth pair, up, with offloads off so packets
@@ -171,18 +224,16 @@ e2e_finish() {
 # 10.99.200.2; sw forwards between them.
 e2e_dumbbell() {
 	local n="$1" rate="$2" buffer="$3" ecn="${4:-}"
-	DB_SW="$(e2e_ns sw)"
-	DB_RX="$(e2e_ns rx)"
+	e2e_ns_pair sw DB_SW swr rx DB_RX rx0
 	DB_SENDERS=()
 	DB_RX_ADDR=10.99.200.2
 	ip netns exec "$DB_SW" sysctl -qw net.ipv4.ip_forward=1
-	e2e_link "$DB_SW" swr "$DB_RX" rx0
 	ip -n "$DB_SW" addr add 10.99.200.1/24 dev swr
 	ip -n "$DB_RX" addr add "$DB_RX_ADDR/24" dev rx0
 	ip -n "$DB_RX" route add default via 10.99.200.1
 	local i s
 	for ((i = 1; i <= n; i++)); do
-		s="$(e2e_ns "s$i")"
+		e2e_ns "s$i" s
 		DB_SENDERS+=("$s")
 		e2e_link "$s" eth0 "$DB_SW" "sws$i"
 		ip -n "$s" addr add "10.99.$i.1/24" dev eth0

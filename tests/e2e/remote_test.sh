@@ -19,10 +19,7 @@ e2e_require_bpf
 command -v ssh >/dev/null || e2e_skip "openssh-client missing (tools/install-deps)"
 command -v nsenter >/dev/null || e2e_skip "nsenter (util-linux) missing"
 command -v gnuplot >/dev/null || e2e_skip "gnuplot missing (tools/install-deps)"
-cc_status="$("$LUMEN_BIN" cc status 2>&1 || true)"
-[[ "$cc_status" == *"not loaded"* ]] || e2e_skip "the PowerTCP struct_ops is loaded by someone else (lumen cc status)"
-int_status="$("$LUMEN_BIN" int status 2>&1 || true)"
-[[ "$int_status" == *"not enabled"* ]] || e2e_skip "INT sockops is enabled by someone else (lumen int status)"
+e2e_require_free cc int
 
 out="$(mktemp -d /tmp/lumen-remote-e2e.XXXXXX)"
 e2e_on_exit "rm -rf '$out'"
@@ -244,12 +241,7 @@ e2e_check "no lumen on r1: nothing left on the hosts" nothing_left
 
 # --- Ctrl-C in the middle of a run
 wait_for_traffic() { # wait_for_traffic LOG: until the first progress line of a run
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -q "generators running" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	e2e_wait_until 300 0.1 grep -q "generators running" "$1"
 }
 "$LUMEN_BIN" experiment run "$out/exp.json" --hosts "$out/hosts.json" --out "$out/int" >"$out/int.log" 2>&1 &
 runner=$!

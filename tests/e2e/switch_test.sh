@@ -20,13 +20,8 @@ PROBE="$(cd "$(dirname "$0")" && pwd)/int_probe.py"
 TMPD="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMPD'"
 
-# not H1="$(e2e_ns h1)": in a command substitution the namespace would not
-# be registered for cleanup (e2e_ns runs in a subshell)
-e2e_ns h1 >/dev/null
-e2e_ns sw >/dev/null
-e2e_ns h2 >/dev/null
-H1="$E2E_TAG-h1" SW="$E2E_TAG-sw" H2="$E2E_TAG-h2"
-e2e_link "$H1" a0 "$SW" a1
+e2e_ns_pair h1 H1 a0 sw SW a1
+e2e_ns h2 H2
 e2e_link "$SW" b1 "$H2" b0
 ip -n "$H1" addr add 10.88.1.1/24 dev a0
 ip -n "$SW" addr add 10.88.1.254/24 dev a1
@@ -48,15 +43,7 @@ e2e_on_exit "'$LUMEN_BIN' switch detach a0 --netns '$H1'"
 # helpers
 
 # expect_fail RC REGEX command...: the command exits with RC and says REGEX
-expect_fail() {
-	local want="$1" pat="$2" out rc=0
-	shift 2
-	out="$("$@" 2>&1)" || rc=$?
-	if [[ $rc -ne $want ]] || ! grep -qiE -- "$pat" <<<"$out"; then
-		e2e_log "  exit $rc (want $want): $out"
-		return 1
-	fi
-}
+expect_fail() { e2e_fails "$@"; }
 
 # port_field DEV NETNS FIELD: a field of `lumen switch stats --json` ("none" if no such port)
 port_field() {

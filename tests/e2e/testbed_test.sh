@@ -197,12 +197,7 @@ done
 
 # wait_for_journal NAME KIND: until the state file records an object of KIND
 wait_for_journal() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -q "\"kind\": \"$2\"" "$STATE_DIR/$1.json" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
+	e2e_wait_until 300 0.05 grep -q "\"kind\": \"$2\"" "$STATE_DIR/$1.json"
 }
 
 "$LUMEN_BIN" testbed up --topology dumbbell --name "$SIGI" >/dev/null 2>"$TMPD/sigint.err" &

@@ -23,10 +23,7 @@ TMPD="$(mktemp -d)"
 e2e_on_exit "rm -rf '$TMPD'"
 CHECK="$TMPD/check.py"
 
-e2e_ns cli >/dev/null
-e2e_ns srv >/dev/null
-CLI="$E2E_TAG-cli" SRV="$E2E_TAG-srv"
-e2e_link "$CLI" tx0 "$SRV" rx0
+e2e_ns_pair cli CLI tx0 srv SRV rx0
 ip -n "$CLI" addr add 10.77.0.1/24 dev tx0
 ip -n "$SRV" addr add 10.77.0.2/24 dev rx0
 tc -n "$CLI" qdisc add dev tx0 root tbf rate 1gbit burst 64k latency 20ms

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <sys/utsname.h>
+#include <ctime>
 #include <dirent.h>
 #include <cstring>
 #include <fstream>
@@ -99,16 +101,6 @@ std::string join_words(const std::vector<std::string> &words, const char *sep)
 	return out;
 }
 
-std::string cgroup2_root()
-{
-	std::ifstream f("/proc/mounts");
-	std::string dev, dir, type, rest;
-	while (f >> dev >> dir >> type && std::getline(f, rest))
-		if (type == "cgroup2")
-			return dir;
-	throw Error("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
-}
-
 std::string read_file(const std::string &path)
 {
 	std::ifstream f(path);
@@ -188,6 +180,35 @@ std::string trim(const std::string &s)
 std::string errno_text(int err)
 {
 	return std::strerror(err < 0 ? -err : err);
+}
+
+void write_file(const std::string &path, const std::string &text)
+{
+	std::ofstream f(path);
+	f << text;
+	if (!f)
+		throw Error("cannot write " + path);
+}
+
+std::string utc_timestamp(const char *format)
+{
+	std::time_t t = std::time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char buf[64];
+	std::strftime(buf, sizeof(buf), format, &tm);
+	return buf;
+}
+
+std::string kernel_release()
+{
+	struct utsname u;
+	return ::uname(&u) == 0 ? u.release : "unknown";
+}
+
+const char *lumen_version()
+{
+	return LUMEN_VERSION;
 }
 
 } // namespace lumen

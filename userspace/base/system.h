@@ -16,6 +16,7 @@ namespace lumen
 void require_root(); // Error "must run as root" otherwise
 bool path_exists(const std::string &path);
 std::string read_file(const std::string &path); // Error naming the path
+void write_file(const std::string &path, const std::string &text); // creates or truncates
 // Writes all of `text` to fd (retrying short writes); Error "cannot write <what>".
 void write_all(int fd, const std::string &text, const std::string &what);
 // The names in a directory, sorted, without . and ..; none when it cannot be read.
@@ -24,9 +25,12 @@ void make_dirs(const std::string &path); // mkdir -p, mode 0755
 // This process's executable (/proc/self/exe resolved), to run lumen again.
 std::string self_exe();
 std::uint64_t monotonic_ns(); // CLOCK_MONOTONIC in ns
-// Where the cgroup v2 hierarchy is mounted (first cgroup2 in
-// /proc/mounts); Error when there is none.
-std::string cgroup2_root();
+// The current UTC time in strftime `format`: "%Y-%m-%dT%H:%M:%SZ".
+std::string utc_timestamp(const char *format);
+std::string kernel_release(); // uname -r; "unknown" when uname fails
+// This build's version (the project version CMake was given), which the
+// runner records and compares with the hosts'.
+const char *lumen_version();
 
 // sysctl by its dotted name ("net.ipv4.tcp_congestion_control"); read
 // values are trimmed.

@@ -13,6 +13,9 @@
 namespace lumen
 {
 
+// Nanoseconds per millisecond and per second (CLOCK_MONOTONIC arithmetic).
+constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+
 // Each parser refuses malformed text and out-of-range values with a
 // UsageError that names `what` and the accepted range.
 std::uint64_t parse_uint(std::string_view text, std::string_view what, std::uint64_t min, std::uint64_t max);

@@ -13,9 +13,12 @@
 #include <deque>
 #include <mutex>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <linux/magic.h>
 
@@ -48,6 +51,38 @@ std::string ensure_pin_root()
 std::string pin_path(std::string_view name)
 {
 	return std::string(LUMEN_PIN_ROOT) + "/" + std::string(name);
+}
+
+bool pinned(std::string_view name)
+{
+	return path_exists(pin_path(name));
+}
+
+Fd open_pin(std::string_view name)
+{
+	std::string path = pin_path(name);
+	Fd fd(bpf_obj_get(path.c_str()));
+	if (!fd.valid())
+		throw Error("cannot open " + path + ": " + errno_text(errno));
+	return fd;
+}
+
+bool remove_pin(std::string_view name)
+{
+	std::string path = pin_path(name);
+	if (::unlink(path.c_str()) == 0)
+		return true;
+	if (errno != ENOENT)
+		throw Error("cannot remove " + path + ": " + errno_text(errno));
+	return false;
+}
+
+PinRootLock::PinRootLock()
+{
+	std::string dir = ensure_pin_root();
+	fd_ = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!fd_.valid() || ::flock(fd_.get(), LOCK_EX) != 0)
+		throw Error("cannot lock " + dir + ": " + errno_text(errno));
 }
 
 static std::mutex log_mutex;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "base/error.h"
+#include "base/fd.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,22 @@ void require_btf(); // Error when /sys/kernel/btf/vmlinux is missing
 // /sys/fs/bpf if nothing is there). Returns the directory.
 std::string ensure_pin_root();
 std::string pin_path(std::string_view name); // LUMEN_PIN_ROOT "/" name
+bool pinned(std::string_view name); // pin_path(name) exists
+// bpf_obj_get of a pin: Error naming the pin when it cannot be opened.
+Fd open_pin(std::string_view name);
+// Removes a pin; false when there was none, Error when it cannot be removed.
+bool remove_pin(std::string_view name);
+
+// Exclusive flock on the pin directory, for read-modify-write of pinned
+// state (switch ports, parameter publication): one writer at a time.
+class PinRootLock
+{
+      public:
+	PinRootLock();
+
+      private:
+	Fd fd_;
+};
 
 // libbpf's messages are collected, not printed; on failure the last lines
 // go into the error text (verifier logs, missing kernel features).

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -35,9 +36,9 @@ namespace
 
 // one GSO packet admitted into an empty queue: 64 KiB + per-segment headers
 constexpr std::uint64_t kTbfLimitSlack = 96 * 1024;
-const char kRecordsMap[] = "lumen_sw_ports";
-const char kCfgMap[] = "lumen_sw_cfg";
-const char kStatsMap[] = "lumen_sw_stats";
+const char kRecordsMap[] = LUMEN_PIN_SW_PORTS;
+const char kCfgMap[] = LUMEN_PIN_SW_CFG;
+const char kStatsMap[] = LUMEN_PIN_SW_STATS;
 
 // Value of the pinned array lumen_sw_ports (index = port id).
 struct PortRecord {
@@ -65,6 +66,29 @@ constexpr __u32 kRecClsactDev = 0x1; // the attach created DEV's clsact
 constexpr __u32 kRecClsactPeer = 0x2; // the attach created PEER's clsact
 constexpr __u32 kRecPending = 0x4; // the attach has not finished (or its process died)
 constexpr __u32 kRecTbf = 0x8; // the attach replaced DEV's root qdisc with its tbf
+
+// The two sides of a recorded port: DEV's egress, PEER's ingress.
+struct RecordSide {
+	const char *dev;
+	const char *netns;
+	std::uint64_t ino;
+	unsigned ifindex;
+	bpf_tc_attach_point point;
+	__u32 handle, priority, prog_id;
+	bool created_clsact;
+	bool root_tbf;
+};
+std::array<RecordSide, 2> record_sides(const PortRecord &rec)
+{
+	return {{
+		{rec.dev, rec.dev_netns, rec.dev_netns_ino, rec.dev_ifindex, BPF_TC_EGRESS, rec.egress_handle,
+		 rec.egress_priority, rec.egress_prog_id, (rec.flags & kRecClsactDev) != 0,
+		 // a finished attach always set it (records of older versions lack kRecTbf)
+		 (rec.flags & kRecTbf) != 0 || (rec.flags & kRecPending) == 0},
+		{rec.peer, rec.peer_netns, rec.peer_netns_ino, rec.peer_ifindex, BPF_TC_INGRESS, rec.ingress_handle,
+		 rec.ingress_priority, rec.ingress_prog_id, (rec.flags & kRecClsactPeer) != 0, false},
+	}};
+}
 
 Fd open_pinned(const char *name)
 {
@@ -130,22 +154,6 @@ template <typename T> void zero_entry(int fd, __u32 id)
 	write_entry(fd, id, v);
 }
 
-// Exclusive lock on the pin directory: attach / detach are read-modify-write.
-class PinLock
-{
-      public:
-	PinLock()
-	{
-		std::string dir = ensure_pin_root();
-		fd_ = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-		if (fd_.get() < 0 || ::flock(fd_.get(), LOCK_EX) != 0)
-			throw Error("cannot lock " + dir + ": " + std::strerror(errno));
-	}
-
-      private:
-	Fd fd_;
-};
-
 bool any_port_in_use(int records_fd, int cfg_fd)
 {
 	for (__u32 id = 0; id < LUMEN_SWITCH_MAX_PORTS; id++) {
@@ -194,25 +202,7 @@ std::vector<std::string> detach_port(int records_fd, __u32 id, const PortRecord 
 	if (cfg.get() >= 0)
 		zero_entry<lumen_switch_port_cfg>(cfg.get(), id);
 
-	struct Side {
-		const char *dev;
-		const char *netns;
-		std::uint64_t ino;
-		unsigned ifindex;
-		bpf_tc_attach_point point;
-		__u32 handle, priority, prog_id;
-		bool created_clsact;
-		bool root_tbf;
-	};
-	const Side sides[2] = {
-		{rec.dev, rec.dev_netns, rec.dev_netns_ino, rec.dev_ifindex, BPF_TC_EGRESS, rec.egress_handle,
-		 rec.egress_priority, rec.egress_prog_id, (rec.flags & kRecClsactDev) != 0,
-		 // a finished attach always set it (records of older versions lack kRecTbf)
-		 (rec.flags & kRecTbf) != 0 || (rec.flags & kRecPending) == 0},
-		{rec.peer, rec.peer_netns, rec.peer_netns_ino, rec.peer_ifindex, BPF_TC_INGRESS, rec.ingress_handle,
-		 rec.ingress_priority, rec.ingress_prog_id, (rec.flags & kRecClsactPeer) != 0, false},
-	};
-	for (const Side &s : sides) {
+	for (const RecordSide &s : record_sides(rec)) {
 		std::optional<Netns> ns = find_netns(s.netns, s.ino);
 		if (!ns)
 			continue; // namespace gone: its devices, qdiscs and filters went with it
@@ -245,21 +235,8 @@ std::vector<std::string> detach_port(int records_fd, __u32 id, const PortRecord 
 std::string port_state(const PortRecord &rec)
 {
 
-	struct Side {
-		const char *dev;
-		const char *netns;
-		std::uint64_t ino;
-		unsigned ifindex;
-		bpf_tc_attach_point point;
-		__u32 handle, priority, prog_id;
-	};
-	const Side sides[2] = {
-		{rec.dev, rec.dev_netns, rec.dev_netns_ino, rec.dev_ifindex, BPF_TC_EGRESS, rec.egress_handle,
-		 rec.egress_priority, rec.egress_prog_id},
-		{rec.peer, rec.peer_netns, rec.peer_netns_ino, rec.peer_ifindex, BPF_TC_INGRESS, rec.ingress_handle,
-		 rec.ingress_priority, rec.ingress_prog_id},
-	};
-	for (const Side &s : sides) {
+	const std::array<RecordSide, 2> sides = record_sides(rec);
+	for (const RecordSide &s : sides) {
 		std::optional<Netns> ns = find_netns(s.netns, s.ino);
 		if (!ns)
 			return std::string("netns of ") + s.dev + " gone";
@@ -386,7 +363,7 @@ SwitchPortAttached attach_switch_port(const SwitchPortRequest &req)
 
 	// Ctrl-C sets a flag instead of killing us half-way: checked before
 	// the commit, so either the whole port stays or nothing of it
-	PinLock lock;
+	PinRootLock lock; // attach / detach are read-modify-write
 	capture_libbpf_log();
 	std::unique_ptr<int_switch, SkelDeleter> skel; // outlives the undo steps that use its map fds
 	Fd records; // so does this
@@ -473,56 +450,53 @@ SwitchPortAttached attach_switch_port(const SwitchPortRequest &req)
 			zero_entry<lumen_switch_port_stats>(stats_fd, port);
 		});
 
-		// dequeue side first: a packet counted at enqueue is then always counted at dequeue
-		{
-			NetnsGuard g(peer_ns);
-			const unsigned ifx = pi.ifindex;
-			if (create_clsact(ifx, peer)) {
-				rec.flags |= kRecClsactPeer;
+		// One side of the port: its clsact (created when missing) and its
+		// program, each recorded (crash recovery) and undone (errors).
+		struct Side {
+			const Netns &ns;
+			unsigned ifindex;
+			const std::string &name;
+			bpf_tc_attach_point point;
+			int prog_fd;
+			__u32 clsact_flag;
+			__u32 &handle, &priority, &prog_id;
+		};
+		auto attach_side = [&](const Side &sd) {
+			NetnsGuard g(sd.ns);
+			const unsigned ifx = sd.ifindex;
+			const Netns &ns = sd.ns;
+			if (create_clsact(ifx, sd.name)) {
+				rec.flags |= sd.clsact_flag;
 				write_entry(records_fd, port, rec);
-				undo.add("remove clsact from " + peer, [&peer_ns, ifx]() {
-					NetnsGuard g2(peer_ns);
+				undo.add("remove clsact from " + sd.name, [&ns, ifx]() {
+					NetnsGuard g2(ns);
 					destroy_clsact(ifx);
 				});
-			}
-			TcFilter f =
-				attach_filter(ifx, BPF_TC_INGRESS, bpf_program__fd(skel->progs.lumen_sw_ingress), peer);
-			rec.ingress_handle = f.handle;
-			rec.ingress_priority = f.priority;
-			rec.ingress_prog_id = f.prog_id;
-			write_entry(records_fd, port, rec);
-			undo.add("detach the ingress program", [&peer_ns, ifx, f, peer]() {
-				NetnsGuard g2(peer_ns);
-				detach_filter(ifx, BPF_TC_INGRESS, f, peer);
-			});
-		}
-		{
-			NetnsGuard g(dev_ns);
-			const unsigned ifx = di.ifindex;
-			if (create_clsact(ifx, dev)) {
-				rec.flags |= kRecClsactDev;
-				write_entry(records_fd, port, rec);
-				undo.add("remove clsact from " + dev, [&dev_ns, ifx]() {
-					NetnsGuard g2(dev_ns);
-					destroy_clsact(ifx);
-				});
-			} else if (!has_clsact(dev_ns, dev)) {
-				throw Error(dev +
+			} else if (sd.point == BPF_TC_EGRESS && !has_clsact(ns, sd.name)) {
+				throw Error(sd.name +
 					    " has an 'ingress' qdisc, which has no egress hook: remove it ('tc qdisc "
 					    "del dev " +
-					    dev + " ingress') or replace it with clsact");
+					    sd.name + " ingress') or replace it with clsact");
 			}
-			TcFilter f =
-				attach_filter(ifx, BPF_TC_EGRESS, bpf_program__fd(skel->progs.lumen_sw_egress), dev);
-			rec.egress_handle = f.handle;
-			rec.egress_priority = f.priority;
-			rec.egress_prog_id = f.prog_id;
+			TcFilter f = attach_filter(ifx, sd.point, sd.prog_fd, sd.name);
+			sd.handle = f.handle;
+			sd.priority = f.priority;
+			sd.prog_id = f.prog_id;
 			write_entry(records_fd, port, rec);
-			undo.add("detach the egress program", [&dev_ns, ifx, f, dev]() {
-				NetnsGuard g2(dev_ns);
-				detach_filter(ifx, BPF_TC_EGRESS, f, dev);
-			});
-		}
+			const std::string name = sd.name;
+			const bpf_tc_attach_point point = sd.point;
+			undo.add(std::string("detach the ") + (point == BPF_TC_EGRESS ? "egress" : "ingress") +
+					 " program",
+				 [&ns, ifx, f, point, name]() {
+					 NetnsGuard g2(ns);
+					 detach_filter(ifx, point, f, name);
+				 });
+		};
+		// dequeue side first: a packet counted at enqueue is then always counted at dequeue
+		attach_side({peer_ns, pi.ifindex, peer, BPF_TC_INGRESS, bpf_program__fd(skel->progs.lumen_sw_ingress),
+			     kRecClsactPeer, rec.ingress_handle, rec.ingress_priority, rec.ingress_prog_id});
+		attach_side({dev_ns, di.ifindex, dev, BPF_TC_EGRESS, bpf_program__fd(skel->progs.lumen_sw_egress),
+			     kRecClsactDev, rec.egress_handle, rec.egress_priority, rec.egress_prog_id});
 		// the bottleneck; replacing the root qdisc flushes what the old one held
 		rec.flags |= kRecTbf;
 		write_entry(records_fd, port, rec);
@@ -590,7 +564,7 @@ std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &se
 		ns = open_netns(sel.dev_netns);
 	}
 	require_root();
-	PinLock lock;
+	PinRootLock lock; // attach / detach are read-modify-write
 	capture_libbpf_log();
 	std::vector<SwitchPortDetached> done;
 	{

@@ -19,6 +19,8 @@
 //                   the SSH session's input open, so a dropped connection, a
 //                   killed runner or a stopped ssh all end the command.
 #include "base/args.h"
+#include "base/cgroup.h"
+#include "base/cgroup.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/system.h"
@@ -43,10 +45,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
-
-#ifndef LUMEN_VERSION
-#define LUMEN_VERSION "unknown"
-#endif
 
 namespace lumen
 {
@@ -86,8 +84,6 @@ run            runs COMMAND in the cgroup NAME (default: where it is), with
                --input: what arrives on standard input is passed on to
                COMMAND's (a pipe; end of file still ends COMMAND)
 )";
-
-constexpr std::uint64_t kSec = 1'000'000'000;
 
 std::string first_line(const std::string &path)
 {
@@ -142,7 +138,7 @@ int cmd_info(const Args &a)
 		j.str("hostname", host)
 			.str("kernel_release", release)
 			.str("boot_id", boot_id)
-			.str("lumen_version", LUMEN_VERSION)
+			.str("lumen_version", lumen_version())
 			.str("cgroup2_root", cgroup)
 			.raw("btf", btf ? "true" : "false")
 			.raw("available_cc", cc)
@@ -155,7 +151,7 @@ int cmd_info(const Args &a)
 	std::printf("hostname        %s\nkernel          %s\nboot id         %s\nlumen           %s\n"
 		    "cgroup v2       %s\nBTF             %s\ncongestion ctl  %s\ntcp_powertcp    %s\n"
 		    "network ns      %s\n",
-		    host, release.c_str(), boot_id.c_str(), LUMEN_VERSION,
+		    host, release.c_str(), boot_id.c_str(), lumen_version(),
 		    cgroup.empty() ? "not mounted" : cgroup.c_str(), btf ? "yes" : "no", avail.c_str(),
 		    kmod_loaded() ? "loaded" : "not loaded", init_netns ? "initial" : "a child namespace");
 	return 0;

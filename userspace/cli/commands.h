@@ -27,8 +27,8 @@ struct Command {
 const std::vector<Command> &commands();
 const Command *find_command(const std::string &name);
 
-// The commands (cmd_<name>.cpp). cc, int and switch exist when the build
-// has their eBPF objects (LUMEN_HAVE_CMD_CC, _INT, _SWITCH).
+// The commands (cmd_<name>.cpp), thin: each parses its arguments, calls
+// its library (bpfctl, traffic, testbed, experiment) and prints.
 extern const Command kCcCommand;
 extern const Command kDelaylineCommand;
 extern const Command kExperimentCommand;

@@ -198,6 +198,20 @@ std::vector<double> get_loads(const json &v, const Where &w)
 	return out;
 }
 
+std::vector<std::uint32_t> get_sender_counts(const json &v, const Where &w)
+{
+	if (!v.is_array() || v.empty())
+		w.fail("expected a non-empty list of sender counts within 1..1000");
+	std::vector<std::uint32_t> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		auto n = static_cast<std::uint32_t>(get_uint(v[i], w.at(i), 1, 1000));
+		if (std::find(out.begin(), out.end(), n) != out.end())
+			w.at(i).fail("sender count listed twice");
+		out.push_back(n);
+	}
+	return out;
+}
+
 std::map<std::string, std::string> get_cc_params(const json &v, const Where &w)
 {
 	if (!v.is_object())
@@ -322,7 +336,7 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	Where w{source, ""};
 	allow_keys(doc, w,
 		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
-		    "cc_params", "phases"});
+		    "sender_counts", "cc_params", "phases"});
 	ExperimentSpec spec;
 	spec.source = source;
 	spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
@@ -346,6 +360,11 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 		spec.warmup_ns = get_duration(doc["warmup"], w.at("warmup"));
 	if (doc.contains("loads"))
 		spec.loads = get_loads(doc["loads"], w.at("loads"));
+	if (doc.contains("sender_counts")) {
+		if (doc.contains("loads"))
+			w.at("sender_counts").fail("one sweep per experiment: loads or sender_counts, not both");
+		spec.sender_counts = get_sender_counts(doc["sender_counts"], w.at("sender_counts"));
+	}
 	if (doc.contains("cc_params"))
 		spec.cc_params = get_cc_params(doc["cc_params"], w.at("cc_params"));
 	const json &phases = require(doc, w, "phases");
@@ -356,6 +375,9 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	if (!spec.loads.empty() && std::none_of(spec.phases.begin(), spec.phases.end(),
 						[](const PhaseSpec &p) { return p.kind == PhaseKind::Poisson; }))
 		w.at("loads").fail("a load sweep needs at least one poisson phase");
+	if (!spec.sender_counts.empty() && std::none_of(spec.phases.begin(), spec.phases.end(),
+							[](const PhaseSpec &p) { return p.kind == PhaseKind::Long; }))
+		w.at("sender_counts").fail("a sender sweep needs at least one long phase");
 	check_phases_fit(spec, w);
 	return spec;
 }
@@ -372,6 +394,8 @@ std::string experiment_to_json(const ExperimentSpec &spec)
 	doc["warmup_s"] = seconds(spec.warmup_ns);
 	if (!spec.loads.empty())
 		doc["loads"] = spec.loads;
+	if (!spec.sender_counts.empty())
+		doc["sender_counts"] = spec.sender_counts;
 	doc["cc_params"] = spec.cc_params;
 	doc["phases"] = json::array();
 	for (const auto &ph : spec.phases) {
@@ -427,15 +451,30 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 
 std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec)
 {
-	if (spec.loads.empty())
-		return {{"run", 0}};
 	std::vector<ExperimentCase> out;
 	for (double l : spec.loads) {
 		char name[32];
 		std::snprintf(name, sizeof(name), "load%g", l * 100);
-		out.push_back({name, l});
+		out.push_back({name, l, 0});
 	}
+	for (std::uint32_t n : spec.sender_counts)
+		out.push_back({"senders" + std::to_string(n), 0, n});
+	if (out.empty())
+		out.push_back({"run", 0, 0});
 	return out;
+}
+
+std::vector<std::string> phase_senders(const PhaseSpec &phase, const ExperimentCase &cs,
+				       const std::vector<HostRef> &hosts, const std::string &what)
+{
+	auto from = expand_hosts(phase.from, hosts, what);
+	if (phase.kind != PhaseKind::Long || cs.senders == 0)
+		return from;
+	if (from.size() < cs.senders)
+		throw UsageError(what + ": case " + cs.name + " needs " + std::to_string(cs.senders) +
+				 " senders, the selectors name " + std::to_string(from.size()));
+	from.resize(cs.senders);
+	return from;
 }
 
 std::vector<std::string> expand_hosts(const std::vector<std::string> &selectors, const std::vector<HostRef> &hosts,

@@ -3,7 +3,8 @@
 // userspace/experiment/experiment.h - experiment descriptions for `lumen
 // experiment`: what a JSON file says (testbed, algorithms, traffic phases),
 // its validation, and the pieces of planning that need no testbed: time
-// scaling (--duration, --smoke), cases (a load sweep), host selectors.
+// scaling (--duration, --smoke), cases (a load or sender sweep), host
+// selectors.
 //
 // A description (docs/experiments.md has the reference):
 //   {
@@ -12,6 +13,7 @@
 //     "algorithms": ["bpf_powertcp", "cubic"],
 //     "duration": "20s", "smoke_duration": "5s", "warmup": "2s",
 //     "loads": [0.2, 0.5],                 optional sweep of every poisson phase
+//     "sender_counts": [2, 4],             or of the senders of every long phase
 //     "cc_params": {"gamma": "0.9"},       optional `lumen cc set` parameters
 //     "phases": [
 //       {"name": "long", "kind": "long", "from": ["s1", "s2"], "to": ["r1"],
@@ -71,6 +73,7 @@ struct ExperimentSpec {
 	std::uint64_t smoke_duration_ns = 0;
 	std::uint64_t warmup_ns = 0; // excluded from utilisation, queue and Jain
 	std::vector<double> loads; // sweep: one case per load
+	std::vector<std::uint32_t> sender_counts; // sweep: one case per count (not with loads)
 	std::map<std::string, std::string> cc_params;
 	std::vector<PhaseSpec> phases;
 };
@@ -90,12 +93,15 @@ void check_algorithm_name(const std::string &name, const std::string &what);
 std::vector<std::string> parse_algorithm_list(const std::string &text);
 bool is_bpf_algorithm(const std::string &name); // bpf_powertcp, bpf_theta_ptcp
 
-// One run of the phases per case: without "loads" a single case "run";
+// One run of the phases per case: without a sweep a single case "run";
 // with loads one case per load ("load20" = 0.2) applied to every poisson
-// phase.
+// phase; with sender_counts one case per count ("senders4" = 4) in which
+// every long phase sends from the first 4 hosts of its `from` only (the
+// flow-count comparison of a benchmark, on one testbed).
 struct ExperimentCase {
 	std::string name;
 	double load = 0; // 0 = the phases' own loads
+	std::uint32_t senders = 0; // 0 = all of each long phase's `from`
 };
 std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec);
 
@@ -109,5 +115,9 @@ struct HostRef {
 };
 std::vector<std::string> expand_hosts(const std::vector<std::string> &selectors, const std::vector<HostRef> &hosts,
 				      const std::string &what);
+// The hosts a phase sends from in a case: its `from` expanded, cut to the
+// case's sender count for a long phase (UsageError when it has fewer).
+std::vector<std::string> phase_senders(const PhaseSpec &phase, const ExperimentCase &cs,
+				       const std::vector<HostRef> &hosts, const std::string &what);
 
 } // namespace lumen

@@ -8,6 +8,7 @@
 #include "base/interrupt.h"
 #include "base/ping.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/remote.h"
 
@@ -28,10 +29,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef LUMEN_VERSION
-#define LUMEN_VERSION "unknown"
-#endif
-
 namespace lumen
 {
 
@@ -40,7 +37,6 @@ namespace
 
 using nlohmann::json;
 
-constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 constexpr const char *kKmodParams = "/sys/module/tcp_powertcp/parameters";
 constexpr std::uint64_t kSamplerReadyNs = 15 * kSec;
 
@@ -128,8 +124,8 @@ std::vector<Node> inventory_nodes(const Inventory &inv)
 // Why a node cannot take part, or "".
 std::string node_problem(const Node &n)
 {
-	if (n.info.lumen_version != LUMEN_VERSION)
-		return "runs lumen " + n.info.lumen_version + ", this runner " + LUMEN_VERSION +
+	if (n.info.lumen_version != lumen_version())
+		return "runs lumen " + n.info.lumen_version + ", this runner " + lumen_version() +
 		       " (the CSV formats must match: install the same version)";
 	if (n.info.cgroup2_root.empty())
 		return "has no cgroup v2 hierarchy mounted";

@@ -24,12 +24,17 @@
 #include "base/error.h"
 #include "base/interrupt.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "bpfctl/bpf_util.h"
+#include "bpfctl/cc.h"
+#include "bpfctl/int_sockops.h"
 #include "bpfctl/switch_port.h"
 #include "experiment/experiment_fabric.h"
 #include "experiment/experiment_kmod.h"
+#include "experiment/experiment_netns.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/experiment_remote.h"
+#include "experiment/experiment_results.h"
 #include "experiment/inventory.h"
 #include "experiment/report.h"
 #include "experiment/report_plot.h"
@@ -61,10 +66,6 @@ extern "C" {
 #include "lumen/bpf_shared.h"
 }
 
-#ifndef LUMEN_VERSION
-#define LUMEN_VERSION "unknown"
-#endif
-
 namespace lumen
 {
 
@@ -73,10 +74,8 @@ namespace
 
 using nlohmann::json;
 
-constexpr std::uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
-constexpr std::uint64_t kQueueSampleNs = 10 * kMs;
 constexpr std::uint64_t kProgressNs = kSec;
-constexpr std::uint64_t kMinTauNs = 200'000; // as tools/bench-int-dumbbell: veth understates the loaded RTT
+constexpr std::uint64_t kMinTauNs = 200'000; // veth understates the loaded RTT
 // from the start barrier (every generator ready) to the common start: one
 // line to each generator over a pipe or an open SSH channel
 constexpr std::uint64_t kStartLeadNs = 500 * kMs;
@@ -93,39 +92,6 @@ void sleep_until(std::uint64_t t_ns)
 	throw_if_interrupted();
 }
 
-void progress(const std::string &line)
-{
-	std::fprintf(stderr, "%s\n", line.c_str());
-	std::fflush(stderr);
-}
-
-// The running binary, for the helper processes (traffic, cc, int). The
-// magic link, not the path it names: a forked child executes the very
-// image this process runs even after a rebuild replaced the file.
-void write_file(const std::string &path, const std::string &text)
-{
-	std::ofstream f(path);
-	f << text;
-	if (!f)
-		throw Error("cannot write " + path);
-}
-
-std::string utc_timestamp(const char *format)
-{
-	std::time_t t = std::time(nullptr);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	char buf[64];
-	std::strftime(buf, sizeof(buf), format, &tm);
-	return buf;
-}
-
-std::string kernel_release()
-{
-	struct utsname u;
-	return ::uname(&u) == 0 ? u.release : "unknown";
-}
-
 std::string us_text(std::uint64_t ns)
 {
 	return std::to_string((ns + 500) / 1000) + "us";
@@ -136,67 +102,6 @@ std::string seconds_text(std::uint64_t ns)
 	char buf[32];
 	std::snprintf(buf, sizeof(buf), "%.3fs", double(ns) / 1e9);
 	return buf;
-}
-
-// ---------------------------------------------------------------------
-// Preflight
-
-bool algorithm_available(const std::string &algo)
-{
-	auto avail = split_words(read_sysctl("net.ipv4.tcp_available_congestion_control"));
-	return std::find(avail.begin(), avail.end(), algo) != avail.end();
-}
-
-// Kernel algorithms may be modules (tcp_bbr): load them before the run
-// rather than let every flow fail.
-void require_kernel_algorithm(const std::string &algo)
-{
-	if (algorithm_available(algo))
-		return;
-	run_process({"modprobe", "tcp_" + algo});
-	if (!algorithm_available(algo))
-		throw Error("congestion control '" + algo + "' is not available (not in " +
-			    "net.ipv4.tcp_available_congestion_control, and 'modprobe tcp_" + algo +
-			    "' did not add it)");
-}
-
-// The module's algorithms are not modprobed: it is not installed in the
-// kernel's tree; `--vm` boots a kernel with it loaded.
-void require_kmod_algorithm(const std::string &algo)
-{
-	if (!kmod_loaded())
-		throw Error("'" + algo + "' is the kernel module tcp_powertcp's, which is not loaded (no " +
-			    kmod_sysfs_dir() + "/parameters); run with --vm 6.1|6.12 to load it in a VM, or insmod it");
-	if (!algorithm_available(algo))
-		throw Error("tcp_powertcp is loaded but '" + algo +
-			    "' is not in net.ipv4.tcp_available_congestion_control (another algorithm took the name?)");
-}
-
-// What every run needs on this machine.
-void preflight_common()
-{
-	if (run_process({"gnuplot", "--version"}).status != 0)
-		throw Error("gnuplot is needed for the plots (apt-get install gnuplot-nox, or tools/install-deps)");
-}
-
-// A namespace testbed here: root, and every algorithm in this kernel.
-void preflight_testbed(const ExperimentSpec &spec)
-{
-	require_root();
-	preflight_common();
-	bool bpf = false;
-	for (const auto &a : spec.algorithms) {
-		if (is_bpf_algorithm(a))
-			bpf = true;
-		else if (is_kmod_algorithm(a))
-			require_kmod_algorithm(a);
-		else if (a.rfind("bpf_", 0) == 0)
-			throw UsageError("unknown eBPF algorithm '" + a + "' (bpf_powertcp, bpf_theta_ptcp)");
-		else
-			require_kernel_algorithm(a);
-	}
-	if (bpf)
-		require_btf();
 }
 
 // A name for what this run creates on hosts (cgroup, work directory):
@@ -213,237 +118,7 @@ std::string run_id()
 }
 
 // ---------------------------------------------------------------------
-// Global state the run changes, undone by destructors
-
-// `lumen cc load --allow ...` now, `lumen cc unload` at the end.
-class CcLoaded
-{
-      public:
-	CcLoaded(const std::string &exe, const std::vector<std::string> &params) : exe_(exe)
-	{
-		std::vector<std::string> argv = {exe, "cc", "load", "--allow"};
-		argv.insert(argv.end(), params.begin(), params.end());
-		run_checked(argv);
-	}
-	CcLoaded(const CcLoaded &) = delete;
-	CcLoaded &operator=(const CcLoaded &) = delete;
-	~CcLoaded()
-	{
-		ProcessResult r = run_process({exe_, "cc", "unload"});
-		if (r.status != 0)
-			std::fprintf(stderr, "lumen experiment: warning: 'lumen cc unload' failed: %s\n",
-				     r.output.c_str());
-	}
-
-      private:
-	std::string exe_;
-};
-
-// `lumen int enable --cgroup CG` now, `lumen int disable` at the end.
-class IntEnabled
-{
-      public:
-	IntEnabled(const std::string &exe, const std::string &cgroup) : exe_(exe)
-	{
-		run_checked({exe, "int", "enable", "--cgroup", cgroup});
-	}
-	IntEnabled(const IntEnabled &) = delete;
-	IntEnabled &operator=(const IntEnabled &) = delete;
-	~IntEnabled()
-	{
-		ProcessResult r = run_process({exe_, "int", "disable"});
-		if (r.status != 0)
-			std::fprintf(stderr, "lumen experiment: warning: 'lumen int disable' failed: %s\n",
-				     r.output.c_str());
-	}
-
-      private:
-	std::string exe_;
-};
-
-// ---------------------------------------------------------------------
-// Switch statistics
-
-class PortSampler : public QueueSource
-{
-      public:
-	explicit PortSampler(const std::vector<TestbedPort> &ports)
-	{
-		for (const auto &p : ports) {
-			ids_.push_back(p.port_id);
-			ports_.push_back({p.name, p.rate_mbps, p.bottleneck});
-		}
-	}
-	const std::vector<PortInfo> &ports() const override
-	{
-		return ports_;
-	}
-	void poll(std::vector<QueueTick> &out) override
-	{
-		out.push_back(sample());
-	}
-
-      private:
-	QueueTick sample() const
-	{
-		QueueTick t;
-		t.t_ns = monotonic_ns();
-		for (__u32 id : ids_) {
-			const lumen_switch_port_stats st = counters_.read(id);
-			PortCounters c;
-			c.enq_bytes = st.enq_bytes;
-			c.deq_bytes = st.deq_bytes;
-			c.qlen_bytes = st.enq_bytes > st.deq_bytes ? st.enq_bytes - st.deq_bytes : 0;
-			c.drops = st.drops;
-			c.ecn_marks = st.ecn_marks;
-			t.ports.push_back(c);
-		}
-		return t;
-	}
-
-	SwitchCounters counters_;
-	std::vector<__u32> ids_;
-	std::vector<PortInfo> ports_;
-};
-
-// A namespace testbed on this machine. Members are declared in teardown
-// order reversed: the INT program goes first, then the testbed (its
-// processes and sockets), then the congestion control.
-class NetnsFabric : public Fabric
-{
-      public:
-	NetnsFabric(const TopologySpec &topo, const std::string &exe, std::uint32_t path_rate_mbps)
-	    : exe_(exe), path_rate_mbps_(path_rate_mbps)
-	{
-		testbed_.emplace(Testbed::create(topo));
-		for (const auto &h : testbed_->hosts())
-			hosts_.push_back({h.name, h.role, h.addr});
-		sampler_.emplace(testbed_->ports());
-	}
-
-	const std::vector<FabricHost> &hosts() const override
-	{
-		return hosts_;
-	}
-	std::uint32_t path_rate_mbps() const override
-	{
-		return path_rate_mbps_;
-	}
-	std::uint64_t base_rtt_ns() const override
-	{
-		return testbed_->base_rtt_ns();
-	}
-	QueueSource &queue() override
-	{
-		return *sampler_;
-	}
-	void load_algorithms(const AlgorithmSetup &setup) override
-	{
-		// the algorithms were checked before the testbed was built
-		if (!setup.bpf_params.empty())
-			cc_.emplace(exe_, setup.bpf_params);
-		if (setup.kmod_params)
-			kmod_params_.emplace(*setup.kmod_params);
-		if (setup.int_sockops)
-			int_enabled_.emplace(exe_, testbed_->cgroup());
-	}
-	std::string host_dir(const std::string &, const std::string &raw) override
-	{
-		return raw; // the hosts share this machine's files
-	}
-	pid_t spawn_lumen(const std::string &host, const std::vector<std::string> &args, const std::string &stdout_path,
-			  const std::string &stderr_path, bool with_input) override
-	{
-		std::vector<std::string> argv = {exe_};
-		argv.insert(argv.end(), args.begin(), args.end());
-		for (const auto &h : testbed_->hosts()) {
-			if (h.name != host)
-				continue;
-			if (!with_input)
-				return testbed_->spawn(h, argv, stdout_path, stderr_path);
-			int in[2];
-			if (::pipe2(in, O_CLOEXEC) != 0)
-				throw Error(std::string("pipe: ") + std::strerror(errno));
-			pid_t pid = -1;
-			try {
-				pid = testbed_->spawn(h, argv, stdout_path, stderr_path, in[0]);
-			} catch (...) {
-				::close(in[0]);
-				::close(in[1]);
-				throw;
-			}
-			::close(in[0]);
-			inputs_.add(pid, in[1]);
-			return pid;
-		}
-		throw Error("testbed has no host " + host);
-	}
-	void send_input(pid_t pid, const std::string &text) override
-	{
-		inputs_.write(pid, text);
-	}
-	bool fetch(const std::string &, const std::string &path, const std::string &local_path) override
-	{
-		return path == local_path && path_exists(path);
-	}
-	std::int64_t clock_offset_ns(const std::string &) const override
-	{
-		return 0; // one kernel, one clock
-	}
-	void end_run() override
-	{
-		inputs_.close_all();
-	}
-	KmodCounters kmod_stats() override
-	{
-		return read_kmod_stats();
-	}
-	std::string describe_json() const override
-	{
-		const Testbed &tb = *testbed_;
-		json t;
-		t["description"] = json::parse(topology_to_json(tb.spec()));
-		t["base_rtt_ns"] = tb.base_rtt_ns();
-		t["path_rate_mbps"] = path_rate_mbps_;
-		t["hosts"] = json::array();
-		for (const auto &h : tb.hosts())
-			t["hosts"].push_back(
-				{{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
-		t["ports"] = json::array();
-		for (const auto &p : tb.ports())
-			t["ports"].push_back({{"name", p.name},
-					      {"port_id", p.port_id},
-					      {"rate_mbps", p.rate_mbps},
-					      {"bottleneck", p.bottleneck}});
-		return json{{"testbed", t}}.dump();
-	}
-
-      private:
-	std::string exe_;
-	std::uint32_t path_rate_mbps_;
-	std::vector<FabricHost> hosts_;
-	std::optional<CcLoaded> cc_;
-	std::optional<KmodParamsSet> kmod_params_;
-	std::optional<Testbed> testbed_;
-	std::optional<PortSampler> sampler_;
-	std::optional<IntEnabled> int_enabled_;
-	ChildInputs inputs_; // generators waiting for their start time
-};
-
-// ---------------------------------------------------------------------
 // One run
-
-struct Plan {
-	ExperimentSpec spec;
-	std::string exe, dir;
-	std::uint32_t path_rate_mbps = 0; // the path's slowest link: ideal FCT, poisson load
-	std::uint64_t base_rtt_ns = 0; // measured, idle
-	std::uint64_t tau_ns = 0; // PowerTCP's base RTT: max(measured, 200 us)
-	std::map<std::string, std::string> kmod_params; // as written to tcp_powertcp
-};
-
-// tcp_powertcp's counters over one run; empty for runs of other algorithms.
-using KmodRunCounters = std::optional<KmodCounters>;
 
 struct ClientJob {
 	std::string label, host, flows_csv, samples_csv, log; // local files
@@ -507,7 +182,8 @@ void check_selectors(const Plan &plan, Fabric &fab)
 {
 	auto refs = host_refs(fab);
 	for (const auto &ph : plan.spec.phases) {
-		expand_hosts(ph.from, refs, plan.spec.source + ": phase " + ph.name + ": from");
+		for (const auto &cs : experiment_cases(plan.spec))
+			phase_senders(ph, cs, refs, plan.spec.source + ": phase " + ph.name + ": from");
 		expand_hosts(ph.to, refs, plan.spec.source + ": phase " + ph.name + ": to");
 	}
 }
@@ -560,7 +236,7 @@ std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::s
 	std::vector<ClientJob> jobs;
 	for (std::size_t p = 0; p < plan.spec.phases.size(); p++) {
 		const PhaseSpec &ph = plan.spec.phases[p];
-		auto from = expand_hosts(ph.from, refs, "phase " + ph.name + ": from");
+		auto from = phase_senders(ph, cs, refs, "phase " + ph.name + ": from");
 		auto to = expand_hosts(ph.to, refs, "phase " + ph.name + ": to");
 		for (std::size_t i = 0; i < from.size(); i++) {
 			std::string addrs;
@@ -850,11 +526,6 @@ std::vector<std::string> cc_params(const Plan &plan)
 	return params;
 }
 
-bool uses(const ExperimentSpec &spec, bool (*pred)(const std::string &))
-{
-	return std::any_of(spec.algorithms.begin(), spec.algorithms.end(), pred);
-}
-
 // The algorithms whose window follows INT echoes: they need the sockops
 // program that requests and echoes INT on the testbed's sockets.
 bool needs_int(const std::string &algo)
@@ -862,124 +533,13 @@ bool needs_int(const std::string &algo)
 	return algo == "bpf_powertcp" || algo == "powertcp";
 }
 
-std::string env_or_empty(const char *name)
-{
-	const char *v = std::getenv(name);
-	return v ? v : "";
-}
-
-json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const std::vector<RunData> &runs)
-{
-	json c;
-	c["experiment"] = json::parse(experiment_to_json(plan.spec));
-	c["options"] = {
-		{"smoke", opts.smoke},
-		{"duration_override_s", opts.duration_ns ? json(double(*opts.duration_ns) / 1e9) : json(nullptr)},
-		{"algorithms_override", opts.algorithms},
-		{"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
-	c["lumen_version"] = LUMEN_VERSION;
-	c["kernel_release"] = kernel_release();
-	c["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");
-	// "testbed" (namespace testbed) or "hosts" (an inventory over SSH)
-	json where = json::parse(fab.describe_json());
-	for (const auto &[key, value] : where.items())
-		c[key] = value;
-	c["base_rtt_ns"] = plan.base_rtt_ns;
-	c["path_rate_mbps"] = plan.path_rate_mbps;
-	c["powertcp"] = {{"loaded", uses(plan.spec, is_bpf_algorithm)},
-			 {"host_bw_mbps", plan.path_rate_mbps},
-			 {"base_rtt_us", double(plan.tau_ns) / 1e3},
-			 {"params", plan.spec.cc_params}};
-	c["cc_impl"] = json::object();
-	for (const auto &a : plan.spec.algorithms)
-		c["cc_impl"][a] = cc_impl(a);
-	json kmod = {{"used", uses(plan.spec, is_kmod_algorithm)}};
-	if (uses(plan.spec, is_kmod_algorithm))
-		kmod["params"] = plan.kmod_params;
-	c["kmod"] = kmod;
-	std::string vm_kernel = env_or_empty("LUMEN_EXPERIMENT_VM");
-	c["vm"] = vm_kernel.empty() ? json(nullptr)
-				    : json{{"kernel", vm_kernel}, {"kmod", env_or_empty("LUMEN_EXPERIMENT_KMOD")}};
-	c["queue_sample_interval_ms"] = kQueueSampleNs / kMs;
-	c["throughput_bin_ms"] = kThroughputBinNs / kMs;
-	c["runs"] = json::array();
-	for (const auto &r : runs)
-		c["runs"].push_back({{"algo", r.algo},
-				     {"cc_impl", cc_impl(r.algo)},
-				     {"case", r.case_name},
-				     {"load", r.load},
-				     {"t0_monotonic_ns", r.t0_ns},
-				     {"length_s", double(r.length_ns) / 1e9}});
-	return c;
-}
-
-template <typename Writer> void write_csv(const std::string &path, const std::vector<RunData> &runs, Writer w)
-{
-	std::ofstream f(path);
-	w(f, runs);
-	if (!f)
-		throw Error("cannot write " + path);
-}
-
-// "kmod powertcp/run: int_updates 1234, ..." per run of a module
-// algorithm: the counters that say whether INT drove the window.
-std::string kmod_counters_text(const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
-{
-	static const char *const shown[] = {"flows",	   "int_echoes", "int_updates",	 "fallback_updates",
-					    "rtt_updates", "no_state",	 "int_unusable", "rtt_guard"};
-	std::string out;
-	for (std::size_t i = 0; i < runs.size(); i++) {
-		if (!counters[i])
-			continue;
-		out += "tcp_powertcp " + runs[i].algo + "/" + runs[i].case_name + ":";
-		for (const char *name : shown) {
-			auto it = counters[i]->find(name);
-			if (it != counters[i]->end())
-				out += std::string(" ") + name + " " + std::to_string(it->second);
-		}
-		out += "\n";
-	}
-	return out;
-}
-
-void write_results(const Plan &plan, const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
-{
-	std::vector<RunSummary> sums;
-	for (const auto &r : runs)
-		sums.push_back(summarise_run(r));
-	json summary;
-	summary["experiment"] = plan.spec.name;
-	summary["kernel_release"] = kernel_release();
-	summary["runs"] = json::array();
-	for (std::size_t i = 0; i < sums.size(); i++) {
-		json j = summary_to_json(sums[i]);
-		j["cc_impl"] = cc_impl(sums[i].algo);
-		// the module's counters over this run (null: not a module algorithm)
-		j["kmod_stats"] = counters[i] ? json(*counters[i]) : json(nullptr);
-		summary["runs"].push_back(j);
-	}
-	write_file(plan.dir + "/summary.json", summary.dump(2) + "\n");
-	write_csv(plan.dir + "/flows.csv", runs, write_flows_csv);
-	write_csv(plan.dir + "/samples.csv", runs, write_samples_csv);
-	write_csv(plan.dir + "/queue.csv", runs, write_queue_csv);
-	write_csv(plan.dir + "/throughput.csv", runs, write_throughput_csv);
-	progress("[" + plan.spec.name + "] plotting");
-	auto pngs = render_plots(plot_scripts(runs, sums), plan.dir);
-
-	std::string table = summary_table(sums) + kmod_counters_text(runs, counters);
-	write_file(plan.dir + "/summary.txt", table);
-	std::printf("\n%s: %s\nbottleneck %u Mbit/s, base RTT %.0f us (PowerTCP tau %.0f us)\n\n%s\n",
-		    plan.spec.name.c_str(), plan.spec.description.c_str(), plan.path_rate_mbps,
-		    double(plan.base_rtt_ns) / 1e3, double(plan.tau_ns) / 1e3, table.c_str());
-	std::printf("results: %s/ (config.json summary.json flows.csv samples.csv queue.csv throughput.csv",
-		    plan.dir.c_str());
-	for (const auto &p : pngs)
-		std::printf(" %s", p.substr(p.rfind('/') + 1).c_str());
-	std::printf(")\n");
-	std::fflush(stdout);
-}
-
 } // namespace
+
+void progress(const std::string &line)
+{
+	std::fprintf(stderr, "%s\n", line.c_str());
+	std::fflush(stderr);
+}
 
 std::string default_out_dir(const ExperimentSpec &spec)
 {
@@ -1074,7 +634,7 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 			make_dirs(plan.dir + "/raw");
 			fabric = connect_hosts(*inventory, plan.spec, run_id(), plan.dir + "/raw", progress);
 		} else {
-			fabric = std::make_unique<NetnsFabric>(*topo, plan.exe, plan.path_rate_mbps);
+			fabric = make_netns_fabric(*topo, plan.exe, plan.path_rate_mbps);
 		}
 		Fabric &fab = *fabric;
 		plan.base_rtt_ns = fab.base_rtt_ns();

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/interrupt.h"
 #include "base/system.h"
+#include "base/units.h"
 #include "experiment/experiment_kmod.h"
 
 #include <algorithm>
@@ -26,7 +27,6 @@ namespace lumen
 namespace
 {
 
-constexpr std::uint64_t kSec = 1'000'000'000;
 // vm-run's own failure (usage, boot, mounts) and its timeout
 constexpr int kVmRunInfra = 125, kVmRunTimeout = 124;
 // Debian's PATH in the guest, not the caller's: shims (pyenv, ...) in a

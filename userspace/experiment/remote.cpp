@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/system.h"
+#include "base/units.h"
 
 #include <cerrno>
 #include <csignal>
@@ -24,7 +25,6 @@ namespace lumen
 namespace
 {
 
-constexpr std::uint64_t kSec = 1'000'000'000;
 constexpr int kClockTimeoutMs = 10'000;
 
 [[noreturn]] void exec_argv(const std::vector<std::string> &argv)

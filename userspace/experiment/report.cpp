@@ -112,6 +112,23 @@ struct FieldReader {
 		i++;
 		return v;
 	}
+	void read(std::string &out)
+	{
+		out = text();
+	}
+	void read(std::uint64_t &out)
+	{
+		out = u64();
+	}
+	void read(double &out)
+	{
+		out = real();
+	}
+	// The next fields, in order, each parsed as its destination's type.
+	template <typename... T> void operator()(T &...out)
+	{
+		(read(out), ...);
+	}
 };
 
 // Calls row(fields, where) for every data line after checking the header.
@@ -457,20 +474,8 @@ std::vector<FlowRecord> parse_flows_csv(const std::string &text, const std::stri
 	std::vector<FlowRecord> out;
 	read_csv(text, source, kTrafficFlowsHeader, [&out](FieldReader &r) {
 		FlowRecord f;
-		f.label = r.text();
-		f.flow_id = r.u64();
-		f.dst = r.text();
-		f.cc = r.text();
-		f.kind = r.text();
-		f.size_bytes = r.u64();
-		f.start_ns = r.u64();
-		f.end_ns = r.u64();
-		f.fct_ns = r.u64();
-		f.bytes = r.u64();
-		f.retrans = r.u64();
-		f.ideal_fct_ns = r.u64();
-		f.slowdown = r.real();
-		f.status = r.text();
+		r(f.label, f.flow_id, f.dst, f.cc, f.kind, f.size_bytes, f.start_ns, f.end_ns, f.fct_ns, f.bytes,
+		  f.retrans, f.ideal_fct_ns, f.slowdown, f.status);
 		out.push_back(std::move(f));
 	});
 	return out;
@@ -481,15 +486,8 @@ std::vector<FlowSample> parse_samples_csv(const std::string &text, const std::st
 	std::vector<FlowSample> out;
 	read_csv(text, source, kTrafficSamplesHeader, [&out](FieldReader &r) {
 		FlowSample s;
-		s.label = r.text();
-		s.flow_id = r.u64();
-		s.t_ns = r.u64();
-		s.bytes_acked = r.u64();
-		s.cwnd = r.u64();
-		s.srtt_us = r.u64();
-		s.retrans = r.u64();
-		s.pacing_rate_bps = r.u64();
-		s.delivery_rate_bps = r.u64();
+		r(s.label, s.flow_id, s.t_ns, s.bytes_acked, s.cwnd, s.srtt_us, s.retrans, s.pacing_rate_bps,
+		  s.delivery_rate_bps);
 		out.push_back(std::move(s));
 	});
 	return out;

@@ -153,7 +153,13 @@ std::vector<std::string> throughput_series(Script &s, const RunData &r)
 	return series;
 }
 
-PlotScript throughput_plot(const std::vector<RunData> &runs)
+// A plot of one panel per run over time: algorithms in rows, cases in
+// columns, an empty panel where a run is missing.
+struct RunPanelPlot {
+	std::string name, description, ylabel, title; // file name.png
+};
+template <typename Series>
+PlotScript run_panel_plot(const std::vector<RunData> &runs, const RunPanelPlot &p, Series series)
 {
 	Grid g = run_grid(runs);
 	Script s;
@@ -163,12 +169,18 @@ PlotScript throughput_plot(const std::vector<RunData> &runs)
 			continue;
 		}
 		const RunData &r = runs[idx];
-		s.body += "set title " + quote(panel_title(r)) + "\nset xlabel 'time (s)'\nset ylabel 'Mbit/s'\n";
-		s.body += plot_command(throughput_series(s, r));
+		s.body += "set title " + quote(panel_title(r)) + "\nset xlabel 'time (s)'\nset ylabel " +
+			  quote(p.ylabel) + "\n" + plot_command(series(s, r));
 	}
-	return {"throughput", "throughput per flow",
-		s.text("throughput.png", int(g.cases.size()), int(g.algos.size()),
-		       "Throughput per flow (100 ms bins; other phases summed)")};
+	return {p.name, p.description, s.text(p.name + ".png", int(g.cases.size()), int(g.algos.size()), p.title)};
+}
+
+PlotScript throughput_plot(const std::vector<RunData> &runs)
+{
+	return run_panel_plot(runs,
+			      {"throughput", "throughput per flow", "Mbit/s",
+			       "Throughput per flow (100 ms bins; other phases summed)"},
+			      throughput_series);
 }
 
 PlotScript queue_plot(const std::vector<RunData> &runs)
@@ -206,34 +218,31 @@ bool has_long_flows(const std::vector<RunData> &runs)
 	return false;
 }
 
+// cwnd over time of each long flow of a run, in segments.
+std::vector<std::string> cwnd_series(Script &s, const RunData &r)
+{
+	std::map<std::string, std::vector<std::vector<std::string>>> per_flow;
+	std::map<std::string, bool> is_long;
+	for (const auto &f : r.flows)
+		is_long[f.label + "#" + std::to_string(f.flow_id)] = f.kind == "long";
+	for (const auto &smp : r.samples) {
+		std::string key = smp.label + "#" + std::to_string(smp.flow_id);
+		if (is_long[key])
+			per_flow[key].push_back(
+				{num((double(smp.t_ns) - double(r.t0_ns)) / 1e9), num(double(smp.cwnd))});
+	}
+	std::vector<std::string> series;
+	for (const auto &[key, rows] : per_flow)
+		series.push_back(s.block(rows) + " using 1:2 with lines title " + quote(key));
+	return series;
+}
+
 PlotScript cwnd_plot(const std::vector<RunData> &runs)
 {
-	Grid g = run_grid(runs);
-	Script s;
-	for (int idx : g.cell) {
-		if (idx < 0) {
-			s.body += plot_command({});
-			continue;
-		}
-		const RunData &r = runs[idx];
-		std::map<std::string, std::vector<std::vector<std::string>>> per_flow;
-		std::map<std::string, bool> is_long;
-		for (const auto &f : r.flows)
-			is_long[f.label + "#" + std::to_string(f.flow_id)] = f.kind == "long";
-		for (const auto &smp : r.samples) {
-			std::string key = smp.label + "#" + std::to_string(smp.flow_id);
-			if (is_long[key])
-				per_flow[key].push_back(
-					{num((double(smp.t_ns) - double(r.t0_ns)) / 1e9), num(double(smp.cwnd))});
-		}
-		std::vector<std::string> series;
-		for (const auto &[key, rows] : per_flow)
-			series.push_back(s.block(rows) + " using 1:2 with lines title " + quote(key));
-		s.body += "set title " + quote(panel_title(r)) +
-			  "\nset xlabel 'time (s)'\nset ylabel 'cwnd (segments)'\n" + plot_command(series);
-	}
-	return {"cwnd", "congestion window of the long flows",
-		s.text("cwnd.png", int(g.cases.size()), int(g.algos.size()), "Congestion window (long flows)")};
+	return run_panel_plot(
+		runs,
+		{"cwnd", "congestion window of the long flows", "cwnd (segments)", "Congestion window (long flows)"},
+		cwnd_series);
 }
 
 // Clustered bars: one cluster per x label, one bar per algorithm.

@@ -7,6 +7,7 @@
 // and teardown: the journal replayed newest first, then a sweep by name).
 #pragma once
 
+#include "base/cgroup.h"
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/process.h"
@@ -72,7 +73,6 @@ class StateDirLock
 };
 
 void sleep_ms(int ms);
-int open_cgroup_procs(const std::string &cgroup);
 std::vector<char *> exec_argv(const std::vector<std::string> &argv);
 json process_identity(pid_t pid);
 bool identity_alive(const json &id);

@@ -10,6 +10,7 @@
 #include "base/interrupt.h"
 #include "base/netns.h"
 #include "base/ping.h"
+#include "base/cgroup.h"
 #include "base/process.h"
 #include "base/system.h"
 #include "base/units.h"
@@ -57,17 +58,7 @@ void sleep_ms(int ms)
 	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-// What a child needs to enter a host: its network namespace and the
-// testbed's cgroup, opened here so that errors reach the caller, not the
-// child; and its argv as exec wants it.
-int open_cgroup_procs(const std::string &cgroup)
-{
-	int fd = ::open((cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		throw Error("cannot open " + cgroup + "/cgroup.procs: " + errno_text(errno));
-	return fd;
-}
-
+// A child's argv as exec wants it.
 std::vector<char *> exec_argv(const std::vector<std::string> &argv)
 {
 	std::vector<char *> cargv;

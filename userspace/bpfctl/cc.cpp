@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/bpfctl/cc.cpp - see cc.h.
+#include "bpfctl/cc.h"
+
+#include "base/error.h"
+#include "base/fd.h"
+#include "base/interrupt.h"
+#include "base/rollback.h"
+#include "base/system.h"
+#include "base/units.h"
+#include "bpfctl/bpf_util.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <sys/utsname.h>
+
+#include "powertcp.skel.h"
+
+namespace lumen
+{
+
+const CcAlgo kCcAlgos[kCcAlgoCount] = {
+	{LUMEN_CC_NAME_INT, LUMEN_PTCP_MODE_INT, LUMEN_PIN_CC_OPS_INT, "ptcp_ops_int"},
+	{LUMEN_CC_NAME_THETA, LUMEN_PTCP_MODE_THETA, LUMEN_PIN_CC_OPS_THETA, "ptcp_ops_theta"},
+};
+
+#define LUMEN_COUNTER_NAME(id, name, help) {name, help},
+const CounterName kCcCounters[LUMEN_CC_CNT_MAX] = {LUMEN_CC_COUNTERS(LUMEN_COUNTER_NAME)};
+#undef LUMEN_COUNTER_NAME
+
+namespace
+{
+
+// Maps this part owns (pinned by name by libbpf).
+const char *const kOwnMaps[] = {LUMEN_PIN_CC_PARAMS, LUMEN_PIN_CC_PARAM_GEN, LUMEN_PIN_CC_FAULTS, LUMEN_PIN_CC_STATS,
+				LUMEN_PIN_CC_SK};
+// Pins that mean the INT sockops part is loaded.
+const char *const kSockopsPins[] = {LUMEN_PIN_INT_CFG, LUMEN_PIN_INT_STATS};
+
+const char *const kAvailable = "net.ipv4.tcp_available_congestion_control";
+const char *const kAllowed = "net.ipv4.tcp_allowed_congestion_control";
+const char *const kDefault = "net.ipv4.tcp_congestion_control";
+
+struct SkelDeleter {
+	void operator()(powertcp *s) const
+	{
+		powertcp__destroy(s);
+	}
+};
+
+bool contains(const std::vector<std::string> &words, const std::string &w)
+{
+	return std::find(words.begin(), words.end(), w) != words.end();
+}
+
+bool is_registered(const char *name)
+{
+	return contains(split_words(read_sysctl(kAvailable)), name);
+}
+
+bool sockops_loaded()
+{
+	for (const char *m : kSockopsPins)
+		if (pinned(m))
+			return true;
+	return false;
+}
+
+void validate(const lumen_ptcp_params &p, const char *algo)
+{
+	int err = lumen_ptcp_params_validate(&p);
+	if (err)
+		throw UsageError(std::string("invalid parameters for ") + algo + ": " + lumen_ptcp_param_strerror(err));
+}
+
+// The parameter maps (see the header): slots and generations.
+struct ParamMaps {
+	int params_fd, gen_fd;
+};
+
+std::uint32_t read_gen(const ParamMaps &m, std::uint32_t mode)
+{
+	std::uint32_t gen = 0;
+	if (bpf_map_lookup_elem(m.gen_fd, &mode, &gen) != 0)
+		throw Error("cannot read lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
+	return gen;
+}
+
+void write_slot(const ParamMaps &m, std::uint32_t slot, const lumen_ptcp_params &p)
+{
+	if (bpf_map_update_elem(m.params_fd, &slot, &p, BPF_ANY) != 0)
+		throw Error("cannot write lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
+}
+
+// What the programs use now: each algorithm's live slot.
+void read_params(const ParamMaps &m, lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES])
+{
+	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
+		std::uint32_t slot = lumen_cc_param_slot(i, read_gen(m, i));
+		if (bpf_map_lookup_elem(m.params_fd, &slot, &p[i]) != 0)
+			throw Error("cannot read lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
+	}
+}
+
+// Publishes new parameters for one algorithm: the idle slot first, then the
+// generation that makes it live (one word, so readers see all or nothing).
+void publish_params(const ParamMaps &m, std::uint32_t mode, const lumen_ptcp_params &p)
+{
+	std::uint32_t next = read_gen(m, mode) + 1;
+	write_slot(m, lumen_cc_param_slot(mode, next), p);
+	if (bpf_map_update_elem(m.gen_fd, &mode, &next, BPF_ANY) != 0)
+		throw Error("cannot write lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
+}
+
+// The pinned parameter maps, for status and set.
+struct PinnedParams {
+	Fd params{open_pin(LUMEN_PIN_CC_PARAMS)};
+	Fd gen{open_pin(LUMEN_PIN_CC_PARAM_GEN)};
+
+	ParamMaps maps() const
+	{
+		return {params.get(), gen.get()};
+	}
+};
+
+void require_kernel_support()
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		throw Error("cannot read the kernel BTF: " + errno_text(errno));
+	int id = btf__find_by_name_kind(vmlinux, "bpf_struct_ops_tcp_congestion_ops", BTF_KIND_STRUCT);
+	btf__free(vmlinux);
+	if (id < 0)
+		throw Error("kernel too old or built without BPF congestion control (no "
+			    "bpf_struct_ops_tcp_congestion_ops in its BTF): Linux >= 6.0 with "
+			    "CONFIG_BPF_JIT and CONFIG_BPF_SYSCALL is required");
+	struct utsname u;
+	unsigned major = 0;
+	if (::uname(&u) == 0 && std::sscanf(u.release, "%u.", &major) == 1 && major < 6)
+		throw Error(std::string("kernel ") + u.release +
+			    " too old: BPF congestion control may set sk_pacing_rate and sk_pacing_status "
+			    "only since Linux 6.0");
+}
+
+struct Survey {
+	bool registered[LUMEN_CC_PARAM_ENTRIES] = {};
+	bool allowed[LUMEN_CC_PARAM_ENTRIES] = {};
+	bool ops_pinned[LUMEN_CC_PARAM_ENTRIES] = {};
+	std::vector<std::string> own_pins; // ours that exist (ops and maps)
+	bool int_sk_pinned = false;
+	bool sockops = false;
+
+	bool any_registered() const
+	{
+		return registered[0] || registered[1];
+	}
+	bool loaded() const
+	{
+		return registered[0] && registered[1] && own_pins.size() == 2 + std::size(kOwnMaps);
+	}
+	bool anything() const
+	{
+		return any_registered() || !own_pins.empty();
+	}
+};
+
+Survey survey()
+{
+	Survey s;
+	auto avail = split_words(read_sysctl(kAvailable));
+	auto allowed = split_words(read_sysctl(kAllowed));
+	for (unsigned i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
+		s.registered[i] = contains(avail, kCcAlgos[i].name);
+		s.allowed[i] = contains(allowed, kCcAlgos[i].name);
+		s.ops_pinned[i] = path_exists(pin_path(kCcAlgos[i].ops_pin));
+		if (s.ops_pinned[i])
+			s.own_pins.push_back(kCcAlgos[i].ops_pin);
+	}
+	for (const char *m : kOwnMaps)
+		if (path_exists(pin_path(m)))
+			s.own_pins.push_back(m);
+	s.int_sk_pinned = pinned(LUMEN_PIN_INT_SK);
+	s.sockops = sockops_loaded();
+	return s;
+}
+
+// Unregisters struct_ops maps of this part found by kernel map name, for
+// when the pins are gone (removed by hand, bpffs remounted). Returns how many
+// were unregistered.
+int unregister_by_scan(const char *map_name)
+{
+	int n = 0;
+	__u32 id = 0;
+	while (bpf_map_get_next_id(id, &id) == 0) {
+		Fd fd(bpf_map_get_fd_by_id(id));
+		if (fd.get() < 0)
+			continue;
+		bpf_map_info info{};
+		__u32 len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
+			continue;
+		if (info.type != BPF_MAP_TYPE_STRUCT_OPS || std::strcmp(info.name, map_name) != 0)
+			continue;
+		__u32 zero = 0;
+		if (bpf_map_delete_elem(fd.get(), &zero) == 0)
+			n++;
+	}
+	return n;
+}
+
+} // namespace
+
+unsigned parse_cc_algo_mask(const std::string &word)
+{
+	if (word == "both")
+		return kCcAllAlgos;
+	for (unsigned i = 0; i < kCcAlgoCount; i++)
+		if (word == kCcAlgos[i].name)
+			return 1u << i;
+	throw UsageError("--algo must be " LUMEN_CC_NAME_INT ", " LUMEN_CC_NAME_THETA " or both, not '" + word + "'");
+}
+
+bool CcParamChange::empty() const
+{
+	return !gamma && !flows && !beta && !host_bw && !base_rtt;
+}
+
+void CcParamChange::apply(lumen_ptcp_params *p) const
+{
+	if (gamma)
+		p->gamma = *gamma;
+	if (flows)
+		p->expected_flows = *flows;
+	if (beta)
+		p->beta_bytes = *beta;
+	if (host_bw)
+		p->host_bw_mbps = *host_bw;
+	if (base_rtt)
+		p->base_rtt_ns = *base_rtt;
+}
+
+CcParamChange parse_cc_params(const std::vector<std::string> &words)
+{
+	CcParamChange c;
+	for (const auto &w : words) {
+		auto eq = w.find('=');
+		if (eq == std::string::npos || eq == 0)
+			throw UsageError("'" + w +
+					 "' is not PARAM=VALUE (params: gamma, flows, beta, host-bw, base-rtt)");
+		std::string key = w.substr(0, eq), val = w.substr(eq + 1);
+		auto once = [&](bool already) {
+			if (already)
+				throw UsageError("parameter " + key + " given twice");
+		};
+		if (key == "gamma") {
+			once(c.gamma.has_value());
+			c.gamma = parse_q16(val, "gamma", 0.01, 1.0);
+		} else if (key == "flows") {
+			once(c.flows.has_value());
+			c.flows =
+				static_cast<std::uint32_t>(parse_uint(val, "flows", 1, LUMEN_PTCP_EXPECTED_FLOWS_MAX));
+		} else if (key == "beta") {
+			once(c.beta.has_value());
+			c.beta = val == "auto" ? 0
+					       : static_cast<std::uint32_t>(
+							 parse_bytes(val, "beta", LUMEN_PTCP_BETA_MAX_BYTES));
+		} else if (key == "host-bw") {
+			once(c.host_bw.has_value());
+			c.host_bw = parse_rate_mbps(val, "host-bw");
+		} else if (key == "base-rtt") {
+			once(c.base_rtt.has_value());
+			c.base_rtt = (val == "auto" || val == "0")
+					     ? 0
+					     : parse_duration_ns(val, "base-rtt", LUMEN_PTCP_BASE_RTT_MAX_NS);
+		} else {
+			throw UsageError("unknown parameter '" + key +
+					 "' (params: gamma, flows, beta, host-bw, base-rtt)");
+		}
+	}
+	return c;
+}
+
+CcLoadResult load_cc(const CcLoadRequest &req)
+{
+	CcLoadResult out;
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		lumen_ptcp_params_default(&out.params[i]);
+		if (req.algos & (1u << i))
+			req.change.apply(&out.params[i]);
+		validate(out.params[i], kCcAlgos[i].name);
+	}
+
+	require_root();
+	require_btf();
+	require_kernel_support();
+	Survey s = survey();
+	for (unsigned i = 0; i < kCcAlgoCount; i++)
+		if (s.registered[i])
+			throw Error(std::string("already loaded: ") + kCcAlgos[i].name +
+				    " is registered (see 'lumen cc status'; 'lumen cc unload' removes it)");
+	if (!s.own_pins.empty())
+		throw Error("stale pins under " LUMEN_PIN_ROOT " (" + join_words(s.own_pins, ", ") +
+			    ") from an earlier load: run 'lumen cc unload' first");
+
+	// Ctrl-C sets a flag instead of killing us half-way: checked before
+	// the commit, so either all of the load stays or none of it
+	install_interrupt_handlers();
+	capture_libbpf_log();
+	clear_libbpf_log();
+	ensure_pin_root();
+	const bool int_sk_existed = pinned(LUMEN_PIN_INT_SK);
+
+	bpf_object_open_opts opts{};
+	opts.sz = sizeof(opts);
+	opts.pin_root_path = LUMEN_PIN_ROOT;
+	std::unique_ptr<powertcp, SkelDeleter> skel(powertcp__open_opts(&opts));
+	if (!skel)
+		throw Error("cannot open the BPF object: " + errno_text(errno) + libbpf_log_tail());
+
+	Rollback rb("lumen cc load"); // declared after skel: runs while the skeleton's fds are open
+	int err = powertcp__load(skel.get());
+	// libbpf unpins what it pinned when a load fails; make sure of it
+	rb.add("unpin maps", [int_sk_existed]() {
+		for (const char *m : kOwnMaps)
+			remove_pin(m);
+		if (!int_sk_existed && !sockops_loaded())
+			remove_pin(LUMEN_PIN_INT_SK);
+	});
+	if (err)
+		throw Error("cannot load the BPF programs (verifier or kernel refused them): " + errno_text(err) +
+			    libbpf_log_tail(30));
+
+	// both slots of each algorithm, generation 0 (the maps start zeroed)
+	ParamMaps maps = {bpf_map__fd(skel->maps.lumen_cc_params), bpf_map__fd(skel->maps.lumen_cc_param_gen)};
+	for (std::uint32_t i = 0; i < kCcAlgoCount; i++)
+		for (std::uint32_t gen : {0u, 1u})
+			write_slot(maps, lumen_cc_param_slot(i, gen), out.params[i]);
+
+	bpf_map *ops[kCcAlgoCount] = {skel->maps.ptcp_ops_int, skel->maps.ptcp_ops_theta};
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		std::string pin = pin_path(kCcAlgos[i].ops_pin);
+		if (bpf_map__pin(ops[i], pin.c_str()) != 0)
+			throw Error("cannot pin " + pin + ": " + errno_text(errno) + libbpf_log_tail());
+		const char *name = kCcAlgos[i].ops_pin;
+		rb.add("unpin " + pin, [name]() { remove_pin(name); });
+	}
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		bpf_link *link = bpf_map__attach_struct_ops(ops[i]);
+		if (!link) {
+			int e = errno;
+			throw Error(std::string("cannot register ") + kCcAlgos[i].name + ": " +
+				    (e == EEXIST ? "an algorithm of that name is already registered" : errno_text(e)) +
+				    libbpf_log_tail());
+		}
+		// keep the registration when the link object goes away
+		bpf_link__disconnect(link);
+		bpf_link__destroy(link);
+		int fd = bpf_map__fd(ops[i]);
+		rb.add(std::string("unregister ") + kCcAlgos[i].name, [fd]() {
+			__u32 zero = 0;
+			if (bpf_map_delete_elem(fd, &zero) != 0 && errno != ENOENT)
+				throw Error(errno_text(errno));
+		});
+	}
+	if (req.allow) {
+		for (const auto &algo : kCcAlgos) {
+			std::string name = algo.name;
+			if (allow_congestion_control(name, true))
+				rb.add("disallow " + name, [name]() { allow_congestion_control(name, false); });
+		}
+	}
+	throw_if_interrupted(); // Ctrl-C during the load: the rollback undoes it
+	rb.commit();
+	out.int_sockops = s.sockops;
+	return out;
+}
+
+CcUnloadResult unload_cc()
+{
+	require_root();
+	CcUnloadResult out;
+	Survey s = survey();
+	if (!s.anything()) {
+		out.nothing_loaded = true;
+		return out;
+	}
+	std::string def = read_sysctl(kDefault);
+	for (unsigned i = 0; i < kCcAlgoCount; i++)
+		if (s.registered[i] && def == kCcAlgos[i].name)
+			throw Error(std::string(kDefault) + " is " + def +
+				    " in this network namespace; choose another default first "
+				    "(e.g. sysctl -w " +
+				    kDefault + "=cubic)");
+
+	for (const auto &algo : kCcAlgos)
+		allow_congestion_control(algo.name, false);
+
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		if (!s.ops_pinned[i])
+			continue;
+		Fd fd = open_pin(kCcAlgos[i].ops_pin);
+		__u32 zero = 0;
+		// ENOENT: never registered; EINPROGRESS: already being torn down
+		if (bpf_map_delete_elem(fd.get(), &zero) != 0 && errno != ENOENT && errno != EINPROGRESS)
+			throw Error(std::string("cannot unregister ") + kCcAlgos[i].name + ": " + errno_text(errno));
+	}
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		if (!is_registered(kCcAlgos[i].name))
+			continue;
+		unregister_by_scan(kCcAlgos[i].map_name);
+		if (is_registered(kCcAlgos[i].name))
+			throw Error(std::string(kCcAlgos[i].name) +
+				    " is still registered, but not by lumen's struct_ops map (see 'bpftool "
+				    "struct_ops show')");
+	}
+
+	for (const auto &algo : kCcAlgos)
+		remove_pin(algo.ops_pin);
+	for (const char *m : kOwnMaps)
+		remove_pin(m);
+	out.int_sk_kept = s.sockops && s.int_sk_pinned;
+	if (!s.sockops)
+		remove_pin(LUMEN_PIN_INT_SK);
+	return out;
+}
+
+CcStatus cc_status()
+{
+	require_root();
+	Survey s = survey();
+	CcStatus out;
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		out.registered[i] = s.registered[i];
+		out.allowed[i] = s.allowed[i];
+	}
+	out.loaded = s.loaded();
+	out.anything = s.anything();
+	out.int_sockops = s.sockops;
+	out.default_cc = read_sysctl(kDefault);
+	if (pinned(LUMEN_PIN_CC_PARAMS) && pinned(LUMEN_PIN_CC_PARAM_GEN)) {
+		PinnedParams pins;
+		lumen_ptcp_params p[kCcAlgoCount];
+		read_params(pins.maps(), p);
+		out.params = std::vector<lumen_ptcp_params>(p, p + kCcAlgoCount);
+	}
+	if (pinned(LUMEN_PIN_CC_STATS))
+		out.counters = sum_percpu_counters(open_pin(LUMEN_PIN_CC_STATS).get(), LUMEN_CC_CNT_MAX);
+	return out;
+}
+
+std::vector<lumen_ptcp_params> set_cc_params(unsigned algos, const CcParamChange &change)
+{
+	require_root();
+	for (const char *m : {LUMEN_PIN_CC_PARAMS, LUMEN_PIN_CC_PARAM_GEN})
+		if (!pinned(m))
+			throw Error("not loaded (no " + pin_path(m) + "): run 'lumen cc load' first");
+	// one writer at a time: two sets interleaving would publish a slot the
+	// other is still writing
+	PinRootLock lock;
+	PinnedParams pins;
+	ParamMaps maps = pins.maps();
+	lumen_ptcp_params old[kCcAlgoCount], next[kCcAlgoCount];
+	read_params(maps, old);
+	for (unsigned i = 0; i < kCcAlgoCount; i++) {
+		next[i] = old[i];
+		if (algos & (1u << i)) {
+			change.apply(&next[i]);
+			validate(next[i], kCcAlgos[i].name);
+		}
+	}
+	// every value validated: now write, undoing the first on a failed second
+	for (std::uint32_t i = 0; i < kCcAlgoCount; i++) {
+		if (!(algos & (1u << i)))
+			continue;
+		try {
+			publish_params(maps, i, next[i]);
+		} catch (const Error &) {
+			for (std::uint32_t j = 0; j < i; j++)
+				if (algos & (1u << j))
+					publish_params(maps, j, old[j]);
+			throw;
+		}
+	}
+	return std::vector<lumen_ptcp_params>(next, next + kCcAlgoCount);
+}
+
+} // namespace lumen
