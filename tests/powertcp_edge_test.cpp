@@ -89,6 +89,12 @@ struct Flow {
 		lumen_ptcp_ack a{now, rtt_ns, una, nxt, kMss};
 		return lumen_ptcp_on_ack(&st, &p, &a, echo);
 	}
+	// an ACK carrying the path's echo after dt_ns (Path::step), no RTT sample
+	lumen_ptcp_result ack_after(Path &path, uint64_t dt_ns, double util, int64_t dq)
+	{
+		lumen_int_opt echo = path.step(dt_ns, util, dq);
+		return ack(&echo, 0);
+	}
 };
 
 // ------------------------------------------------------------------------
@@ -204,12 +210,10 @@ TEST(Start, FirstInt_AckOnlyBaselines)
 {
 	Flow f(params_10g_20us(), LUMEN_PTCP_MODE_INT);
 	Path path({10000});
-	auto e1 = path.step(40000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e1, 0), LUMEN_PTCP_HELD);
+	EXPECT_EQ(f.ack_after(path, 40000, 1.0, 0), LUMEN_PTCP_HELD);
 	EXPECT_EQ(f.st.cwnd_bytes, 25000u);
 	EXPECT_EQ(f.st.prev_hop_count, 1);
-	auto e2 = path.step(40000, 1.0, 0); // 50000 bytes: 512 B units are 1%
-	EXPECT_EQ(f.ack(&e2, 0), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(f.ack_after(path, 40000, 1.0, 0), LUMEN_PTCP_UPDATED_INT); // 50000 bytes: 512 B units are 1%
 	EXPECT_NEAR(double(f.st.smooth_power) / 65536, 1.0, 0.015);
 	EXPECT_EQ(f.st.stats.int_updates, 1u);
 	EXPECT_EQ(f.st.stats.int_path_changes, 0u);
@@ -280,8 +284,7 @@ TEST(Counters, DuplicateEchoIsNoNewsAndKeepsHistory)
 	EXPECT_EQ(f.ack(&e2, 0), LUMEN_PTCP_HELD); // delayed ACK echoing the same request
 	EXPECT_EQ(f.st.stats.int_duplicate, 1u);
 	EXPECT_EQ(f.st.cwnd_bytes, cwnd);
-	auto e3 = path.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e3, 0), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(f.ack_after(path, 2000, 1.0, 0), LUMEN_PTCP_UPDATED_INT);
 }
 
 TEST(Counters, ZeroTimestampsAndCountersAreOrdinaryValues)
@@ -329,18 +332,15 @@ TEST(Counters, StaleSampleBeyondHalfWrapIsRefusedAndRebaselined)
 	auto e1 = path.step(LUMEN_INT_WRAP_NS / 2 + 100, 0.0, 0); // idle for 2.1 ms
 	EXPECT_EQ(f.ack(&e1, 0), LUMEN_PTCP_HELD);
 	EXPECT_EQ(f.st.stats.int_stale, 1u);
-	auto e2 = path.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e2, 0), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(f.ack_after(path, 2000, 1.0, 0), LUMEN_PTCP_UPDATED_INT);
 }
 
 TEST(Counters, ImplausibleByteCounterIsRefused)
 {
 	Flow f(params_10g_20us(), LUMEN_PTCP_MODE_INT);
 	Path path({10000});
-	auto e0 = path.step(1000, 1.0, 0);
-	f.ack(&e0, 0);
-	auto e1 = path.step(1000, 8.0, 0); // 8x line rate: a switch restart, not traffic
-	EXPECT_EQ(f.ack(&e1, 0), LUMEN_PTCP_HELD);
+	f.ack_after(path, 1000, 1.0, 0);
+	EXPECT_EQ(f.ack_after(path, 1000, 8.0, 0), LUMEN_PTCP_HELD); // 8x line rate: a switch restart, not traffic
 	EXPECT_EQ(f.st.stats.int_stale, 1u);
 }
 
@@ -356,12 +356,10 @@ TEST(Paths, HopCountChangeRebaselines)
 	f.ack(&a, 0);
 	auto b = two.step(2000, 1.0, 0);
 	EXPECT_EQ(f.ack(&b, 0), LUMEN_PTCP_UPDATED_INT);
-	auto c = three.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&c, 0), LUMEN_PTCP_HELD);
+	EXPECT_EQ(f.ack_after(three, 2000, 1.0, 0), LUMEN_PTCP_HELD);
 	EXPECT_EQ(f.st.stats.int_path_changes, 1u);
 	EXPECT_EQ(f.st.prev_hop_count, 3);
-	auto d = three.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&d, 0), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(f.ack_after(three, 2000, 1.0, 0), LUMEN_PTCP_UPDATED_INT);
 }
 
 TEST(Paths, RateChangeOfAHopRebaselines)
@@ -461,13 +459,11 @@ TEST(Extremes, SaturatedQueueGivesLargePowerAndShrinksTheWindow)
 	auto a = path.step(2000, 1.0, 100000000); // 100 MB: field saturates
 	f.ack(&a, 0);
 	EXPECT_EQ(a.hops[0].qlen, LUMEN_INT_QLEN_MAX);
-	auto b = path.step(2000, 1.0, 0);
-	f.ack(&b, 0);
+	f.ack_after(path, 2000, 1.0, 0);
 	EXPECT_GT(f.st.last_power, 100 * LUMEN_PTCP_ONE); // >= 4.19 ms of queue vs tau 20 us
 	EXPECT_LT(f.st.cwnd_bytes, 25000u); // the first ACK already cuts
 	for (int i = 0; i < 17; i++) { // one window of ACKs
-		auto c = path.step(2000, 1.0, 0);
-		f.ack(&c, 0);
+		f.ack_after(path, 2000, 1.0, 0);
 	}
 	EXPECT_LT(f.st.cwnd_bytes, 25000u / 2);
 }
@@ -592,8 +588,7 @@ TEST(Restart, ForgetsHistoryButKeepsTheWindow)
 	EXPECT_EQ(f.st.smooth_power, 0u);
 	EXPECT_EQ(f.st.prev_hop_count, 0);
 	EXPECT_EQ(f.st.have_rtt, 0);
-	auto e = path.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e, 0), LUMEN_PTCP_HELD); // new baseline first
+	EXPECT_EQ(f.ack_after(path, 2000, 1.0, 0), LUMEN_PTCP_HELD); // new baseline first
 }
 
 TEST(Runtime, LoweringHostBandwidthClampsExistingFlows)
@@ -764,8 +759,8 @@ TEST(ShellEvents, EachKindOfAckMovesItsCounters)
 	lumen_ptcp_result res = LUMEN_PTCP_UPDATED_RTT;
 	EXPECT_EQ(f.ack(nullptr, 0, &res), kAck | LUMEN_PTCP_EV(NO_INT));
 	EXPECT_EQ(res, LUMEN_PTCP_HELD);
-	auto e1 = path.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e1, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE)); // a baseline gives no sample
+	auto ev1 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&ev1, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE)); // a baseline gives no sample
 	auto e2 = path.step(2000, 1.0, 0);
 	EXPECT_EQ(f.ack(&e2, 0, &res), kAck | LUMEN_PTCP_EV(INT_UPDATES));
 	EXPECT_EQ(res, LUMEN_PTCP_UPDATED_INT);

@@ -78,11 +78,11 @@ run_iperf() {
 	local srv=$!
 	wait_listen "$NS_S" "$PORT" || return 1
 	if [[ -n $cap_out ]]; then
-		ip netns exec "$NS_S" python3 "$CAP" vs "$PORT" 4 3000 >"$cap_out" 2>&1 &
+		ip netns exec "$NS_S" python3 "$WIRE" capture vs "$PORT" 4 3000 >"$cap_out" 2>&1 &
 		cap_pid=$!
 	fi
 	if [[ -n $inj_out ]]; then
-		ip netns exec "$NS_S" python3 "$INJ" vs "$PORT" 4 5 >"$inj_out" 2>&1 &
+		ip netns exec "$NS_S" python3 "$WIRE" replay-bad-version vs "$PORT" 4 5 >"$inj_out" 2>&1 &
 		inj_pid=$!
 	fi
 	[[ -n $cap_pid$inj_pid ]] && sleep 0.3
@@ -132,134 +132,8 @@ ip -n "$NS_S" addr add fd00:201::2/64 dev vs nodad
 e2e_cgroup int >/dev/null
 CG="$(e2e_cgroup2_root)/$E2E_TAG-int"
 
-CAP="$TMP/cap.py"
-# AF_PACKET capture: counts TCP segments to/from a port and the lumen
-# INT options in them (kind 253, ExID 0x4C55; echo flag 0x10).
-cat >"$CAP" <<'EOF'
-import socket, struct, sys, time
-iface, port, secs, maxp = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.bind((iface, 0))
-s.settimeout(0.2)
-end = time.time() + secs
-st = dict(tcp=0, data=0, pure_ack=0, req=0, echo=0, data_req=0, ack_echo=0,
-          max_ip_len=0, bad=0, req_len=set(), echo_len=set())
-while time.time() < end and st['tcp'] < maxp:
-    try:
-        pkt = s.recv(65535)
-    except socket.timeout:
-        continue
-    et = struct.unpack('!H', pkt[12:14])[0]
-    if et == 0x0800 and pkt[23] == 6:
-        ihl = (pkt[14] & 15) * 4
-        iplen = struct.unpack('!H', pkt[16:18])[0]
-        tcp = pkt[14 + ihl:14 + iplen]
-    elif et == 0x86dd and pkt[20] == 6:
-        iplen = 40 + struct.unpack('!H', pkt[18:20])[0]
-        tcp = pkt[54:14 + iplen]
-    else:
-        continue
-    if len(tcp) < 20 or port not in struct.unpack('!HH', tcp[0:4]):
-        continue
-    st['tcp'] += 1
-    st['max_ip_len'] = max(st['max_ip_len'], iplen)
-    doff = (tcp[12] >> 4) * 4
-    if tcp[13] & 0x02:
-        continue  # SYN, SYN-ACK
-    data = len(tcp) > doff
-    st['data' if data else 'pure_ack'] += 1
-    opts, i = tcp[20:doff], 0
-    while i < len(opts):
-        k = opts[i]
-        if k == 0:
-            break
-        if k == 1:
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            st['bad'] += 1
-            break
-        n = opts[i + 1]
-        if k == 253 and n >= 5 and opts[i + 2:i + 4] == b'\x4c\x55':
-            hdr = opts[i + 4]
-            if hdr >> 5 != 1:
-                st['bad'] += 1
-            elif hdr & 0x10:
-                st['echo'] += 1
-                st['echo_len'].add(n)
-                st['ack_echo'] += not data
-            else:
-                st['req'] += 1
-                st['req_len'].add(n)
-                st['data_req'] += data
-        i += n
-print(' '.join('%s=%s' % (k, ','.join(map(str, sorted(v))) or '-' if isinstance(v, set) else v)
-               for k, v in st.items()))
-EOF
-INJ="$TMP/inject.py"
-# Replays one of the server's pure ACKs carrying an echo, COPIES times,
-# with the option's version set to 2 (refused by lumen_int_parse) and
-# the TCP checksum fixed. Run without TCP timestamps, or PAWS drops the
-# replays before the option is parsed. The first 200 echo ACKs are let
-# go so the one replayed belongs to the bulk data connection, whose
-# server never sends data: its sequence number stays in the window (a
-# control-connection ACK may be overtaken by the server's next message,
-# and the replays dropped as old before the parse callback runs).
-cat >"$INJ" <<'EOF'
-import socket, struct, sys, time
-iface, port, secs, copies = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.bind((iface, 0))
-s.settimeout(0.2)
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b'\0'
-    t = sum(struct.unpack('!%dH' % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return ~t & 0xffff
-
-
-end, sent, seen = time.time() + secs, 0, 0
-while time.time() < end and not sent:
-    try:
-        pkt, addr = s.recvfrom(65535)
-    except socket.timeout:
-        continue
-    if addr[2] != socket.PACKET_OUTGOING or struct.unpack('!H', pkt[12:14])[0] != 0x0800 or pkt[23] != 6:
-        continue
-    t0 = 14 + (pkt[14] & 15) * 4
-    tcp = bytearray(pkt[t0:14 + struct.unpack('!H', pkt[16:18])[0]])
-    doff = (tcp[12] >> 4) * 4
-    if struct.unpack('!H', tcp[0:2])[0] != port or len(tcp) != doff:
-        continue  # the server's pure ACKs only
-    i = 20
-    while i + 1 < doff:
-        k = tcp[i]
-        if k == 0:
-            break
-        if k == 1:
-            i += 1
-            continue
-        if tcp[i + 1] < 2:
-            break
-        if k == 253 and tcp[i + 1] >= 5 and tcp[i + 2:i + 4] == b'\x4c\x55' and tcp[i + 4] & 0x10:
-            seen += 1
-            if seen <= 200:
-                break
-            tcp[i + 4] = (2 << 5) | (tcp[i + 4] & 0x1f)
-            tcp[16:18] = b'\0\0'
-            pseudo = pkt[26:34] + struct.pack('!BBH', 0, 6, len(tcp))
-            tcp[16:18] = struct.pack('!H', csum(bytes(pseudo) + bytes(tcp)))
-            for _ in range(copies):
-                s.send(pkt[:t0] + bytes(tcp))
-                sent += 1
-            break
-        i += tcp[i + 1]
-print('injected=%d' % sent)
-EOF
+# the wire as int_sockops sees it: capture, and replay with a bad version
+WIRE="$(cd "$(dirname "$0")" && pwd)/int_wire.py"
 
 # --- command-line validation: clear errors, nothing left behind ----------
 
@@ -290,29 +164,27 @@ e2e_check "status reports attached to the cgroup" bash -c \
 	"grep -q '\"attached\": true' <<<'$S0' && grep -qF '\"cgroup\": \"$CG\"' <<<'$S0'"
 e2e_check "status shows the default config" bash -c "grep -q '\"slots\": $SLOTS_DEFAULT' <<<'$S0'"
 
-run_iperf 10.201.0.2 "$TMP/cap4" || true
-S1="$(snap)"
-e2e_log "IPv4 counters: $S1"
-e2e_check "IPv4: flows enabled on both ends (2 connections x 2)" test "$(delta "$S0" "$S1" flows)" -eq 4
-e2e_check "IPv4: requests written (sender)" test "$(delta "$S0" "$S1" req_written)" -gt 0
-e2e_check "IPv4: requests parsed (receiver)" test "$(delta "$S0" "$S1" req_parsed)" -gt 0
-e2e_check "IPv4: echoes written (receiver)" test "$(delta "$S0" "$S1" echo_written)" -gt 0
-e2e_check "IPv4: echoes parsed (sender)" test "$(delta "$S0" "$S1" echo_parsed)" -gt 0
-e2e_check "IPv4: nothing malformed" test "$(json_get "$S1" malformed)" -eq 0
-e2e_check "IPv4: nothing filtered, no storage failures" \
-	test "$(($(json_get "$S1" filtered) + $(json_get "$S1" no_storage)))" -eq 0
-e2e_check "IPv4: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap4" "$SLOTS_DEFAULT"
-
-run_iperf fd00:201::2 "$TMP/cap6" || true
-S2="$(snap)"
-e2e_log "IPv6 counters: $S2"
-e2e_check "IPv6: flows enabled on both ends" test "$(delta "$S1" "$S2" flows)" -eq 4
-e2e_check "IPv6: requests written" test "$(delta "$S1" "$S2" req_written)" -gt 0
-e2e_check "IPv6: requests parsed" test "$(delta "$S1" "$S2" req_parsed)" -gt 0
-e2e_check "IPv6: echoes written" test "$(delta "$S1" "$S2" echo_written)" -gt 0
-e2e_check "IPv6: echoes parsed" test "$(delta "$S1" "$S2" echo_parsed)" -gt 0
-e2e_check "IPv6: nothing malformed" test "$(json_get "$S2" malformed)" -eq 0
-e2e_check "IPv6: requests on data, echoes on ACKs, on the wire" check_wire "$TMP/cap6" "$SLOTS_DEFAULT"
+# family_round FAMILY ADDR: one iperf3 run over FAMILY, checked by counters
+# (deltas since the last round) and on the wire
+family_round() {
+	local fam="$1" addr="$2" before="$S" cap="$TMP/cap-$1"
+	run_iperf "$addr" "$cap" || true
+	S="$(snap)"
+	e2e_log "$fam counters: $S"
+	e2e_check "$fam: flows enabled on both ends (2 connections x 2)" test "$(delta "$before" "$S" flows)" -eq 4
+	local c
+	for c in "req_written requests written (sender)" "req_parsed requests parsed (receiver)" \
+		"echo_written echoes written (receiver)" "echo_parsed echoes parsed (sender)"; do
+		e2e_check "$fam: ${c#* }" test "$(delta "$before" "$S" "${c%% *}")" -gt 0
+	done
+	e2e_check "$fam: nothing malformed" test "$(json_get "$S" malformed)" -eq 0
+	e2e_check "$fam: nothing filtered, no storage failures" \
+		test "$(($(json_get "$S" filtered) + $(json_get "$S" no_storage)))" -eq 0
+	e2e_check "$fam: requests on data, echoes on ACKs, on the wire" check_wire "$cap" "$SLOTS_DEFAULT"
+}
+S="$S0"
+family_round IPv4 10.201.0.2
+family_round IPv6 fd00:201::2
 
 e2e_check "disable" "$L" int disable
 e2e_check "disable detaches from the cgroup" bash -c "! bpftool cgroup show '$CG' | grep -qE 'sock_?ops'"
