@@ -6,6 +6,7 @@
  * header_bpf_compile), which fails on anything BPF cannot express (floating
  * point, signed division, 128-bit arithmetic).
  */
+#include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
 #include "lumen/tcp_option.h"
 
@@ -19,6 +20,10 @@ __u32 lumen_check_cwnd_segs(__u64 cwnd_bytes, __u32 mss, __u32 cwnd_clamp);
 __u64 lumen_check_pacing_cap(__u64 rate, __u64 max_rate);
 int lumen_check_parse(const __u8 *buf, __u32 len, struct lumen_int_opt *opt);
 int lumen_check_tcp_opt(const struct lumen_tcp_opts *o, __u32 len);
+__u16 lumen_check_path_next(struct lumen_path *st, const struct lumen_path_params *p, struct lumen_rng *rng,
+			    __u64 now_ns);
+void lumen_check_path_feedback(struct lumen_path *st, const struct lumen_path_params *p, __u32 entropy, __u32 signal,
+			       __u64 now_ns);
 struct lumen_check_port {
 	__u64 now, tx, qlen;
 	__u32 rate_mbps;
@@ -94,4 +99,16 @@ int lumen_check_request(__u8 *buf, __u32 len, __u32 slots)
 int lumen_check_tcp_opt(const struct lumen_tcp_opts *o, __u32 len)
 {
 	return lumen_tcp_opt_find(o, len, LUMEN_INT_KIND, LUMEN_INT_EXID);
+}
+
+__u16 lumen_check_path_next(struct lumen_path *st, const struct lumen_path_params *p, struct lumen_rng *rng,
+			    __u64 now_ns)
+{
+	return lumen_path_next(st, p, rng, now_ns);
+}
+
+void lumen_check_path_feedback(struct lumen_path *st, const struct lumen_path_params *p, __u32 entropy, __u32 signal,
+			       __u64 now_ns)
+{
+	lumen_path_feedback(st, p, entropy, (enum lumen_path_signal)signal, now_ns, now_ns >> 8, now_ns >> 4);
 }
