@@ -35,6 +35,14 @@ void require_btf()
 		throw Error("kernel has no BTF (/sys/kernel/btf/vmlinux missing): CONFIG_DEBUG_INFO_BTF=y is required");
 }
 
+bpf_object_open_opts pin_root_open_opts()
+{
+	bpf_object_open_opts opts{};
+	opts.sz = sizeof(opts);
+	opts.pin_root_path = LUMEN_PIN_ROOT;
+	return opts;
+}
+
 std::string ensure_pin_root()
 {
 	struct statfs fs;

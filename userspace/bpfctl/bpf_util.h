@@ -8,6 +8,8 @@
 #include "base/error.h"
 #include "base/fd.h"
 
+#include <bpf/libbpf.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,6 +24,9 @@ void require_btf(); // Error when /sys/kernel/btf/vmlinux is missing
 // /sys/fs/bpf if nothing is there). Returns the directory.
 std::string ensure_pin_root();
 std::string pin_path(std::string_view name); // LUMEN_PIN_ROOT "/" name
+// Options for a skeleton's open: maps marked for pinning are shared through
+// LUMEN_PIN_ROOT (reused when pinned, pinned when loaded).
+bpf_object_open_opts pin_root_open_opts();
 bool pinned(std::string_view name); // pin_path(name) exists
 // bpf_obj_get of a pin: Error naming the pin when it cannot be opened.
 Fd open_pin(std::string_view name);

@@ -319,9 +319,7 @@ CcLoadResult load_cc(const CcLoadRequest &req)
 	ensure_pin_root();
 	const bool int_sk_existed = pinned(LUMEN_PIN_INT_SK);
 
-	bpf_object_open_opts opts{};
-	opts.sz = sizeof(opts);
-	opts.pin_root_path = LUMEN_PIN_ROOT;
+	bpf_object_open_opts opts = pin_root_open_opts();
 	std::unique_ptr<powertcp, SkelDeleter> skel(powertcp__open_opts(&opts));
 	if (!skel)
 		throw Error("cannot open the BPF object: " + errno_text(errno) + libbpf_log_tail());

@@ -120,9 +120,7 @@ void enable_int(const IntEnableRequest &req)
 	// the commit, so either all of the setup stays or none of it
 	install_interrupt_handlers();
 
-	bpf_object_open_opts oo{};
-	oo.sz = sizeof(oo);
-	oo.pin_root_path = LUMEN_PIN_ROOT;
+	bpf_object_open_opts oo = pin_root_open_opts();
 	std::unique_ptr<int_sockops, SkelDeleter> skel(int_sockops__open_opts(&oo));
 	if (!skel)
 		throw Error("cannot open the int_sockops BPF object: " + errno_text(errno) + libbpf_log_tail());

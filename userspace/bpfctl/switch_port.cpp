@@ -422,10 +422,7 @@ SwitchPortAttached attach_switch_port(const SwitchPortRequest &req)
 			 [records_fd, port]() { zero_entry<PortRecord>(records_fd, port); });
 
 		// load one instance for this port; the maps are shared through their pins
-		bpf_object_open_opts oo;
-		std::memset(&oo, 0, sizeof(oo));
-		oo.sz = sizeof(oo);
-		oo.pin_root_path = LUMEN_PIN_ROOT;
+		bpf_object_open_opts oo = pin_root_open_opts();
 		skel.reset(int_switch__open_opts(&oo));
 		if (!skel)
 			throw Error("cannot open the int_switch BPF object: " + errno_text(errno) + libbpf_log_tail());

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/process.h"
+#include "base/rollback.h"
 #include "base/system.h"
 #include "bpfctl/bpf_util.h"
 #include "bpfctl/cc.h"
@@ -18,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <fcntl.h>
 #include <unistd.h>
@@ -96,53 +98,13 @@ namespace
 // ---------------------------------------------------------------------
 // Global state the run changes, undone by destructors
 
-// The PowerTCP struct_ops loaded (and allowed in every namespace) now,
-// unloaded at the end.
-class CcLoaded
+// A step that stays until the fabric goes: undone then, a failure reported
+// (destructors do not throw).
+void undo_at_end(std::optional<Rollback> &slot, std::string what, std::function<void()> undo)
 {
-      public:
-	explicit CcLoaded(const std::vector<std::string> &params)
-	{
-		CcLoadRequest req;
-		req.change = parse_cc_params(params);
-		req.allow = true;
-		load_cc(req);
-	}
-	CcLoaded(const CcLoaded &) = delete;
-	CcLoaded &operator=(const CcLoaded &) = delete;
-	~CcLoaded()
-	{
-		try {
-			unload_cc();
-		} catch (const std::exception &e) {
-			std::fprintf(stderr,
-				     "lumen experiment: warning: unloading the PowerTCP struct_ops failed: %s\n",
-				     e.what());
-		}
-	}
-};
-
-// INT sockops enabled on `cgroup` now, disabled at the end.
-class IntEnabled
-{
-      public:
-	explicit IntEnabled(const std::string &cgroup)
-	{
-		IntEnableRequest req;
-		req.cgroup = cgroup;
-		enable_int(req);
-	}
-	IntEnabled(const IntEnabled &) = delete;
-	IntEnabled &operator=(const IntEnabled &) = delete;
-	~IntEnabled()
-	{
-		try {
-			disable_int();
-		} catch (const std::exception &e) {
-			std::fprintf(stderr, "lumen experiment: warning: disabling INT sockops failed: %s\n", e.what());
-		}
-	}
-};
+	slot.emplace("lumen experiment");
+	slot->add(std::move(what), std::move(undo));
+}
 
 // ---------------------------------------------------------------------
 // Switch statistics
@@ -223,12 +185,21 @@ class NetnsFabric : public Fabric
 	void load_algorithms(const AlgorithmSetup &setup) override
 	{
 		// the algorithms were checked before the testbed was built
-		if (!setup.bpf_params.empty())
-			cc_.emplace(setup.bpf_params);
+		if (!setup.bpf_params.empty()) {
+			CcLoadRequest req;
+			req.change = parse_cc_params(setup.bpf_params);
+			req.allow = true;
+			load_cc(req);
+			undo_at_end(cc_loaded_, "the PowerTCP struct_ops load", []() { unload_cc(); });
+		}
 		if (setup.kmod_params)
 			kmod_params_.emplace(*setup.kmod_params);
-		if (setup.int_sockops)
-			int_enabled_.emplace(testbed_->cgroup());
+		if (setup.int_sockops) {
+			IntEnableRequest req;
+			req.cgroup = testbed_->cgroup();
+			enable_int(req);
+			undo_at_end(int_enabled_, "enabling INT sockops", []() { disable_int(); });
+		}
 	}
 	std::string host_dir(const std::string &, const std::string &raw) override
 	{
@@ -305,11 +276,11 @@ class NetnsFabric : public Fabric
 	std::string exe_;
 	std::uint32_t path_rate_mbps_;
 	std::vector<FabricHost> hosts_;
-	std::optional<CcLoaded> cc_;
+	std::optional<Rollback> cc_loaded_; // torn down after the testbed, as set up before it
 	std::optional<KmodParamsSet> kmod_params_;
 	std::optional<Testbed> testbed_;
 	std::optional<PortSampler> sampler_;
-	std::optional<IntEnabled> int_enabled_;
+	std::optional<Rollback> int_enabled_; // first to go
 	ChildInputs inputs_; // generators waiting for their start time
 };
 
