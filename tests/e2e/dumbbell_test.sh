@@ -53,6 +53,20 @@ total_mbps() {
 	echo "$total"
 }
 
+# log_run ALGO: per-second goodput of each flow of the last run_flows ALGO and
+# the cc counters that explain a slow run (restarts, updates by source), so a
+# failure in CI can be read from its log alone
+log_run() {
+	local i
+	for i in "${!DB_SENDERS[@]}"; do
+		e2e_log "$1 flow $i per second: $(e2e_json \
+			"' '.join(str(int(x['sum']['bits_per_second'] / 1e6)) for x in d['intervals'])" \
+			<"$tmp/$1-$i.json" 2>/dev/null)"
+	done
+	e2e_log "cc counters so far: $("$LUMEN_BIN" cc status --json | e2e_json \
+		"' '.join(f'{k}={v}' for k, v in d['counters'].items() if v)")"
+}
+
 # What this machine can push through the testbed: cubic, same flows. On the
 # host that is the full 1 Gbit/s; in a VM under software emulation the
 # senders' CPUs bind first (100-450 Mbit/s), so PowerTCP must reach 70 % of
@@ -77,6 +91,7 @@ for algo in bpf_powertcp bpf_theta_ptcp; do
 	done
 	total="$(total_mbps "$algo")"
 	e2e_check "$algo fills the bottleneck (total $total >= $need Mbit/s)" test "$total" -ge "$need"
+	log_run "$algo"
 done
 
 int_json="$("$LUMEN_BIN" int status --json)"
