@@ -6,6 +6,7 @@
  * header_bpf_compile), which fails on anything BPF cannot express (floating
  * point, signed division, 128-bit arithmetic).
  */
+#include "lumen/dp_wire.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
 #include "lumen/tcp_option.h"
@@ -24,6 +25,10 @@ __u16 lumen_check_path_next(struct lumen_path *st, const struct lumen_path_param
 			    __u64 now_ns);
 void lumen_check_path_feedback(struct lumen_path *st, const struct lumen_path_params *p, __u32 entropy, __u32 signal,
 			       __u64 now_ns);
+int lumen_check_dp_parse(const __u8 *frame, __u32 len, __u16 dport, struct lumen_dp_pkt *out);
+int lumen_check_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt *p);
+int lumen_check_dp_mark_ce(__u8 *frame, __u32 len);
+__u32 lumen_check_dp_hdr_len(__u32 type, __u32 ext_words);
 struct lumen_check_port {
 	__u64 now, tx, qlen;
 	__u32 rate_mbps;
@@ -111,4 +116,25 @@ void lumen_check_path_feedback(struct lumen_path *st, const struct lumen_path_pa
 			       __u64 now_ns)
 {
 	lumen_path_feedback(st, p, entropy, (enum lumen_path_signal)signal, now_ns, now_ns >> 8, now_ns >> 4);
+}
+
+/* lumen-dp frames (dp_wire.h): parse, build (BPF: payload written apart), CE. */
+int lumen_check_dp_parse(const __u8 *frame, __u32 len, __u16 dport, struct lumen_dp_pkt *out)
+{
+	return lumen_dp_parse(frame, len, dport, out);
+}
+
+int lumen_check_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt *p)
+{
+	return lumen_dp_build(buf, room, p);
+}
+
+int lumen_check_dp_mark_ce(__u8 *frame, __u32 len)
+{
+	return lumen_dp_mark_ce(frame, len);
+}
+
+__u32 lumen_check_dp_hdr_len(__u32 type, __u32 ext_words)
+{
+	return lumen_dp_hdr_len(type, ext_words);
 }

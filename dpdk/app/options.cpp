@@ -1,0 +1,314 @@
+/* options.cpp - lumen-dp's application options and mode table (options.h). */
+#include "app/options.h"
+
+#include <arpa/inet.h>
+#include <getopt.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace lumen::dp
+{
+
+namespace
+{
+
+enum Opt {
+	kServer = 256,
+	kPort,
+	kIp,
+	kPeer,
+	kPeerMac,
+	kConns,
+	kMsgSize,
+	kMsgs,
+	kDepth,
+	kTime,
+	kCc,
+	kPath,
+	kEntropies,
+	kExplore,
+	kFreeze,
+	kMtu,
+	kWindow,
+	kAckEvery,
+	kGbn,
+	kNoVerify,
+	kIntSlots,
+	kSeed,
+	kImpair,
+	kJson,
+	kQuiet,
+	kHelp,
+};
+
+const option kLong[] = {
+	{"server", no_argument, nullptr, kServer},
+	{"port", required_argument, nullptr, kPort},
+	{"ip", required_argument, nullptr, kIp},
+	{"peer", required_argument, nullptr, kPeer},
+	{"peer-mac", required_argument, nullptr, kPeerMac},
+	{"conns", required_argument, nullptr, kConns},
+	{"msg-size", required_argument, nullptr, kMsgSize},
+	{"msgs", required_argument, nullptr, kMsgs},
+	{"depth", required_argument, nullptr, kDepth},
+	{"time", required_argument, nullptr, kTime},
+	{"cc", required_argument, nullptr, kCc},
+	{"path", required_argument, nullptr, kPath},
+	{"entropies", required_argument, nullptr, kEntropies},
+	{"explore", required_argument, nullptr, kExplore},
+	{"freeze-us", required_argument, nullptr, kFreeze},
+	{"mtu", required_argument, nullptr, kMtu},
+	{"window", required_argument, nullptr, kWindow},
+	{"ack-every", required_argument, nullptr, kAckEvery},
+	{"gbn", no_argument, nullptr, kGbn},
+	{"no-verify", no_argument, nullptr, kNoVerify},
+	{"int-slots", required_argument, nullptr, kIntSlots},
+	{"seed", required_argument, nullptr, kSeed},
+	{"impair", required_argument, nullptr, kImpair},
+	{"json", required_argument, nullptr, kJson},
+	{"quiet", no_argument, nullptr, kQuiet},
+	{"help", no_argument, nullptr, kHelp},
+	{nullptr, 0, nullptr, 0},
+};
+
+const char kCommonUsage[] = "transport:\n"
+			    "  --cc dctcp|powertcp|theta-powertcp   congestion control (dctcp)\n"
+			    "  --path ecmp|ops|reps|reps-freeze     path policy (reps)\n"
+			    "  --entropies N       UDP source ports to spread over, from 49152 (256)\n"
+			    "  --explore N         REPS: packets that explore first, one BDP (256)\n"
+			    "  --freeze-us N       reps-freeze: how long a freeze lasts (10000)\n"
+			    "  --mtu N             IP packet size (1500)\n"
+			    "  --window N          send and receive window, packets, power of two (1024)\n"
+			    "  --ack-every N       DATA packets per ACK (1)\n"
+			    "  --gbn               Go-Back-N (in-order receiver, NACKs) instead of SACK\n"
+			    "  --no-verify         do not write and check payload patterns\n"
+			    "  --int-slots N       ask switches for N INT hop records (0)\n"
+			    "  --seed N            seed of the host's random choices (1)\n"
+			    "workload (client):\n"
+			    "  --conns N           connections (1)\n"
+			    "  --msg-size BYTES    message size (1048576)\n"
+			    "  --msgs N            messages per connection (0: until --time)\n"
+			    "  --depth N           messages outstanding per connection (1)\n"
+			    "  --time SECONDS      run at most this long (0: until done / SIGINT)\n"
+			    "output:\n"
+			    "  --json FILE         JSON summary (- for stdout)\n"
+			    "  --quiet             no progress lines\n";
+
+bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end = nullptr;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	unsigned long long v = std::strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool parse_ip(const char *s, uint32_t *ip)
+{
+	in_addr a{};
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return false;
+	*ip = ntohl(a.s_addr);
+	return true;
+}
+
+std::string range_error(const char *opt, const char *v, uint64_t lo, uint64_t hi)
+{
+	return std::string("--") + opt + ": '" + v + "' is not a whole number in " + std::to_string(lo) + ".." +
+	       std::to_string(hi);
+}
+
+} // namespace
+
+std::string ip_str(uint32_t ip)
+{
+	char s[INET_ADDRSTRLEN];
+	in_addr a{htonl(ip)};
+
+	inet_ntop(AF_INET, &a, s, sizeof(s));
+	return s;
+}
+
+std::string parse_options(int argc, char **argv, Options *o, bool *help)
+{
+	uint64_t v;
+	int c;
+
+	*help = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", kLong, nullptr)) != -1) {
+		const char *a = optarg;
+#define NUM(name, lo, hi)                                                                                              \
+	do {                                                                                                           \
+		if (!parse_u64(a, lo, hi, &v))                                                                         \
+			return range_error(name, a, lo, hi);                                                           \
+	} while (0)
+		switch (c) {
+		case kServer:
+			o->server = true;
+			break;
+		case kPort:
+			NUM("port", 0, 65535);
+			o->port = (uint16_t)v;
+			break;
+		case kIp:
+			if (!parse_ip(a, &o->local_ip))
+				return std::string("--ip: '") + a + "' is not an IPv4 address";
+			break;
+		case kPeer:
+			if (!parse_ip(a, &o->peer_ip))
+				return std::string("--peer: '") + a + "' is not an IPv4 address";
+			break;
+		case kPeerMac:
+			if (!parse_mac(a, &o->peer_mac))
+				return std::string("--peer-mac: '") + a + "' is not a MAC address (aa:bb:cc:dd:ee:ff)";
+			o->have_peer_mac = true;
+			break;
+		case kConns:
+			NUM("conns", 1, 1 << 20);
+			o->conns = (uint32_t)v;
+			break;
+		case kMsgSize:
+			NUM("msg-size", 1, 1u << 31);
+			o->msg_size = (uint32_t)v;
+			break;
+		case kMsgs:
+			NUM("msgs", 0, 1u << 31);
+			o->msgs = (uint32_t)v;
+			break;
+		case kDepth:
+			NUM("depth", 1, 1024);
+			o->depth = (uint32_t)v;
+			break;
+		case kTime: {
+			char *end = nullptr;
+			o->seconds = std::strtod(a, &end);
+			if (end == a || *end || !(o->seconds >= 0 && o->seconds <= 86400))
+				return std::string("--time: '") + a + "' is not a number of seconds in 0..86400";
+			break;
+		}
+		case kCc: {
+			std::string name = a;
+			std::replace(name.begin(), name.end(), '-', '_');
+			bool found = false;
+			for (CcAlgorithm x : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp})
+				if (name == cc_algorithm_name(x)) {
+					o->engine.cc.algorithm = x;
+					found = true;
+				}
+			if (!found)
+				return std::string("--cc: unknown algorithm '") + a +
+				       "' (dctcp, powertcp, theta-powertcp)";
+			break;
+		}
+		case kPath: {
+			static const char *const names[] = {"ecmp", "ops", "reps", "reps-freeze"};
+			bool found = false;
+			for (int i = 0; i < LUMEN_PATH_MODES; i++)
+				if (!std::strcmp(a, names[i])) {
+					o->engine.path_mode = (lumen_path_mode)i;
+					found = true;
+				}
+			if (!found)
+				return std::string("--path: unknown policy '") + a + "' (ecmp, ops, reps, reps-freeze)";
+			break;
+		}
+		case kEntropies:
+			NUM("entropies", 1, 16384);
+			o->engine.path.entropies = (uint32_t)v;
+			break;
+		case kExplore:
+			NUM("explore", 0, 65535);
+			o->engine.path.explore_pkts = (uint32_t)v;
+			break;
+		case kFreeze:
+			NUM("freeze-us", 1, 1000000);
+			o->engine.path.freeze_ns = v * 1000;
+			break;
+		case kMtu:
+			NUM("mtu", 576, 9000);
+			o->engine.mtu = (uint32_t)v;
+			break;
+		case kWindow:
+			NUM("window", 64, 65536);
+			o->engine.rx_window = o->engine.tx_window = (uint32_t)v;
+			break;
+		case kAckEvery:
+			NUM("ack-every", 1, 64);
+			o->engine.ack_every = (uint32_t)v;
+			break;
+		case kGbn:
+			o->engine.gbn = true;
+			break;
+		case kNoVerify:
+			o->engine.verify = false;
+			break;
+		case kIntSlots:
+			NUM("int-slots", 0, 5);
+			o->engine.int_slots = (uint32_t)v;
+			break;
+		case kSeed:
+			NUM("seed", 0, UINT64_MAX);
+			o->engine.seed = v;
+			o->impair.seed = v ^ 0x5eed;
+			break;
+		case kImpair:
+			if (std::string e = o->impair.parse(a); !e.empty())
+				return e;
+			break;
+		case kJson:
+			o->json = a;
+			break;
+		case kQuiet:
+			o->progress = false;
+			break;
+		case 'h':
+		case kHelp:
+			*help = true;
+			return "";
+		case ':':
+			return std::string("option ") + argv[optind - 1] + " needs a value";
+		default:
+			return std::string("unknown option ") + argv[optind - 1];
+		}
+#undef NUM
+	}
+	if (optind < argc)
+		return std::string("unexpected argument '") + argv[optind] + "'";
+	o->engine.cc.mss = o->engine.max_payload();
+	return o->engine.validate();
+}
+
+void print_usage(const char *prog, const Mode *m)
+{
+	if (!m) {
+		std::printf("usage: %s [EAL options] -- MODE [options]\n\nmodes:\n", prog);
+		for (const Mode *x = kModes; x->name; x++)
+			std::printf("  %-8s %s\n", x->name, x->summary);
+		std::printf("\n%s -- MODE --help shows a mode's options; EAL's are in %s --help.\n", prog, prog);
+		return;
+	}
+	std::printf("usage: %s [EAL options] -- %s [options]\n%s\n\n%s\n%s", prog, m->name, m->summary, m->usage,
+		    kCommonUsage);
+}
+
+const Mode *find_mode(const std::string &name)
+{
+	for (const Mode *m = kModes; m->name; m++)
+		if (name == m->name)
+			return m;
+	return nullptr;
+}
+
+} // namespace lumen::dp

@@ -1,0 +1,57 @@
+/*
+ * options.h - lumen-dp's application options (after EAL's, past "--"):
+ * the ones every mode shares (transport, path policy, workload, output)
+ * and the table of modes. Parsing happens before EAL starts, so a bad
+ * option costs nothing and leaves nothing behind.
+ */
+#ifndef LUMEN_DP_OPTIONS_H
+#define LUMEN_DP_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/engine.h"
+#include "app/port.h"
+#include "transport/impair.h"
+
+namespace lumen::dp
+{
+
+struct Options {
+	std::string mode;
+	EngineConfig engine;
+	ImpairParams impair;
+	bool server = false;
+	uint16_t port = 0;
+	uint32_t local_ip = 0, peer_ip = 0;
+	Mac peer_mac{};
+	bool have_peer_mac = false;
+	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
+	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
+	std::string json; /* summary file, "-" for stdout */
+	bool progress = true;
+};
+
+/* A mode: its name, what it does, its own options' help, what it requires
+ * of the options (checked before EAL starts: "" or the error) and its body. */
+struct Mode {
+	const char *name;
+	const char *summary;
+	const char *usage;
+	std::string (*check)(Options &o);
+	int (*run)(Options &o);
+};
+
+extern const Mode kModes[];
+const Mode *find_mode(const std::string &name);
+
+/* Parse argv (argv[0] is the mode) into o; "" or the error. --help: *help set. */
+std::string parse_options(int argc, char **argv, Options *o, bool *help);
+void print_usage(const char *prog, const Mode *m);
+
+std::string ip_str(uint32_t ip);
+
+} // namespace lumen::dp
+
+#endif

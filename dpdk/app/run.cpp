@@ -1,0 +1,423 @@
+/* run.cpp - lcore loops, workload, progress, telemetry, summary (run.h). */
+#include "app/run.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_telemetry.h>
+
+namespace lumen::dp
+{
+
+namespace
+{
+
+std::atomic<bool> g_signal{false};
+Run *g_run = nullptr; /* for the telemetry callbacks */
+
+void on_signal(int)
+{
+	g_signal.store(true, std::memory_order_relaxed);
+}
+
+constexpr uint64_t kSnapshotNs = 100'000'000ull;
+
+struct Share {
+	Run *run;
+	unsigned index, count;
+};
+
+double pct(std::vector<uint64_t> v, double q)
+{
+	if (v.empty())
+		return 0;
+	std::sort(v.begin(), v.end());
+	size_t i = (size_t)(q * (double)(v.size() - 1) + 0.5);
+	return (double)v[std::min(i, v.size() - 1)];
+}
+
+nlohmann::json conn_json(const ConnStats &s)
+{
+	return {{"data_sent", s.data_sent},
+		{"bytes_sent", s.bytes_sent},
+		{"retransmits", s.retransmits},
+		{"acks_rcvd", s.acks_rcvd},
+		{"acked_pkts", s.acked_pkts},
+		{"ecn_echoes", s.ecn_echoes},
+		{"nacks_rcvd", s.nacks_rcvd},
+		{"timeouts", s.timeouts},
+		{"fast_losses", s.fast_losses},
+		{"bad_acks", s.bad_acks},
+		{"data_rcvd", s.data_rcvd},
+		{"dup_rcvd", s.dup_rcvd},
+		{"beyond_window", s.beyond_window},
+		{"ce_rcvd", s.ce_rcvd},
+		{"corrupt", s.corrupt},
+		{"acks_sent", s.acks_sent},
+		{"nacks_sent", s.nacks_sent},
+		{"msgs_sent", s.msgs_sent},
+		{"msgs_acked", s.msgs_acked},
+		{"msgs_delivered", s.msgs_delivered},
+		{"bytes_delivered", s.bytes_delivered},
+		{"reorder_max", s.reorder_max},
+		{"rtt_min_ns", s.rtt_min_ns},
+		{"rtt_last_ns", s.rtt_last_ns}};
+}
+
+void tel_add(rte_tel_data *d, const nlohmann::json &j)
+{
+	for (auto it = j.begin(); it != j.end(); ++it)
+		if (it->is_number_unsigned())
+			rte_tel_data_add_dict_u64(d, it.key().c_str(), it->get<uint64_t>());
+}
+
+/* /lumen/stats[,HOST]: one host's totals (default: the first) */
+int tel_stats(const char *, const char *params, rte_tel_data *d)
+{
+	if (!g_run || g_run->hosts().empty())
+		return -1;
+	size_t i = 0;
+	if (params && *params) {
+		i = g_run->hosts().size();
+		for (size_t k = 0; k < g_run->hosts().size(); k++)
+			if (g_run->hosts()[k]->ep->name() == params)
+				i = k;
+		if (i == g_run->hosts().size())
+			return -1;
+	}
+	Host &h = *g_run->hosts()[i];
+	std::lock_guard<std::mutex> lock(h.snap_mu);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "host", h.ep->name().c_str());
+	rte_tel_data_add_dict_u64(d, "conns", h.snap.conns);
+	tel_add(d, conn_json(h.snap.totals));
+	rte_tel_data_add_dict_u64(d, "rx_frames", h.snap.engine.rx_frames);
+	rte_tel_data_add_dict_u64(d, "malformed", h.snap.engine.malformed);
+	rte_tel_data_add_dict_u64(d, "bad_version", h.snap.engine.bad_version);
+	rte_tel_data_add_dict_u64(d, "tx_full", h.snap.port.tx_full);
+	return 0;
+}
+
+/* /lumen/hosts: the host names, for /lumen/stats,NAME */
+int tel_hosts(const char *, const char *, rte_tel_data *d)
+{
+	if (!g_run)
+		return -1;
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	for (const auto &h : g_run->hosts())
+		rte_tel_data_add_array_string(d, h->ep->name().c_str());
+	return 0;
+}
+
+} // namespace
+
+bool signalled()
+{
+	return g_signal.load(std::memory_order_relaxed);
+}
+
+void install_signals()
+{
+	struct sigaction sa {
+	};
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, nullptr);
+	sigaction(SIGTERM, &sa, nullptr);
+}
+
+void Host::publish(uint64_t now_ns)
+{
+	std::unique_lock<std::mutex> lock(snap_mu, std::try_to_lock);
+	if (!lock)
+		return; /* a reader holds it: next time */
+	snap.totals = ep->engine().totals();
+	snap.engine = ep->engine().stats();
+	snap.port = ep->stats();
+	snap.conns = (uint32_t)ep->engine().connections().size();
+	snap.at_ns = now_ns;
+}
+
+Run::Run(Options &o) : o_(o)
+{
+	g_run = this;
+	register_telemetry();
+}
+
+Run::~Run()
+{
+	g_run = nullptr;
+}
+
+void Run::register_telemetry()
+{
+	static bool done = false;
+	if (done)
+		return;
+	done = true;
+	rte_telemetry_register_cmd("/lumen/stats", tel_stats, "lumen-dp totals of a host. Parameters: host name");
+	rte_telemetry_register_cmd("/lumen/hosts", tel_hosts, "lumen-dp hosts (endpoints) of this process");
+}
+
+Host &Run::add(const std::string &name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
+	       const ImpairParams *impair)
+{
+	auto h = std::make_unique<Host>();
+	h->ep = std::make_unique<Endpoint>(name, port, queue, pool, cfg, impair);
+	hosts_.push_back(std::move(h));
+	return *hosts_.back();
+}
+
+std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac)
+{
+	Engine &e = h.ep->engine();
+	uint64_t now = clock_.now_ns();
+
+	h.msgs_per_conn = o_.msgs;
+	h.msg_size = o_.msg_size;
+	h.msgs_total = (uint64_t)o_.msgs * o_.conns;
+	h.left.assign(o_.conns, o_.msgs);
+	Host *hp = &h;
+	e.on_acked = [hp](Connection &c, uint32_t, uint32_t, uint64_t posted, uint64_t now_ns) {
+		hp->fct_ns.push_back(now_ns - posted);
+		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
+		uint32_t i = c.conn_id - 1;
+		if (i < hp->left.size() && (hp->msgs_per_conn == 0 || hp->left[i] > 0)) {
+			if (hp->msgs_per_conn)
+				hp->left[i]--;
+			hp->ep->engine().post(c, hp->msg_size, now_ns);
+		}
+	};
+	for (uint32_t i = 0; i < o_.conns; i++) {
+		Connection *c = e.connect(peer_ip, peer_mac, i + 1, now);
+		if (!c)
+			return "cannot open connection " + std::to_string(i + 1) +
+			       " (--conns beyond the engine's limit)";
+		for (uint32_t k = 0; k < o_.depth && (o_.msgs == 0 || h.left[i] > 0); k++) {
+			if (o_.msgs)
+				h.left[i]--;
+			e.post(*c, o_.msg_size, now);
+		}
+	}
+	return "";
+}
+
+bool Run::clients_done() const
+{
+	bool any = false;
+
+	for (const auto &h : hosts_) {
+		if (!h->msgs_total)
+			continue;
+		any = true;
+		if (h->msgs_done.load(std::memory_order_relaxed) < h->msgs_total)
+			return false;
+	}
+	return any;
+}
+
+void Run::poll_share(unsigned share, unsigned shares)
+{
+	uint64_t next_snap = 0;
+
+	while (!stop_.load(std::memory_order_relaxed)) {
+		uint64_t now = clock_.now_ns();
+		for (size_t i = share; i < hosts_.size(); i += shares)
+			hosts_[i]->ep->poll(now);
+		if (now >= next_snap) {
+			for (size_t i = share; i < hosts_.size(); i += shares)
+				hosts_[i]->publish(now);
+			next_snap = now + kSnapshotNs;
+		}
+		if (share == 0)
+			return; /* the main lcore also watches the clock: one turn */
+	}
+}
+
+int Run::lcore_main(void *arg)
+{
+	auto *s = static_cast<Share *>(arg);
+	s->run->poll_share(s->index, s->count);
+	return 0;
+}
+
+void Run::progress(uint64_t now_ns, uint64_t *last_ns, ConnStats *last)
+{
+	ConnStats t;
+	uint64_t done = 0, total = 0;
+
+	for (const auto &h : hosts_) {
+		std::lock_guard<std::mutex> lock(h->snap_mu);
+		t.add(h->snap.totals);
+		done += h->msgs_done.load(std::memory_order_relaxed);
+		total += h->msgs_total;
+	}
+	double dt = (double)(now_ns - *last_ns) / 1e9;
+	if (dt <= 0)
+		return;
+	std::fprintf(stderr,
+		     "lumen-dp %6.1f s  tx %8.1f kpps %8.3f Gbit/s  rx %8.1f kpps  retx %llu  timeouts %llu  ecn %llu  "
+		     "msgs %llu",
+		     (double)now_ns / 1e9, (double)(t.data_sent - last->data_sent) / dt / 1e3,
+		     (double)(t.bytes_sent - last->bytes_sent) * 8 / dt / 1e9,
+		     (double)(t.data_rcvd - last->data_rcvd) / dt / 1e3, (unsigned long long)t.retransmits,
+		     (unsigned long long)t.timeouts, (unsigned long long)t.ecn_echoes, (unsigned long long)done);
+	if (total)
+		std::fprintf(stderr, "/%llu", (unsigned long long)total);
+	std::fprintf(stderr, "\n");
+	*last = t;
+	*last_ns = now_ns;
+}
+
+int Run::loop()
+{
+	std::vector<unsigned> workers;
+	unsigned id;
+	RTE_LCORE_FOREACH_WORKER(id)
+	workers.push_back(id);
+	shares_ = std::min<unsigned>((unsigned)workers.size() + 1, (unsigned)std::max<size_t>(hosts_.size(), 1));
+	std::vector<Share> shares(shares_);
+	for (unsigned i = 1; i < shares_; i++) {
+		shares[i] = Share{this, i, shares_};
+		rte_eal_remote_launch(lcore_main, &shares[i], workers[i - 1]);
+	}
+
+	uint64_t start = clock_.now_ns(), last_progress = start, deadline = 0;
+	ConnStats last{};
+	if (o_.seconds > 0)
+		deadline = start + (uint64_t)(o_.seconds * 1e9);
+	int rc = 0;
+	for (;;) {
+		poll_share(0, shares_);
+		uint64_t now = clock_.now_ns();
+		if (clients_done())
+			break;
+		if (signalled() || (deadline && now >= deadline)) {
+			rc = clients_done() ? 0 : (hosts_.empty() || !o_.msgs ? 0 : 1);
+			break;
+		}
+		if (o_.progress && now - last_progress >= 1'000'000'000ull)
+			progress(now, &last_progress, &last);
+	}
+	stop_.store(true);
+	rte_eal_mp_wait_lcore();
+	uint64_t end = clock_.now_ns();
+	for (auto &h : hosts_)
+		h->publish(end);
+	elapsed_s_ = (double)(end - start) / 1e9;
+	return rc;
+}
+
+nlohmann::json Run::summary() const
+{
+	nlohmann::json hosts = nlohmann::json::array();
+	std::vector<uint64_t> all_fct;
+	ConnStats total;
+
+	for (const auto &h : hosts_) {
+		Engine &e = h->ep->engine();
+		ConnStats t = e.totals();
+		total.add(t);
+		nlohmann::json paths = nlohmann::json::array();
+		for (const PathStats &p : e.path_stats())
+			paths.push_back({p.sent, p.good, p.ecn, p.lost});
+		nlohmann::json refused = nlohmann::json::object();
+		for (size_t k = 1; k < e.stats().refused.size(); k++)
+			if (e.stats().refused[k])
+				refused[lumen_dp_strerror(-(int)k)] = e.stats().refused[k];
+		nlohmann::json j = {{"name", h->ep->name()},
+				    {"conns", e.connections().size()},
+				    {"totals", conn_json(t)},
+				    {"frames",
+				     {{"rx", e.stats().rx_frames},
+				      {"tx", e.stats().tx_frames},
+				      {"malformed", e.stats().malformed},
+				      {"bad_version", e.stats().bad_version},
+				      {"no_conn", e.stats().no_conn},
+				      {"conn_refused", e.stats().conn_refused},
+				      {"refused", refused}}},
+				    {"port",
+				     {{"rx", h->ep->stats().rx_pkts},
+				      {"tx", h->ep->stats().tx_pkts},
+				      {"tx_full", h->ep->stats().tx_full},
+				      {"no_mbuf", h->ep->stats().no_mbuf}}},
+				    {"paths", {{"columns", {"sent", "good", "ecn", "lost"}}, {"rows", paths}}}};
+		if (const Impairment *im = h->ep->impairment())
+			j["impairment"] = {
+				{"frames", im->stats().frames},		{"dropped", im->stats().dropped},
+				{"duplicated", im->stats().duplicated}, {"marked", im->stats().marked},
+				{"reordered", im->stats().reordered},	{"blackholed", im->stats().blackholed}};
+		if (h->msgs_total || !h->fct_ns.empty()) {
+			j["fct_us"] = {{"count", h->fct_ns.size()},
+				       {"p50", pct(h->fct_ns, 0.5) / 1e3},
+				       {"p99", pct(h->fct_ns, 0.99) / 1e3},
+				       {"max", pct(h->fct_ns, 1.0) / 1e3}};
+			all_fct.insert(all_fct.end(), h->fct_ns.begin(), h->fct_ns.end());
+		}
+		hosts.push_back(j);
+	}
+	const EngineConfig &c = o_.engine;
+	return {{"mode", o_.mode},
+		{"seconds", elapsed_s_},
+		{"config",
+		 {{"cc", cc_algorithm_name(c.cc.algorithm)},
+		  {"path", c.path_mode == LUMEN_PATH_ECMP   ? "ecmp"
+			   : c.path_mode == LUMEN_PATH_OPS  ? "ops"
+			   : c.path_mode == LUMEN_PATH_REPS ? "reps"
+							    : "reps-freeze"},
+		  {"entropies", c.path.entropies},
+		  {"mtu", c.mtu},
+		  {"window", c.tx_window},
+		  {"ack_every", c.ack_every},
+		  {"gbn", c.gbn},
+		  {"verify", c.verify},
+		  {"conns", o_.conns},
+		  {"msg_size", o_.msg_size},
+		  {"msgs", o_.msgs},
+		  {"depth", o_.depth},
+		  {"path_state_bytes", sizeof(lumen_path)}}},
+		{"totals", conn_json(total)},
+		{"goodput_gbps", elapsed_s_ > 0 ? (double)total.bytes_delivered * 8 / elapsed_s_ / 1e9 : 0.0},
+		{"fct_us",
+		 {{"count", all_fct.size()},
+		  {"p50", pct(all_fct, 0.5) / 1e3},
+		  {"p99", pct(all_fct, 0.99) / 1e3},
+		  {"max", pct(all_fct, 1.0) / 1e3}}},
+		{"hosts", hosts}};
+}
+
+int Run::report(const char *mode) const
+{
+	nlohmann::json s = summary();
+	const auto &t = s["totals"];
+
+	std::printf(
+		"lumen-dp %s: %.2f s, %llu messages delivered (%.3f Gbit/s goodput), sent %llu packets, "
+		"%llu retransmitted, %llu timeouts, %llu ECN echoes, %llu corrupt\n",
+		mode, elapsed_s_, (unsigned long long)t["msgs_delivered"].get<uint64_t>(),
+		s["goodput_gbps"].get<double>(), (unsigned long long)t["data_sent"].get<uint64_t>(),
+		(unsigned long long)t["retransmits"].get<uint64_t>(), (unsigned long long)t["timeouts"].get<uint64_t>(),
+		(unsigned long long)t["ecn_echoes"].get<uint64_t>(), (unsigned long long)t["corrupt"].get<uint64_t>());
+	if (s["fct_us"]["count"].get<size_t>())
+		std::printf("  message completion: p50 %.1f us, p99 %.1f us, max %.1f us over %zu messages\n",
+			    s["fct_us"]["p50"].get<double>(), s["fct_us"]["p99"].get<double>(),
+			    s["fct_us"]["max"].get<double>(), s["fct_us"]["count"].get<size_t>());
+	if (o_.json.empty())
+		return 0;
+	if (o_.json == "-") {
+		std::printf("%s\n", s.dump(2).c_str());
+		return 0;
+	}
+	std::ofstream f(o_.json);
+	f << s.dump(2) << "\n";
+	if (!f) {
+		std::fprintf(stderr, "lumen-dp: cannot write %s\n", o_.json.c_str());
+		return 1;
+	}
+	return 0;
+}
+
+} // namespace lumen::dp

@@ -1,0 +1,96 @@
+/*
+ * run.h - what every mode does around its endpoints: the lcore loops (each
+ * endpoint polled by exactly one lcore, endpoints dealt round robin over
+ * the lcores EAL gave), the closed-loop message workload of clients,
+ * progress lines every second, SIGINT/SIGTERM, DPDK telemetry commands
+ * under /lumen/ and the JSON summary.
+ */
+#ifndef LUMEN_DP_RUN_H
+#define LUMEN_DP_RUN_H
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/endpoint.h"
+#include "app/options.h"
+
+namespace lumen::dp
+{
+
+/* The workload and results of one endpoint, touched only by its lcore
+ * (snapshot excepted, which the telemetry and progress threads read). */
+struct Host {
+	std::unique_ptr<Endpoint> ep;
+	uint32_t msgs_per_conn = 0; /* client: 0 = unlimited */
+	uint32_t msg_size = 0;
+	std::vector<uint32_t> left; /* client: messages still to post, per connection */
+	std::vector<uint64_t> fct_ns; /* client: completion time of each message */
+	std::atomic<uint64_t> msgs_done{0};
+	uint64_t msgs_total = 0; /* client: 0 = unlimited */
+
+	std::mutex snap_mu;
+	struct Snapshot {
+		ConnStats totals;
+		EngineStats engine;
+		EndpointStats port;
+		uint32_t conns = 0;
+		uint64_t at_ns = 0;
+	} snap;
+	void publish(uint64_t now_ns);
+};
+
+class Run
+{
+      public:
+	explicit Run(Options &o);
+	~Run();
+
+	/* A host on port/queue; client hosts get connections and messages with start_client. */
+	Host &add(const std::string &name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
+		  const ImpairParams *impair);
+	/* Open o.conns connections to peer and post the first depth messages of each. */
+	std::string start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac);
+
+	/* Poll until every client is done, --time passes or a signal comes. 0: done,
+	 * 1: stopped by time or signal with clients unfinished. */
+	int loop();
+	nlohmann::json summary() const;
+	/* Print the summary table and write --json; returns 0. */
+	int report(const char *mode) const;
+
+	double elapsed_s() const
+	{
+		return elapsed_s_;
+	}
+	const std::vector<std::unique_ptr<Host>> &hosts() const
+	{
+		return hosts_;
+	}
+
+      private:
+	static int lcore_main(void *arg);
+	void poll_share(unsigned share, unsigned shares);
+	bool clients_done() const;
+	void progress(uint64_t now_ns, uint64_t *last_ns, ConnStats *last);
+	void register_telemetry();
+
+	Options &o_;
+	Clock clock_;
+	std::vector<std::unique_ptr<Host>> hosts_;
+	std::atomic<bool> stop_{false};
+	double elapsed_s_ = 0;
+	unsigned shares_ = 1;
+};
+
+/* SIGINT/SIGTERM asked the run to end. */
+bool signalled();
+void install_signals();
+
+} // namespace lumen::dp
+
+#endif

@@ -1,0 +1,711 @@
+/* engine.cpp - lumen-dp connections (see engine.h). */
+#include "transport/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace lumen::dp
+{
+
+namespace
+{
+
+constexpr uint32_t kQuantum = 16; /* packets a connection sends before the next one's turn */
+constexpr size_t kMaxAcksDue = 4096; /* ACKs waiting for a transmit buffer */
+constexpr uint8_t kEcnEct0 = 2;
+constexpr uint8_t kEcnCe = 3;
+
+uint64_t key_of(uint32_t peer_ip, uint32_t conn_id)
+{
+	return (uint64_t)peer_ip << 32 | conn_id;
+}
+
+bool power_of_two(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* SplitMix64's finaliser: the payload pattern's 8-byte words. */
+uint64_t mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+uint64_t pattern_word(uint32_t conn_id, uint32_t msg, uint32_t word)
+{
+	return mix((uint64_t)conn_id << 40 ^ (uint64_t)msg << 20 ^ word ^ 0x6C756D656E6470ull);
+}
+
+/* Calls fn(pattern bytes, position in the span, count) over [off, off + len). */
+template <class Fn> bool pattern_walk(uint32_t conn_id, uint32_t msg, uint32_t off, uint32_t len, Fn &&fn)
+{
+	uint32_t i = 0;
+
+	while (i < len) {
+		uint32_t pos = off + i, in = pos & 7;
+		uint64_t w = pattern_word(conn_id, msg, pos >> 3);
+		uint8_t bytes[8];
+
+		std::memcpy(bytes, &w, sizeof(bytes));
+		uint32_t n = std::min<uint32_t>(8 - in, len - i);
+		if (!fn(bytes + in, i, n))
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+void pattern_write(uint32_t conn_id, uint32_t msg, uint32_t off, uint8_t *buf, uint32_t len)
+{
+	pattern_walk(conn_id, msg, off, len, [buf](const uint8_t *b, uint32_t i, uint32_t n) {
+		std::memcpy(buf + i, b, n);
+		return true;
+	});
+}
+
+bool pattern_check(uint32_t conn_id, uint32_t msg, uint32_t off, const uint8_t *buf, uint32_t len)
+{
+	return pattern_walk(conn_id, msg, off, len, [buf](const uint8_t *b, uint32_t i, uint32_t n) {
+		return std::memcmp(buf + i, b, n) == 0;
+	});
+}
+
+} // namespace
+
+EngineConfig::EngineConfig()
+{
+	lumen_path_params_default(&path);
+}
+
+uint32_t EngineConfig::max_payload() const
+{
+	/* lumen_dp_hdr_len counts from the Ethernet header, the MTU from IP */
+	uint32_t hdr = lumen_dp_hdr_len(LUMEN_DP_DATA, int_slots ? LUMEN_DP_EXT_WORDS_MAX : 0) - LUMEN_DP_ETH_HLEN;
+
+	return mtu > hdr ? mtu - hdr : 0;
+}
+
+std::string EngineConfig::validate() const
+{
+	if (mtu < 576 || mtu > 9000)
+		return "mtu must be 576..9000 bytes";
+	if (int_slots > LUMEN_INT_MAX_HOPS)
+		return "int slots must be 0..5";
+	if (!power_of_two(rx_window) || rx_window < 64 || rx_window > 65536)
+		return "rx window must be a power of two, 64..65536 packets";
+	if (!power_of_two(tx_window) || tx_window < 64 || tx_window > 65536)
+		return "tx window must be a power of two, 64..65536 packets";
+	if (ack_every < 1 || ack_every > 64)
+		return "ack-every must be 1..64";
+	if (path_mode >= LUMEN_PATH_MODES)
+		return "unknown path policy";
+	if (lumen_path_params_validate(&path) != 0)
+		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
+	if ((uint32_t)sport_base + path.entropies > 65536)
+		return "sport base + entropies must not pass port 65535";
+	if (ack_sport >= sport_base && ack_sport < sport_base + path.entropies)
+		return "the ACK source port must not be an entropy";
+	if (max_conns < 1 || max_conns > (1u << 22))
+		return "max connections must be 1..4194304";
+	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
+		return "timer wheel: slots a power of two, tick 1..1000 us";
+	if (std::string e = cc.validate(); !e.empty())
+		return e;
+	if (cc.mss != max_payload())
+		return "cc mss must equal the payload per packet (" + std::to_string(max_payload()) + ")";
+	const char *e = rto.validate();
+	return e ? e : "";
+}
+
+void ConnStats::add(const ConnStats &o)
+{
+	data_sent += o.data_sent;
+	bytes_sent += o.bytes_sent;
+	retransmits += o.retransmits;
+	acks_rcvd += o.acks_rcvd;
+	acked_pkts += o.acked_pkts;
+	acked_bytes += o.acked_bytes;
+	ecn_echoes += o.ecn_echoes;
+	nacks_rcvd += o.nacks_rcvd;
+	timeouts += o.timeouts;
+	fast_losses += o.fast_losses;
+	bad_acks += o.bad_acks;
+	data_rcvd += o.data_rcvd;
+	dup_rcvd += o.dup_rcvd;
+	beyond_window += o.beyond_window;
+	ce_rcvd += o.ce_rcvd;
+	corrupt += o.corrupt;
+	acks_sent += o.acks_sent;
+	nacks_sent += o.nacks_sent;
+	msgs_sent += o.msgs_sent;
+	msgs_acked += o.msgs_acked;
+	msgs_delivered += o.msgs_delivered;
+	bytes_delivered += o.bytes_delivered;
+	reorder_max = std::max(reorder_max, o.reorder_max);
+	if (o.rtt_min_ns && (!rtt_min_ns || o.rtt_min_ns < rtt_min_ns))
+		rtt_min_ns = o.rtt_min_ns;
+	rtt_last_ns = std::max(rtt_last_ns, o.rtt_last_ns);
+}
+
+Connection::Connection(const EngineConfig &cfg, uint32_t idx)
+    : index(idx), conn_id(0), peer_ip(0), peer_mac{}, client(false), tx(cfg.tx_window), cc(make_cc(cfg.cc)),
+      rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window), rx_ends(cfg.rx_window, Ends{0, 0})
+{
+	rto_timer.owner = idx;
+}
+
+uint8_t Engine::pattern(uint32_t conn_id, uint32_t msg, uint32_t off)
+{
+	uint8_t b;
+
+	pattern_write(conn_id, msg, off, &b, 1);
+	return b;
+}
+
+/* cfg, once validate() found nothing wrong (members are built from it) */
+static const EngineConfig &checked(const EngineConfig &cfg)
+{
+	if (std::string e = cfg.validate(); !e.empty())
+		throw std::invalid_argument(e);
+	return cfg;
+}
+
+Engine::Engine(const EngineConfig &cfg) : cfg_(checked(cfg)), wheel_(cfg.tick_ns, cfg.wheel_slots)
+{
+	lumen_rng_seed(&rng_, cfg_.seed);
+	paths_.resize(cfg_.path.entropies);
+	if (cfg_.int_slots) {
+		int n = lumen_int_write_request(int_request_.data(), (uint32_t)int_request_.size(), cfg_.int_slots);
+		if (n < 0)
+			throw std::invalid_argument("int request: " + std::string(lumen_int_strerror(n)));
+		int_request_len_ = (uint32_t)n;
+	}
+}
+
+Connection *Engine::find(uint32_t peer_ip, uint32_t conn_id)
+{
+	auto it = by_key_.find(key_of(peer_ip, conn_id));
+	return it == by_key_.end() ? nullptr : conns_[it->second].get();
+}
+
+Connection *Engine::open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns)
+{
+	if (conns_.size() >= cfg_.max_conns || find(peer_ip, conn_id)) {
+		stats_.conn_refused++;
+		return nullptr;
+	}
+	auto idx = (uint32_t)conns_.size();
+	auto c = std::make_unique<Connection>(cfg_, idx);
+	c->conn_id = conn_id;
+	c->peer_ip = peer_ip;
+	c->peer_mac = mac;
+	c->client = client;
+	lumen_path_init(&c->path, &cfg_.path, cfg_.path_mode, &rng_);
+	c->next_tx_ns = now_ns;
+	by_key_.emplace(key_of(peer_ip, conn_id), idx);
+	conns_.push_back(std::move(c));
+	stats_.conns_opened++;
+	return conns_.back().get();
+}
+
+Connection *Engine::connect(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns)
+{
+	return open(peer_ip, peer_mac, conn_id, true, now_ns);
+}
+
+void Engine::mark_ready(Connection &c)
+{
+	if (!c.ready) {
+		c.ready = true;
+		ready_.push_back(c.index);
+	}
+}
+
+uint32_t Engine::post(Connection &c, uint32_t len, uint64_t now_ns)
+{
+	uint32_t id = c.next_msg_id++;
+
+	c.msgs.push_back(Message{id, len, 0, 0, now_ns});
+	c.stats.msgs_sent++;
+	mark_ready(c);
+	return id;
+}
+
+bool Engine::idle() const
+{
+	for (const auto &c : conns_)
+		if (!c->msgs.empty())
+			return false;
+	return true;
+}
+
+ConnStats Engine::totals() const
+{
+	ConnStats t;
+
+	for (const auto &c : conns_)
+		t.add(c->stats);
+	return t;
+}
+
+uint16_t Engine::entropy_of(uint16_t sport) const
+{
+	uint32_t e = (uint32_t)sport - cfg_.sport_base;
+
+	return sport >= cfg_.sport_base && e < cfg_.path.entropies ? (uint16_t)e : UINT16_MAX;
+}
+
+uint64_t Engine::reorder_window(const Connection &c) const
+{
+	if (cfg_.reorder_window_ns)
+		return cfg_.reorder_window_ns;
+	return std::max<uint64_t>(c.rto.srtt_ns() / 4, 1000);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receive                                                                  */
+
+void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
+{
+	lumen_dp_pkt p;
+	int err;
+
+	stats_.rx_frames++;
+	err = lumen_dp_parse(frame, len, cfg_.udp_port, &p);
+	if (err) {
+		stats_.refused[std::min<size_t>((size_t)-err, stats_.refused.size() - 1)]++;
+		if (err == -LUMEN_DP_EVERSION)
+			stats_.bad_version++;
+		else
+			stats_.malformed++;
+		return;
+	}
+	if (p.ip_dst != cfg_.ip) {
+		stats_.no_conn++;
+		return;
+	}
+	Connection *c = find(p.ip_src, p.conn_id);
+	if (p.type == LUMEN_DP_DATA) {
+		if (!c) {
+			Mac mac;
+			std::memcpy(mac.data(), p.eth_src, mac.size());
+			c = open(p.ip_src, mac, p.conn_id, false, now_ns);
+			if (!c)
+				return;
+		}
+		on_data(*c, p, now_ns);
+		return;
+	}
+	if (!c) {
+		stats_.no_conn++;
+		return;
+	}
+	on_ack(*c, p, now_ns);
+}
+
+void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
+{
+	bool ce = p.ecn == kEcnCe, now = false;
+	uint32_t cum = c.rx.cum();
+
+	(void)now_ns;
+	if (cfg_.verify && !pattern_check(c.conn_id, p.msg_id, p.msg_off, p.payload, p.payload_len)) {
+		c.stats.corrupt++; /* not acknowledged: the sender will resend it */
+		return;
+	}
+	c.stats.data_rcvd++;
+	c.stats.ce_rcvd += ce;
+	if (cfg_.gbn && p.psn != cum) {
+		/* Go-Back-N takes only the next PSN; a later one means a loss */
+		if (lumen_seq_after(p.psn, cum)) {
+			c.ack = AckDue{c.index, p.psn, p.sport, ce, true, p.ts_ns, 1, ce, 0, {}};
+			ack_due(c, true);
+		} else {
+			c.stats.dup_rcvd++;
+			c.ack = AckDue{c.index, p.psn, p.sport, ce, false, p.ts_ns, 1, ce, 0, {}};
+			ack_due(c, false);
+		}
+		return;
+	}
+	uint32_t depth = p.psn - cum;
+	auto arrival = c.rx.on_data(p.psn, false);
+	if (arrival == RxWindow::Arrival::kBeyond) {
+		c.stats.beyond_window++;
+		now = true;
+	} else if (arrival == RxWindow::Arrival::kDuplicate) {
+		c.stats.dup_rcvd++;
+		now = true;
+	} else {
+		c.stats.reorder_max = std::max(c.stats.reorder_max, depth);
+		now = depth != 0;
+		if (p.flags & LUMEN_DP_F_MSG_LAST)
+			c.rx_ends[p.psn & (cfg_.rx_window - 1)] = Connection::Ends{p.msg_id, p.msg_len};
+		deliver(c, cum, c.rx.cum());
+	}
+	/* the echo of this packet, counting every packet since the last ACK */
+	AckDue &a = c.ack;
+	a.conn = c.index;
+	a.echo_psn = p.psn;
+	a.echo_sport = p.sport;
+	a.echo_ts = p.ts_ns;
+	a.ce = ce;
+	a.nack = false;
+	a.pkts = (uint16_t)std::min<uint32_t>(a.pkts + 1u, UINT16_MAX);
+	a.ce_pkts = (uint16_t)std::min<uint32_t>(a.ce_pkts + ce, UINT16_MAX);
+	a.int_len = 0;
+	if (p.flags & LUMEN_DP_F_INT) {
+		lumen_int_opt req;
+		if (lumen_int_parse(p.ext, p.ext_len, &req) == 0) {
+			int n = lumen_int_write_echo(a.int_echo.data(), (uint32_t)a.int_echo.size(), &req);
+			if (n > 0)
+				a.int_len = (uint8_t)n;
+		}
+	}
+	c.unacked++;
+	if (now || ce || (p.flags & LUMEN_DP_F_ACK_NOW) || c.unacked >= cfg_.ack_every)
+		ack_due(c, false);
+	else
+		mark_ready(c); /* flushed by the next tx */
+}
+
+/* Messages whose last PSN lies in [from, to) are complete, in order. */
+void Engine::deliver(Connection &c, uint32_t from, uint32_t to)
+{
+	for (uint32_t psn = from; psn != to; psn++) {
+		Connection::Ends &e = c.rx_ends[psn & (cfg_.rx_window - 1)];
+		if (!e.msg_len)
+			continue;
+		if (e.msg_id != c.rx_next_msg)
+			c.stats.corrupt++; /* a sender that skipped or repeated a message id */
+		c.rx_next_msg = e.msg_id + 1;
+		c.stats.msgs_delivered++;
+		c.stats.bytes_delivered += e.msg_len;
+		if (on_delivered)
+			on_delivered(c, e.msg_id, e.msg_len);
+		e = Connection::Ends{0, 0};
+	}
+}
+
+void Engine::ack_due(Connection &c, bool nack)
+{
+	c.ack.nack = nack;
+	/* a port that takes nothing for long must not make us hoard ACKs: the
+	 * next one is cumulative and the sender's RTO covers the rest */
+	if (acks_.size() >= kMaxAcksDue)
+		stats_.acks_dropped++;
+	else
+		acks_.push_back(c.ack);
+	c.ack.pkts = 0;
+	c.ack.ce_pkts = 0;
+	c.unacked = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Acknowledgements                                                         */
+
+void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
+{
+	uint32_t old_una = c.tx.una();
+	bool nack = p.type == LUMEN_DP_NACK, ece = p.flags & LUMEN_DP_F_ECE;
+
+	c.stats.acks_rcvd++;
+	auto upd = c.tx.on_ack(p.psn, p.sack, now_ns, reorder_window(c));
+	if (!upd.valid) {
+		c.stats.bad_acks++;
+		return;
+	}
+	if (nack) {
+		c.stats.nacks_rcvd++;
+		c.tx.go_back_n(p.psn);
+	}
+	c.peer_rwnd = std::max<uint32_t>(p.rwnd, 1);
+
+	uint64_t rtt = 0;
+	if (c.tx.rtt_sample(p.echo_ts, now_ns, &rtt)) {
+		rtt = std::max<uint64_t>(rtt, 1);
+		c.rto.sample(rtt);
+		c.stats.rtt_last_ns = rtt;
+		if (!c.stats.rtt_min_ns || rtt < c.stats.rtt_min_ns)
+			c.stats.rtt_min_ns = rtt;
+	}
+
+	uint16_t e = entropy_of(p.echo_sport);
+	if (e != UINT16_MAX && !nack) {
+		lumen_path_feedback(&c.path, &cfg_.path, e, ece ? LUMEN_PATH_ECN : LUMEN_PATH_GOOD, now_ns, rtt,
+				    c.rto.min_rtt_ns());
+		(ece ? paths_[e].ecn : paths_[e].good)++;
+	}
+	c.stats.ecn_echoes += ece;
+	c.stats.acked_pkts += upd.newly_acked_pkts;
+	c.stats.acked_bytes += upd.newly_acked_bytes;
+	c.bytes_acked_seq += (uint32_t)upd.newly_acked_bytes;
+
+	lumen_int_opt echo;
+	bool have_int = (p.flags & LUMEN_DP_F_INT) && lumen_int_parse(p.ext, p.ext_len, &echo) == 0;
+	CcAck a{};
+	a.now_ns = now_ns;
+	a.acked_pkts = p.pkts;
+	a.acked_bytes = upd.newly_acked_bytes;
+	a.ce_pkts = std::min(p.ce_pkts, p.pkts);
+	a.rtt_ns = rtt;
+	a.snd_una_bytes = c.bytes_acked_seq;
+	a.snd_nxt_bytes = c.bytes_sent_seq;
+	a.int_echo = have_int ? &echo : nullptr;
+	c.cc->on_ack(a);
+	if (upd.newly_lost) {
+		c.stats.fast_losses++;
+		c.cc->on_loss(now_ns, false);
+	}
+	ack_messages(c, old_una, now_ns);
+	if (c.tx.una() != old_una || c.tx.una() == c.tx.nxt())
+		rearm_rto(c, now_ns);
+	mark_ready(c);
+}
+
+/* Messages whose last packet the cumulative ACK has passed. */
+void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
+{
+	uint32_t una = c.tx.una();
+
+	if (una == old_una)
+		return;
+	while (c.cut > 0 && !c.msgs.empty()) {
+		const Message &m = c.msgs.front();
+		if (!lumen_seq_after(una, m.last_psn))
+			break;
+		c.stats.msgs_acked++;
+		if (on_acked)
+			on_acked(c, m.id, m.len, m.posted_ns, now_ns);
+		c.msgs.pop_front();
+		c.cut--;
+	}
+}
+
+void Engine::rearm_rto(Connection &c, uint64_t now_ns)
+{
+	if (c.tx.una() == c.tx.nxt()) {
+		wheel_.cancel(c.rto_timer);
+		return;
+	}
+	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+}
+
+void Engine::on_rto(Connection &c, uint64_t now_ns)
+{
+	if (c.tx.una() == c.tx.nxt())
+		return;
+	uint16_t e = c.tx.at(c.tx.una()).entropy;
+	c.tx.on_rto();
+	c.stats.timeouts++;
+	c.cc->on_loss(now_ns, true);
+	lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_TIMEOUT, now_ns, c.rto.latest_ns(), c.rto.min_rtt_ns());
+	if (e < paths_.size())
+		paths_[e].lost++;
+	c.rto.backoff();
+	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+	mark_ready(c);
+}
+
+void Engine::timers(uint64_t now_ns)
+{
+	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto(*conns_[n.owner], now_ns); });
+}
+
+/* ---------------------------------------------------------------------- */
+/* Transmit                                                                 */
+
+void Engine::fill_addresses(lumen_dp_pkt &p, const Connection &c, uint16_t sport) const
+{
+	std::memcpy(p.eth_dst, c.peer_mac.data(), 6);
+	std::memcpy(p.eth_src, cfg_.mac.data(), 6);
+	p.ip_src = cfg_.ip;
+	p.ip_dst = c.peer_ip;
+	p.sport = sport;
+	p.dport = cfg_.udp_port;
+	p.conn_id = c.conn_id;
+}
+
+bool Engine::send_ack(const AckDue &a, FrameSink &sink)
+{
+	Connection &c = *conns_[a.conn];
+	lumen_dp_pkt p{};
+	uint32_t room = 0;
+	uint8_t *buf = sink.next(&room);
+
+	if (!buf)
+		return false;
+	fill_addresses(p, c, cfg_.ack_sport);
+	p.type = a.nack ? LUMEN_DP_NACK : LUMEN_DP_ACK;
+	p.flags = a.ce ? LUMEN_DP_F_ECE : 0;
+	p.psn = c.rx.cum();
+	p.sack = cfg_.gbn ? 0 : c.rx.sack();
+	p.echo_ts = a.echo_ts;
+	p.echo_psn = a.echo_psn;
+	p.echo_sport = a.echo_sport;
+	p.pkts = a.pkts;
+	p.ce_pkts = a.ce_pkts;
+	p.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
+	if (a.int_len) {
+		p.flags |= LUMEN_DP_F_INT;
+		p.ext = a.int_echo.data();
+		p.ext_len = a.int_len;
+	}
+	int n = lumen_dp_build(buf, room, &p);
+	if (n < 0)
+		return true; /* cannot happen with a buffer of mtu + 14; skip, do not stall */
+	sink.done((uint32_t)n);
+	(a.nack ? c.stats.nacks_sent : c.stats.acks_sent)++;
+	stats_.tx_frames++;
+	return true;
+}
+
+bool Engine::can_send(Connection &c, uint32_t len, uint64_t now_ns) const
+{
+	uint32_t lost;
+
+	if (c.tx.nxt() - c.tx.una() >= c.peer_rwnd && !c.tx.next_lost(&lost))
+		return false;
+	if (c.tx.in_flight() > 0 && c.tx.in_flight_bytes() + len > c.cc->cwnd_bytes())
+		return false;
+	return c.cc->pacing_bps() == 0 || now_ns >= c.next_tx_ns;
+}
+
+Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSink &sink, uint64_t now_ns)
+{
+	uint32_t room = 0;
+	uint8_t *buf = sink.next(&room);
+
+	if (!buf)
+		return Send::kNoBuffer;
+	uint16_t e = lumen_path_next(&c.path, &cfg_.path, &rng_, now_ns);
+	if (retx) {
+		c.tx.on_retransmit(psn, now_ns, e);
+		c.stats.retransmits++;
+	}
+	TxRecord &r = c.tx.at(psn);
+	r.entropy = e;
+	r.sent_ns = now_ns;
+	const Message &m = c.msgs[r.msg_id - c.msgs.front().id];
+
+	lumen_dp_pkt p{};
+	fill_addresses(p, c, (uint16_t)(cfg_.sport_base + e));
+	p.ecn = kEcnEct0;
+	p.type = LUMEN_DP_DATA;
+	p.flags = (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
+	p.psn = psn;
+	p.ts_ns = now_ns;
+	p.msg_id = r.msg_id;
+	p.msg_off = r.msg_off;
+	p.msg_len = m.len;
+	p.payload = nullptr; /* written below, in place */
+	p.payload_len = r.len;
+	if (int_request_len_) {
+		p.flags |= LUMEN_DP_F_INT;
+		p.ext = int_request_.data();
+		p.ext_len = int_request_len_;
+	}
+	int n = lumen_dp_build(buf, room, &p);
+	if (n < 0)
+		return Send::kNoBuffer; /* a buffer smaller than the MTU: the shell's bug */
+	if (cfg_.verify)
+		pattern_write(c.conn_id, r.msg_id, r.msg_off, buf + n - r.len, r.len);
+	sink.done((uint32_t)n);
+
+	uint32_t wire = (uint32_t)n + 24; /* preamble, FCS, gap */
+	if (uint64_t rate = c.cc->pacing_bps())
+		c.next_tx_ns = std::max(c.next_tx_ns, now_ns) + (uint64_t)wire * 8'000'000'000ull / rate;
+	c.last_tx_ns = now_ns;
+	c.stats.data_sent++;
+	c.stats.bytes_sent += r.len;
+	paths_[e].sent++;
+	stats_.tx_frames++;
+	if (!c.rto_timer.armed)
+		wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+	return Send::kSent;
+}
+
+/* One packet of c: a retransmission, else new data. */
+Engine::Send Engine::send_data(Connection &c, FrameSink &sink, uint64_t now_ns)
+{
+	uint32_t psn;
+
+	if (c.tx.next_lost(&psn)) {
+		if (!can_send(c, c.tx.at(psn).len, now_ns))
+			return Send::kBlocked;
+		return send_record(c, psn, true, sink, now_ns);
+	}
+	if (c.cut >= c.msgs.size() || c.tx.full())
+		return Send::kBlocked;
+	Message &m = c.msgs[c.cut];
+	uint32_t len = std::min(cfg_.max_payload(), m.len - m.next_off);
+	if (!can_send(c, len, now_ns))
+		return Send::kBlocked;
+	/* sending again after more than an RTO with nothing in flight: the
+	 * congestion control's picture of the network is stale */
+	if (c.tx.una() == c.tx.nxt() && c.last_tx_ns && now_ns - c.last_tx_ns > c.rto.rto_ns())
+		c.cc->on_idle_restart(now_ns);
+	TxRecord r{};
+	r.sent_ns = now_ns;
+	r.msg_id = m.id;
+	r.msg_off = m.next_off;
+	r.len = len;
+	r.tx_count = 1;
+	r.msg_last = m.next_off + len == m.len;
+	psn = c.tx.push(r);
+	m.next_off += len;
+	c.bytes_sent_seq += len;
+	if (r.msg_last) {
+		m.last_psn = psn;
+		c.cut++;
+	}
+	return send_record(c, psn, false, sink, now_ns);
+}
+
+uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
+{
+	uint32_t sent = 0;
+	size_t i = 0;
+
+	/* ACKs first: they are small and each one frees a sender somewhere */
+	for (; i < acks_.size() && sent < budget; i++, sent++)
+		if (!send_ack(acks_[i], sink))
+			break;
+	acks_.erase(acks_.begin(), acks_.begin() + (ptrdiff_t)i);
+
+	ready_next_.clear();
+	for (i = 0; i < ready_.size(); i++) {
+		Connection &c = *conns_[ready_[i]];
+		if (sent >= budget) {
+			ready_next_.push_back(c.index);
+			continue;
+		}
+		if (c.unacked) {
+			c.ack.conn = c.index;
+			ack_due(c, false);
+			if (send_ack(acks_.back(), sink)) {
+				acks_.pop_back();
+				sent++;
+			}
+		}
+		Send r = Send::kSent;
+		for (uint32_t q = 0; q < kQuantum && sent < budget; q++) {
+			r = send_data(c, sink, now_ns);
+			if (r != Send::kSent)
+				break;
+			sent++;
+		}
+		/* blocked by a window: an ACK or the RTO makes it ready again;
+		 * paced, out of budget or of buffers: it stays ready */
+		if (r != Send::kBlocked || (c.cc->pacing_bps() && now_ns < c.next_tx_ns))
+			ready_next_.push_back(c.index);
+		else
+			c.ready = false;
+	}
+	ready_.swap(ready_next_);
+	return sent;
+}
+
+} // namespace lumen::dp

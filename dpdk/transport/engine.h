@@ -1,0 +1,288 @@
+/*
+ * engine.h - lumen-dp's transport: connections that carry messages reliably
+ * and in order over a network that reorders, drops, duplicates and marks,
+ * one packet at a time on paths the sender chooses.
+ *
+ * An Engine is what one lcore owns: a table of connections (up to
+ * max_conns, found by peer address and connection id), a timer wheel, a
+ * seeded generator for the path policy and the counters. It knows frames as
+ * bytes (include/lumen/dp_wire.h), never DPDK: the shell hands it received
+ * frames (rx) and buffers to fill (tx through a FrameSink), so the same
+ * engine runs over DPDK ports and over the in-memory network of the tests.
+ *
+ * Sender, per connection. Messages are posted (post) and cut into packets of
+ * at most max_payload bytes, one PSN each. A packet may leave when the
+ * congestion window (cc.h) has room for it, the receiver's window (rwnd of
+ * the latest ACK) has room, the scoreboard has a free record and, if the
+ * congestion control paces, its departure time has come. Its UDP source
+ * port is sport_base + the entropy that the path policy (path_policy.h)
+ * gives it; retransmissions ask the policy again, so a lost packet does not
+ * retry the path that lost it. An ACK carries the cumulative PSN, a 64-PSN
+ * SACK bitmap, and echoes the timestamp, entropy and CE bit of the packet
+ * that triggered it: the scoreboard takes the cumulative and selective
+ * acknowledgement (tx_scoreboard.h: dupthresh and RACK loss detection), the
+ * echoed timestamp gives an RTT sample for the RTO (rto.h) and the
+ * congestion control, and the echoed entropy goes back to the path policy
+ * as good (no CE) or ECN (CE). One RTO timer per connection, on the wheel
+ * (timer_wheel.h): it fires when the oldest packet in flight has waited for
+ * the RTO; then every packet in flight is taken as lost, the congestion
+ * control is told, the policy hears TIMEOUT (REPS freezing reads the RTT of
+ * that moment) and the RTO backs off.
+ *
+ * Receiver, per connection. A window of rx_window PSNs (rx_window.h) takes
+ * packets in any order, drops those beyond it and counts duplicates; every
+ * DATA packet is answered (every ack_every packets, and at once for CE, an
+ * out-of-order arrival or a packet that asks for it; what is pending is
+ * flushed at the end of each tx), so REPS gets one entropy back per packet.
+ * A message is delivered when the cumulative PSN passes its last packet,
+ * which is in order by construction. In Go-Back-N mode (gbn) the receiver
+ * accepts only the next PSN and answers anything else with a NACK for it;
+ * the sender then resends everything from there.
+ *
+ * Payloads are a pattern of (connection, message, offset), written by the
+ * sender and checked by the receiver when verify is on, so tests and
+ * experiments check integrity end to end without keeping copies.
+ *
+ * Nothing a peer sends is trusted: frames the wire parser refuses, ACKs for
+ * connections we do not have, cumulative ACKs outside what was sent, echoes
+ * of entropies we never used, counts beyond what was received and
+ * connections beyond max_conns are counted and change nothing else.
+ */
+#ifndef LUMEN_DP_ENGINE_H
+#define LUMEN_DP_ENGINE_H
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+extern "C" {
+#include <lumen/dp_wire.h>
+#include <lumen/int_option.h>
+#include <lumen/path_policy.h>
+}
+
+#include "transport/cc.h"
+#include "transport/rto.h"
+#include "transport/rx_window.h"
+#include "transport/timer_wheel.h"
+#include "transport/tx_scoreboard.h"
+
+namespace lumen::dp
+{
+
+using Mac = std::array<uint8_t, 6>;
+
+/* Everything an engine is configured with; validate() says what is wrong. */
+struct EngineConfig {
+	uint32_t ip = 0; /* host order */
+	Mac mac{};
+	uint16_t udp_port = LUMEN_DP_UDP_PORT; /* destination port of every lumen-dp packet */
+	uint16_t sport_base = 49152; /* DATA source port = sport_base + entropy */
+	uint16_t ack_sport = 49151; /* ACKs keep one path (ECMP singlepath) */
+	uint32_t mtu = 1500; /* IP packet size */
+	lumen_path_mode path_mode = LUMEN_PATH_REPS;
+	lumen_path_params path{};
+	CcParams cc{};
+	RtoParams rto{};
+	uint32_t rx_window = 1024; /* PSNs, power of two */
+	uint32_t tx_window = 1024; /* scoreboard records, power of two */
+	uint32_t ack_every = 1; /* DATA packets per ACK (1: REPS gets every entropy back) */
+	uint64_t reorder_window_ns = 0; /* RACK reorder allowance; 0: a quarter of the smoothed RTT */
+	bool gbn = false; /* Go-Back-N: in-order receiver with NACKs */
+	bool verify = true; /* write and check payload patterns */
+	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
+	uint32_t max_conns = 16384;
+	uint64_t tick_ns = 8192; /* timer wheel tick */
+	uint32_t wheel_slots = 4096;
+	uint64_t seed = 1;
+
+	EngineConfig();
+	std::string validate() const;
+	uint32_t max_payload() const; /* payload bytes per DATA packet */
+};
+
+/* Counters of one connection; the engine also sums them over connections. */
+struct ConnStats {
+	uint64_t data_sent = 0, bytes_sent = 0, retransmits = 0;
+	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
+	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0;
+	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
+	uint64_t acks_sent = 0, nacks_sent = 0, msgs_sent = 0, msgs_acked = 0, msgs_delivered = 0, bytes_delivered = 0;
+	uint32_t reorder_max = 0;
+	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
+
+	void add(const ConnStats &o);
+};
+
+/* Per path (entropy) counters of the engine. */
+struct PathStats {
+	uint64_t sent = 0, good = 0, ecn = 0, lost = 0;
+};
+
+/* Frames that parsing or dispatch refused, by reason. */
+struct EngineStats {
+	uint64_t rx_frames = 0, tx_frames = 0;
+	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
+	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
+};
+
+/* A message of a sender, from post until its last byte is acknowledged. */
+struct Message {
+	uint32_t id;
+	uint32_t len;
+	uint32_t next_off; /* bytes already cut into packets */
+	uint32_t last_psn; /* valid once next_off == len */
+	uint64_t posted_ns;
+};
+
+/* An ACK the receiver owes: the echo of one DATA packet (or a NACK). */
+struct AckDue {
+	uint32_t conn;
+	uint32_t echo_psn;
+	uint16_t echo_sport;
+	bool ce, nack;
+	uint64_t echo_ts;
+	uint16_t pkts, ce_pkts;
+	uint8_t int_len;
+	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_echo;
+};
+
+struct Connection {
+	uint32_t index;
+	uint32_t conn_id;
+	uint32_t peer_ip;
+	Mac peer_mac;
+	bool client;
+
+	/* sender */
+	TxScoreboard tx;
+	std::unique_ptr<CongestionControl> cc;
+	RtoEstimator rto;
+	lumen_path path{};
+	TimerNode rto_timer{};
+	std::deque<Message> msgs; /* posted, not yet fully acknowledged, by id */
+	size_t cut = 0; /* index in msgs of the first message not fully cut */
+	uint32_t next_msg_id = 0;
+	uint64_t next_tx_ns = 0; /* pacing */
+	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
+	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
+	uint32_t peer_rwnd;
+	bool ready = false; /* in the engine's ready list */
+
+	/* receiver */
+	RxWindow rx;
+	struct Ends {
+		uint32_t msg_id, msg_len; /* msg_len 0: the PSN ends no message */
+	};
+	std::vector<Ends> rx_ends; /* per PSN slot */
+	uint32_t rx_next_msg = 0;
+	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
+	uint32_t unacked = 0; /* DATA packets not yet answered */
+
+	ConnStats stats;
+
+	Connection(const EngineConfig &cfg, uint32_t index);
+};
+
+/* Where tx writes frames: next() gives a buffer (nullptr: no more room
+ * this time), done() says how long the frame written into it is. */
+class FrameSink
+{
+      public:
+	virtual ~FrameSink() = default;
+	virtual uint8_t *next(uint32_t *room) = 0;
+	virtual void done(uint32_t len) = 0;
+};
+
+class Engine
+{
+      public:
+	/* Throws std::invalid_argument with validate()'s message. */
+	explicit Engine(const EngineConfig &cfg);
+
+	/* A client connection to peer (conn_id unique per peer); nullptr when full or taken. */
+	Connection *connect(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns);
+	/* Queue a message of len bytes (1..2^31); returns its id. */
+	uint32_t post(Connection &c, uint32_t len, uint64_t now_ns);
+
+	/* One received frame. */
+	void rx(const uint8_t *frame, uint32_t len, uint64_t now_ns);
+	/* Fill up to budget frames (ACKs first, then retransmissions and new data). */
+	uint32_t tx(FrameSink &sink, uint64_t now_ns, uint32_t budget);
+	/* Fire due timers. */
+	void timers(uint64_t now_ns);
+
+	/* Called when a message was delivered in order (receiver) / fully acknowledged (sender). */
+	std::function<void(Connection &, uint32_t msg_id, uint32_t len)> on_delivered;
+	std::function<void(Connection &, uint32_t msg_id, uint32_t len, uint64_t posted_ns, uint64_t now_ns)> on_acked;
+
+	const EngineConfig &config() const
+	{
+		return cfg_;
+	}
+	const EngineStats &stats() const
+	{
+		return stats_;
+	}
+	const std::vector<PathStats> &path_stats() const
+	{
+		return paths_;
+	}
+	const std::vector<std::unique_ptr<Connection>> &connections() const
+	{
+		return conns_;
+	}
+	ConnStats totals() const;
+	Connection *find(uint32_t peer_ip, uint32_t conn_id);
+	/* Whether every posted message of every connection was acknowledged. */
+	bool idle() const;
+
+	/* The payload byte at offset off of message msg on connection conn_id. */
+	static uint8_t pattern(uint32_t conn_id, uint32_t msg, uint32_t off);
+
+      private:
+	Connection *open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns);
+	void mark_ready(Connection &c);
+	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void deliver(Connection &c, uint32_t from, uint32_t to);
+	void ack_due(Connection &c, bool nack);
+	void on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
+	void on_rto(Connection &c, uint64_t now_ns);
+	void rearm_rto(Connection &c, uint64_t now_ns);
+	enum class Send {
+		kSent,
+		kBlocked,
+		kNoBuffer
+	};
+	bool can_send(Connection &c, uint32_t len, uint64_t now_ns) const;
+	bool send_ack(const AckDue &a, FrameSink &sink);
+	Send send_data(Connection &c, FrameSink &sink, uint64_t now_ns);
+	Send send_record(Connection &c, uint32_t psn, bool retx, FrameSink &sink, uint64_t now_ns);
+	void fill_addresses(lumen_dp_pkt &p, const Connection &c, uint16_t sport) const;
+	uint16_t entropy_of(uint16_t sport) const;
+	uint64_t reorder_window(const Connection &c) const;
+
+	EngineConfig cfg_;
+	EngineStats stats_;
+	lumen_rng rng_{};
+	std::vector<std::unique_ptr<Connection>> conns_;
+	std::unordered_map<uint64_t, uint32_t> by_key_;
+	/* after conns_: destroyed first, while the timer nodes it holds live */
+	TimerWheel wheel_;
+	std::vector<uint32_t> ready_; /* connections with something to send */
+	std::vector<uint32_t> ready_next_;
+	std::vector<AckDue> acks_; /* ACKs due now, in arrival order */
+	std::vector<PathStats> paths_;
+	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_request_{};
+	uint32_t int_request_len_ = 0;
+};
+
+} // namespace lumen::dp
+
+#endif

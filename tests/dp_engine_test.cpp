@@ -1,0 +1,320 @@
+// dp_engine_test: two lumen-dp engines over an in-memory network with the
+// impairment shim between them, on a virtual clock: delivery, integrity and
+// order under loss, duplication, reordering and marking; Go-Back-N; the
+// path policies' behaviour on a network with blackholed paths; hostile
+// frames.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "transport/engine.h"
+#include "transport/impair.h"
+
+using namespace lumen::dp;
+
+namespace
+{
+
+using Frame = std::vector<uint8_t>;
+
+class VecSink : public FrameSink
+{
+      public:
+	explicit VecSink(uint32_t room) : room_(room)
+	{
+	}
+	uint8_t *next(uint32_t *room) override
+	{
+		buf_.assign(room_, 0);
+		*room = room_;
+		return buf_.data();
+	}
+	void done(uint32_t len) override
+	{
+		buf_.resize(len);
+		frames.push_back(buf_);
+	}
+	std::vector<Frame> frames;
+
+      private:
+	uint32_t room_;
+	Frame buf_;
+};
+
+const Mac kMacA{2, 0, 0, 0, 0, 1}, kMacB{2, 0, 0, 0, 0, 2};
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+EngineConfig config(uint32_t ip, const Mac &mac, lumen_path_mode mode = LUMEN_PATH_REPS)
+{
+	EngineConfig c;
+	c.ip = ip;
+	c.mac = mac;
+	c.path_mode = mode;
+	c.cc.mss = c.max_payload();
+	c.seed = ip;
+	return c;
+}
+
+// Two engines joined by one-way links with a fixed latency; each direction
+// has its own impairment.
+struct Net {
+	Engine a, b;
+	Impairment to_b, to_a;
+	DelayLine<Frame> ab, ba;
+	uint64_t now = 0, latency_ns = 5000;
+	uint64_t frames_ab = 0;
+	std::vector<uint16_t> sports_ab; // source ports of the DATA frames a sent, in order
+
+	Net(const EngineConfig &ca, const EngineConfig &cb, const ImpairParams &ia = {}, const ImpairParams &ib = {})
+	    : a(ca), b(cb), to_b(ia, ca.udp_port), to_a(ib, cb.udp_port)
+	{
+	}
+
+	void carry(Engine &from, Impairment &imp, DelayLine<Frame> &line, bool record)
+	{
+		VecSink sink(from.config().mtu + 14);
+		from.tx(sink, now, 32);
+		for (Frame &f : sink.frames) {
+			if (record) {
+				frames_ab++;
+				if (f.size() > 42 && f[43] == LUMEN_DP_DATA)
+					sports_ab.push_back((uint16_t)(f[34] << 8 | f[35]));
+			}
+			Verdict v = imp.judge(f.data(), (uint32_t)f.size());
+			if (v.drop)
+				continue;
+			if (v.ce)
+				Impairment::mark_ce(f.data(), (uint32_t)f.size());
+			if (v.dup)
+				line.push(f, now + latency_ns + v.delay_ns);
+			line.push(f, now + latency_ns + v.delay_ns);
+		}
+	}
+
+	void step(uint64_t dt = 1000)
+	{
+		now += dt;
+		carry(a, to_b, ab, true);
+		carry(b, to_a, ba, false);
+		Frame f;
+		while (ab.pop(now, &f))
+			b.rx(f.data(), (uint32_t)f.size(), now);
+		while (ba.pop(now, &f))
+			a.rx(f.data(), (uint32_t)f.size(), now);
+		a.timers(now);
+		b.timers(now);
+	}
+
+	// Run until a has nothing unacknowledged, at most max_ns of virtual time.
+	bool run(uint64_t max_ns)
+	{
+		uint64_t end = now + max_ns;
+		while (now < end) {
+			step();
+			if (a.idle() && ab.empty() && ba.empty())
+				return true;
+		}
+		return false;
+	}
+};
+
+ImpairParams impair(const std::string &spec)
+{
+	ImpairParams p;
+	EXPECT_EQ(p.parse(spec), "");
+	return p;
+}
+
+// Open n connections from a to b and post msgs messages of len bytes on each.
+void post(Net &net, uint32_t conns, uint32_t msgs, uint32_t len)
+{
+	for (uint32_t i = 0; i < conns; i++) {
+		Connection *c = net.a.connect(kIpB, kMacB, i + 1, net.now);
+		ASSERT_NE(c, nullptr);
+		for (uint32_t k = 0; k < msgs; k++)
+			net.a.post(*c, len, net.now);
+	}
+}
+
+// Every message arrived once, intact, in order, and was acknowledged.
+void expect_delivered(Net &net, uint32_t conns, uint32_t msgs, uint32_t len)
+{
+	ConnStats ta = net.a.totals(), tb = net.b.totals();
+	EXPECT_EQ(ta.msgs_acked, (uint64_t)conns * msgs);
+	EXPECT_EQ(tb.msgs_delivered, (uint64_t)conns * msgs);
+	EXPECT_EQ(tb.bytes_delivered, (uint64_t)conns * msgs * len);
+	EXPECT_EQ(tb.corrupt, 0u);
+	EXPECT_EQ(net.b.connections().size(), conns);
+}
+
+TEST(DpEngine, CleanNetworkDeliversEverythingOnce)
+{
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
+	std::vector<std::pair<uint32_t, uint32_t>> order; // (conn, msg) as delivered
+	net.b.on_delivered = [&](Connection &c, uint32_t id, uint32_t) { order.emplace_back(c.conn_id, id); };
+	post(net, 3, 20, 64 * 1024);
+	ASSERT_TRUE(net.run(2'000'000'000ull));
+	expect_delivered(net, 3, 20, 64 * 1024);
+	EXPECT_EQ(net.a.totals().retransmits, 0u);
+	EXPECT_EQ(net.b.totals().dup_rcvd, 0u);
+	// in order per connection
+	std::vector<uint32_t> next(4, 0);
+	for (auto [conn, id] : order)
+		EXPECT_EQ(id, next[conn]++) << "connection " << conn;
+}
+
+TEST(DpEngine, SurvivesDropDuplicateReorderAndMarks)
+{
+	auto imp = impair("drop=2%,dup=1%,reorder=5%,reorder-delay=40us,ce=5%,seed=3");
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB), imp, impair("drop=1%,acks,seed=4"));
+	post(net, 2, 10, 200 * 1000 + 7);
+	ASSERT_TRUE(net.run(10'000'000'000ull));
+	expect_delivered(net, 2, 10, 200 * 1000 + 7);
+	ConnStats ta = net.a.totals(), tb = net.b.totals();
+	EXPECT_GT(ta.retransmits, 0u);
+	EXPECT_GT(tb.dup_rcvd, 0u);
+	EXPECT_GT(tb.reorder_max, 0u);
+	EXPECT_GT(ta.ecn_echoes, 0u);
+	EXPECT_GT(net.to_b.stats().dropped, 0u);
+}
+
+TEST(DpEngine, GoBackNDeliversInOrderWithNacks)
+{
+	EngineConfig ca = config(kIpA, kMacA, LUMEN_PATH_ECMP), cb = config(kIpB, kMacB, LUMEN_PATH_ECMP);
+	ca.gbn = cb.gbn = true;
+	Net net(ca, cb, impair("drop=1%,seed=5"));
+	post(net, 1, 10, 100 * 1000);
+	ASSERT_TRUE(net.run(10'000'000'000ull));
+	expect_delivered(net, 1, 10, 100 * 1000);
+	EXPECT_GT(net.b.totals().nacks_sent, 0u);
+	EXPECT_GT(net.a.totals().nacks_rcvd, 0u);
+	EXPECT_EQ(net.b.totals().reorder_max, 0u); // GBN accepts only the next PSN
+}
+
+// Share of a's DATA packets, in the second half of the run, on blackholed ports.
+double blackholed_share(lumen_path_mode mode, uint64_t *timeouts)
+{
+	EngineConfig ca = config(kIpA, kMacA, mode), cb = config(kIpB, kMacB, mode);
+	ca.path.entropies = cb.path.entropies = 8;
+	ca.path.explore_pkts = cb.path.explore_pkts = 8;
+	std::string holes = "blackhole=" + std::to_string(ca.sport_base + 2) + ":" + std::to_string(ca.sport_base + 5);
+	Net net(ca, cb, impair(holes));
+	post(net, 1, 40, 64 * 1024);
+	EXPECT_TRUE(net.run(60'000'000'000ull)) << "mode " << mode;
+	expect_delivered(net, 1, 40, 64 * 1024);
+	*timeouts = net.a.totals().timeouts;
+	size_t half = net.sports_ab.size() / 2, bad = 0;
+	for (size_t i = half; i < net.sports_ab.size(); i++)
+		bad += net.sports_ab[i] == ca.sport_base + 2 || net.sports_ab[i] == ca.sport_base + 5;
+	return (double)bad / (double)(net.sports_ab.size() - half);
+}
+
+TEST(DpEngine, RepsStopsUsingBlackholedPathsOpsDoesNot)
+{
+	uint64_t t_ops, t_reps, t_freeze;
+	double ops = blackholed_share(LUMEN_PATH_OPS, &t_ops);
+	double reps = blackholed_share(LUMEN_PATH_REPS, &t_reps);
+	double freeze = blackholed_share(LUMEN_PATH_REPS_FREEZE, &t_freeze);
+	// OPS sprays uniformly: 2 of 8 ports, a quarter of the packets
+	std::printf("blackholed share: ops %.3f reps %.3f freeze %.3f; timeouts %llu %llu %llu\n", ops, reps, freeze,
+		    (unsigned long long)t_ops, (unsigned long long)t_reps, (unsigned long long)t_freeze);
+	EXPECT_GT(ops, 0.15);
+	// REPS recycles only entropies that came back: the holes fade out
+	EXPECT_LT(reps, ops / 3);
+	EXPECT_LT(freeze, ops / 3);
+	EXPECT_LT(t_reps, t_ops);
+}
+
+TEST(DpEngine, HostileFramesChangeNothing)
+{
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
+	post(net, 1, 5, 30 * 1000);
+	// a's first frame, taken off the network (its loss is recovered)
+	VecSink sink(1514);
+	net.a.tx(sink, net.now, 1);
+	ASSERT_FALSE(sink.frames.empty());
+	Frame good = sink.frames[0];
+	for (int i = 0; i < 50; i++)
+		net.step();
+	// garbage, a truncated frame and a frame of another version
+	Frame junk(100, 0xAB);
+	net.b.rx(junk.data(), (uint32_t)junk.size(), net.now);
+	net.b.rx(good.data(), 40, net.now);
+	Frame v2 = good;
+	v2[42] = 2;
+	net.b.rx(v2.data(), (uint32_t)v2.size(), net.now);
+	EXPECT_GE(net.b.stats().malformed, 2u);
+	EXPECT_EQ(net.b.stats().bad_version, 1u);
+	// an ACK from a stranger, and one acknowledging what was never sent
+	lumen_dp_pkt p{};
+	std::memcpy(p.eth_src, kMacB.data(), 6);
+	std::memcpy(p.eth_dst, kMacA.data(), 6);
+	p.ip_src = kIpB;
+	p.ip_dst = kIpA;
+	p.sport = 49151;
+	p.dport = LUMEN_DP_UDP_PORT;
+	p.type = LUMEN_DP_ACK;
+	p.conn_id = 77;
+	p.psn = 5;
+	Frame ack(256);
+	int n = lumen_dp_build(ack.data(), (uint32_t)ack.size(), &p);
+	ASSERT_GT(n, 0);
+	net.a.rx(ack.data(), (uint32_t)n, net.now);
+	EXPECT_EQ(net.a.stats().no_conn, 1u);
+	p.conn_id = 1;
+	p.psn = 0x7FFFFFFF; // far beyond anything sent
+	p.pkts = 60000;
+	p.ce_pkts = 60000;
+	n = lumen_dp_build(ack.data(), (uint32_t)ack.size(), &p);
+	net.a.rx(ack.data(), (uint32_t)n, net.now);
+	EXPECT_EQ(net.a.totals().bad_acks, 1u);
+	ASSERT_TRUE(net.run(2'000'000'000ull));
+	expect_delivered(net, 1, 5, 30 * 1000);
+}
+
+TEST(DpEngine, RefusesConnectionsBeyondItsLimit)
+{
+	EngineConfig cb = config(kIpB, kMacB);
+	cb.max_conns = 2;
+	Net net(config(kIpA, kMacA), cb);
+	post(net, 3, 1, 1000);
+	for (int i = 0; i < 100; i++)
+		net.step();
+	EXPECT_EQ(net.b.connections().size(), 2u);
+	EXPECT_GT(net.b.stats().conn_refused, 0u);
+}
+
+TEST(DpEngine, ConfigErrorsAreClear)
+{
+	EngineConfig c = config(kIpA, kMacA);
+	c.rx_window = 1000;
+	EXPECT_NE(c.validate().find("power of two"), std::string::npos);
+	EXPECT_THROW(Engine e(c), std::invalid_argument);
+	c = config(kIpA, kMacA);
+	c.ack_sport = c.sport_base + 3;
+	EXPECT_NE(c.validate().find("ACK source port"), std::string::npos);
+	c = config(kIpA, kMacA);
+	c.cc.mss = 100;
+	EXPECT_NE(c.validate().find("mss"), std::string::npos);
+}
+
+TEST(DpEngine, ImpairSpecParsing)
+{
+	ImpairParams p;
+	EXPECT_EQ(p.parse("drop=1.5%,dup=0.001,ce=100%,delay=20us,blackhole=49152:49153,acks,seed=9"), "");
+	EXPECT_EQ(p.drop_ppm, 15000u);
+	EXPECT_EQ(p.dup_ppm, 1000u);
+	EXPECT_EQ(p.ce_ppm, 1000000u);
+	EXPECT_EQ(p.delay_ns, 20000u);
+	EXPECT_EQ(p.blackhole.size(), 2u);
+	EXPECT_FALSE(p.data_only);
+	ImpairParams q;
+	EXPECT_NE(q.parse("drop=150%"), "");
+	EXPECT_NE(q.parse("lose=1%"), "");
+	EXPECT_NE(q.parse("blackhole=0"), "");
+	EXPECT_NE(q.parse("delay=5parsecs"), "");
+	EXPECT_FALSE(q.active()); // failed parses change nothing
+}
+
+} // namespace

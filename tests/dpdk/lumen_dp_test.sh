@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# lumen_dp_test: lumen-dp end to end on DPDK's virtual devices, no NIC.
+#
+#   options   bad application and EAL options: a clear message, exit 2, no
+#             runtime directory left behind
+#   pair      client and server in one process over two ring ports: every
+#             message delivered intact on a clean network, and through the
+#             impairment shim (drop, duplicate, reorder, CE on data and
+#             ACKs), with Go-Back-N, and with blackholed paths, where REPS
+#             must stop using the dead entropies and OPS cannot
+#   pcap      a client's first packets captured by net_pcap, checked field
+#             by field (tests/dpdk/check_capture.py)
+#   telemetry a server on net_null answering /lumen/stats through
+#             dpdk-telemetry.py, counting net_null's garbage as malformed,
+#             and printing its final stats on SIGINT
+source "$(dirname "$0")/../e2e/lib.sh"
+here="$(cd "$(dirname "$0")" && pwd)"
+DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
+[[ $EUID -eq 0 ]] || e2e_skip "needs root (DPDK EAL)"
+e2e_require_tools python3
+
+tmp="$(mktemp -d)"
+prefix="ldp$$"
+e2e_on_exit "rm -rf '$tmp' /var/run/dpdk/$prefix*"
+# EAL for one lcore, no hugepages, no PCI; a prefix of our own per run
+eal() { echo --no-huge --no-pci -m 512 -l "${LUMEN_DP_LCORE:-0}" --log-level=error --file-prefix "$prefix$1"; }
+
+# --- options -------------------------------------------------------------
+e2e_check "no '--': usage and exit 2" e2e_fails 2 "give EAL's options" "$DP" pair
+e2e_check "unknown mode" e2e_fails 2 "unknown mode 'nosuch'" "$DP" $(eal o1) -- nosuch
+e2e_check "window not a power of two" e2e_fails 2 "power of two" "$DP" $(eal o2) -- pair --window 1000
+e2e_check "bad impairment" e2e_fails 2 "unknown key 'lose'" "$DP" $(eal o3) -- pair --impair lose=1%
+e2e_check "number out of range" e2e_fails 2 "--conns: '0'" "$DP" $(eal o4) -- pair --conns 0
+e2e_check "unknown option" e2e_fails 2 "unknown option --frobnicate" "$DP" $(eal o5) -- pair --frobnicate
+e2e_check "bad EAL option" e2e_fails 2 "EAL" "$DP" $(eal o6) --no-such-eal-option -- pair
+e2e_check "perf without --ip" e2e_fails 2 "--ip" "$DP" $(eal o7) -- perf
+e2e_check "--help per mode" bash -c "'$DP' $(eal o8) -- pair --help | grep -q -- '--impair SPEC'"
+left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
+e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"
+
+# --- pair ------------------------------------------------------------------
+# pair NAME ARGS...: a pair run with a JSON summary in $tmp/NAME.json
+pair() {
+	local name="$1"
+	shift
+	"$DP" $(eal "$name") -- pair --quiet --json "$tmp/$name.json" "$@" >"$tmp/$name.out" 2>&1 ||
+		{ cat "$tmp/$name.out"; return 1; }
+}
+js() { e2e_json "$2" <"$tmp/$1.json"; }
+
+e2e_check "clean: 4 connections x 40 messages of 100 kB" pair clean --conns 4 --msgs 40 --msg-size 100000
+e2e_check "clean: all delivered ($(js clean "d['totals']['msgs_delivered']"))" \
+	test "$(js clean "d['totals']['msgs_delivered']")" -eq 160
+e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits']")" -eq 0
+e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
+	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
+
+e2e_check "impaired: drop, dup, reorder, CE on data; drop on ACKs" \
+	pair impaired --conns 3 --msgs 20 --msg-size 150001 --impair drop=2%,dup=1%,reorder=5%,ce=3%,acks,seed=11
+for k in retransmits ecn_echoes dup_rcvd reorder_max; do
+	v="$(js impaired "d['totals']['$k']")"
+	e2e_check "impaired: $k > 0 ($v)" test "$v" -gt 0
+done
+e2e_check "impaired: nothing corrupt" test "$(js impaired "d['totals']['corrupt']")" -eq 0
+
+e2e_check "go-back-n with 1% loss" pair gbn --gbn --path ecmp --msgs 20 --msg-size 50000 --impair drop=1%,seed=3
+v="$(js gbn "d['totals']['nacks_rcvd']")"
+e2e_check "go-back-n: NACKs drove the resends ($v)" test "$v" -gt 0
+
+# two of 8 paths blackholed: OPS keeps spraying into them, REPS recycles
+# only entropies that came back
+holes="blackhole=49154:49157"
+for p in ops reps reps-freeze; do
+	e2e_check "$p through 2 dead paths of 8" \
+		pair "$p" --path $p --entropies 8 --explore 8 --conns 2 --msgs 30 --msg-size 60000 --impair $holes
+done
+share() { js "$1" "round(sum(r[0] for i, r in enumerate(d['hosts'][0]['paths']['rows']) if i in (2, 5)) / max(1, sum(r[0] for r in d['hosts'][0]['paths']['rows'])), 3)"; }
+ops="$(share ops)" reps="$(share reps)" freeze="$(share reps-freeze)"
+e2e_log "share of packets sent into the dead paths: ops $ops, reps $reps, reps-freeze $freeze"
+e2e_check "ops sprays into the dead paths ($ops >= 0.15)" python3 -c "assert $ops >= 0.15"
+e2e_check "reps avoids them ($reps <= $ops / 2)" python3 -c "assert $reps <= $ops / 2"
+e2e_check "reps-freeze avoids them ($freeze <= $ops / 2)" python3 -c "assert $freeze <= $ops / 2"
+t_ops="$(js ops "d['totals']['timeouts']")" t_reps="$(js reps "d['totals']['timeouts']")"
+e2e_check "reps times out less than ops ($t_reps < $t_ops)" test "$t_reps" -lt "$t_ops"
+
+# --- pcap ------------------------------------------------------------------
+python3 -c "import struct, sys; sys.stdout.buffer.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))" \
+	>"$tmp/empty.pcap"
+rc=0
+"$DP" $(eal p) --vdev "net_pcap0,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/out.pcap" -- perf --quiet --ip 10.1.0.1 \
+	--peer 10.1.0.2 --peer-mac 02:00:00:00:00:02 --msgs 1 --msg-size 3000 --time 0.3 --seed 5 \
+	>"$tmp/pcap.out" 2>&1 || rc=$?
+e2e_check "pcap client ran (exit $rc: no server, so unfinished = 1)" test "$rc" -eq 1
+e2e_check "capture matches the wire format field by field" \
+	python3 "$here/check_capture.py" "$tmp/out.pcap" --src 10.1.0.1 --dst 10.1.0.2 --msg-size 3000
+
+# --- telemetry and SIGINT ----------------------------------------------------
+"$DP" $(eal t) --vdev net_null0 -- perf --server --quiet --ip 10.2.0.2 --json "$tmp/server.json" \
+	>"$tmp/server.out" 2>&1 &
+pid=$!
+e2e_on_exit "kill -9 $pid 2>/dev/null || true"
+tel=""
+e2e_wait_until 50 0.2 test -S "/var/run/dpdk/${prefix}t/dpdk_telemetry.v2" || true
+for _ in $(seq 1 50); do
+	tel="$(echo /lumen/stats | dpdk-telemetry.py -f "${prefix}t" 2>/dev/null | grep '^{' || true)"
+	grep -q malformed <<<"$tel" && break
+	sleep 0.2
+done
+v="$(e2e_json "d['/lumen/stats']['malformed']" <<<"$tel" 2>/dev/null || echo none)"
+e2e_check "telemetry /lumen/stats answers, net_null's garbage counted as malformed ($v)" \
+	python3 -c "assert '$v'.isdigit() and int('$v') > 0"
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+e2e_check "SIGINT: clean exit ($rc)" test "$rc" -eq 0
+e2e_check "SIGINT: final stats printed" grep -q "lumen-dp perf:" "$tmp/server.out"
+e2e_check "SIGINT: JSON summary written" test -s "$tmp/server.json"
+
+e2e_finish

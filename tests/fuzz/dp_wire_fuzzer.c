@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * libFuzzer target for the lumen-dp wire format (include/lumen/dp_wire.h).
+ * The input is a frame; libFuzzer hands it over in a heap block of exactly
+ * `size` bytes, so ASan sees any read past its end. Each input is parsed
+ * twice: as it is (port 4792), and as a copy with the IPv4 checksum made
+ * right and the port taken from the frame, so that mutations get past the
+ * IP checks into the lumen header. Invariants (abort on violation):
+ *   - a refusal is one of the parser's errors and leaves the output alone;
+ *   - an accepted frame obeys the documented layout: ext and payload point
+ *     inside the IP packet, lengths add up, flags and sizes per type;
+ *   - the parsed packet builds again into a buffer of exactly its size, and
+ *     one byte less is refused without a write; the new frame equals the
+ *     input except for the fields the parser does not judge (DSCP, id, DF,
+ *     TTL, IP and UDP checksums), parses to the same packet, and its own
+ *     rebuild is byte-identical;
+ *   - lumen_dp_mark_ce marks exactly the ECN-capable frames, and the marked
+ *     frame parses to the same packet with ECN CE.
+ * Built by clang with -fsanitize=fuzzer,address,undefined
+ * (tests/CMakeLists.txt, ctest dp_wire_libfuzzer); seeds in corpus/dp/
+ * (make_dp_corpus.py).
+ */
+#include "lumen/dp_wire.h"
+#include "fuzz_check.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_same(const struct lumen_dp_pkt *a, const struct lumen_dp_pkt *b, int same_ecn)
+{
+	CHECK(memcmp(a->eth_dst, b->eth_dst, 6) == 0 && memcmp(a->eth_src, b->eth_src, 6) == 0);
+	CHECK(a->ip_src == b->ip_src && a->ip_dst == b->ip_dst);
+	CHECK(a->sport == b->sport && a->dport == b->dport);
+	CHECK(!same_ecn || a->ecn == b->ecn);
+	CHECK(a->type == b->type && a->flags == b->flags && a->ext_words == b->ext_words);
+	CHECK(a->conn_id == b->conn_id && a->psn == b->psn);
+	CHECK(a->ts_ns == b->ts_ns && a->msg_id == b->msg_id && a->msg_off == b->msg_off && a->msg_len == b->msg_len);
+	CHECK(a->echo_ts == b->echo_ts && a->sack == b->sack && a->echo_psn == b->echo_psn);
+	CHECK(a->echo_sport == b->echo_sport && a->pkts == b->pkts && a->ce_pkts == b->ce_pkts && a->rwnd == b->rwnd);
+	CHECK(a->ext_len == b->ext_len && a->payload_len == b->payload_len);
+	CHECK(a->ext_len == 0 || memcmp(a->ext, b->ext, a->ext_len) == 0);
+	CHECK(a->payload_len == 0 || memcmp(a->payload, b->payload, a->payload_len) == 0);
+}
+
+/* Frame bytes the builder sets its own way and the parser does not judge. */
+static int free_byte(size_t i)
+{
+	return i == 18 || i == 19 || i == 20 || i == 22 || i == 24 || i == 25 || i == 40 || i == 41;
+}
+
+static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const struct lumen_dp_pkt *p)
+{
+	uint32_t ip_len = (uint32_t)f[16] << 8 | f[17], end = 14 + ip_len, hlen, i;
+	struct lumen_dp_pkt q, r;
+	uint8_t *buf, *again, *mark;
+
+	/* the layout */
+	CHECK(end <= size);
+	CHECK(p->dport == port && p->ecn == (f[15] & 3));
+	hlen = lumen_dp_hdr_len(p->type, p->ext_words);
+	CHECK(hlen != 0 && p->ext_len == 4u * p->ext_words);
+	CHECK(hlen + p->payload_len == end);
+	CHECK((p->flags & ~lumen_dp_type_flags(p->type)) == 0);
+	CHECK(!(p->flags & LUMEN_DP_F_INT) == (p->ext_len == 0));
+	CHECK(p->ext_len ? p->ext == f + hlen - p->ext_len : p->ext == NULL);
+	CHECK(p->payload_len ? p->payload == f + hlen : p->payload == NULL);
+	if (p->type == LUMEN_DP_DATA) {
+		CHECK(p->payload_len >= 1 && p->msg_len >= 1);
+		CHECK((uint64_t)p->msg_off + p->payload_len <= p->msg_len);
+		CHECK(p->echo_ts == 0 && p->sack == 0 && p->rwnd == 0);
+	} else {
+		CHECK(p->payload_len == 0 && p->ts_ns == 0 && p->msg_len == 0);
+	}
+
+	/* the rebuild, in a block of exactly its size */
+	buf = malloc(end);
+	again = malloc(end);
+	mark = malloc(end);
+	CHECK(buf && again && mark);
+	memset(buf, 0xC3, end);
+	CHECK(lumen_dp_build(buf, end - 1, p) == -LUMEN_DP_ENOSPACE);
+	for (i = 0; i < end; i++)
+		CHECK(buf[i] == 0xC3);
+	CHECK(lumen_dp_build(buf, end, p) == (int)end);
+	for (i = 0; i < end; i++)
+		CHECK(free_byte(i) || buf[i] == (i == 15 ? (f[i] & 3) : f[i]));
+	CHECK(buf[20] == 0x40 && buf[22] == 64 && buf[40] == 0 && buf[41] == 0);
+	memset(&q, 0, sizeof(q));
+	CHECK(lumen_dp_parse(buf, end, port, &q) == 0);
+	check_same(p, &q, 1);
+	CHECK(lumen_dp_build(again, end, &q) == (int)end);
+	CHECK(memcmp(again, buf, end) == 0);
+
+	/* CE in place */
+	memcpy(mark, buf, end);
+	if (p->ecn == LUMEN_DP_ECN_NOT_ECT) {
+		CHECK(lumen_dp_mark_ce(mark, end) == 0);
+		CHECK(memcmp(mark, buf, end) == 0);
+	} else {
+		CHECK(lumen_dp_mark_ce(mark, end) == 1);
+		CHECK(lumen_dp_parse(mark, end, port, &r) == 0);
+		CHECK(r.ecn == LUMEN_DP_ECN_CE);
+		check_same(p, &r, 0);
+	}
+	free(mark);
+	free(again);
+	free(buf);
+}
+
+static void check_parse(const uint8_t *f, size_t size, uint16_t port)
+{
+	struct lumen_dp_pkt out, before;
+	int rc;
+
+	memset(&out, 0x5A, sizeof(out));
+	memcpy(&before, &out, sizeof(out));
+	rc = lumen_dp_parse(f, (__u32)size, port, &out);
+	CHECK(rc <= 0 && rc > -LUMEN_DP_ENOSPACE);
+	CHECK(strcmp(lumen_dp_strerror(rc), "unknown error") != 0);
+	if (rc != 0)
+		CHECK(memcmp(&out, &before, sizeof(out)) == 0);
+	else
+		check_accepted(f, size, port, &out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *copy;
+	uint32_t sum = 0;
+	size_t i;
+
+	if (size > 4096)
+		return 0;
+	check_parse(data, size, LUMEN_DP_UDP_PORT);
+	if (size < 34)
+		return 0;
+
+	copy = malloc(size);
+	CHECK(copy != NULL);
+	memcpy(copy, data, size);
+	copy[24] = copy[25] = 0;
+	for (i = 14; i < 34; i += 2)
+		sum += (uint32_t)copy[i] << 8 | copy[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	copy[24] = (uint8_t)(~sum >> 8);
+	copy[25] = (uint8_t)~sum;
+	check_parse(copy, size, size >= 38 ? (uint16_t)(copy[36] << 8 | copy[37]) : LUMEN_DP_UDP_PORT);
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""Write the seed corpus of the lumen-dp frame libFuzzer target (tests/fuzz/corpus/dp/).
+
+The frames are assembled here from the wire format description in
+include/lumen/dp_wire.h (not with the C builder), so the seeds are an
+independent reference; INT extensions come from make_corpus.py's option
+writer. They live in a folder of their own: the INT option target reads
+corpus/*.bin. Re-run after a format change:
+    python3 tests/fuzz/make_dp_corpus.py
+"""
+import os
+import struct
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
+from make_corpus import ECHO, G10, G25, hop, option
+
+DATA, ACK, NACK = 1, 2, 3
+RETX, ACK_NOW, MSG_LAST, INT, ECE = 0x01, 0x02, 0x04, 0x08, 0x10
+ECT0, CE = 2, 3
+PORT = 4792
+
+
+def ip_checksum(hdr):
+    total = sum(struct.unpack("!10H", hdr))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def frame(lumen, sport, ecn=ECT0, src=0x0A000001, dst=0x0A000002, trailer=b""):
+    """Ethernet / IPv4 (IHL 5, DF, TTL 64) / UDP (checksum 0) / lumen bytes."""
+    eth = bytes.fromhex("020000000002" "020000000001") + struct.pack("!H", 0x0800)
+    ip = struct.pack("!BBHHHBBHII", 0x45, ecn, 20 + 8 + len(lumen), 0, 0x4000, 64, 17, 0, src, dst)
+    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", sport, PORT, 8 + len(lumen), 0)
+    return eth + ip + udp + lumen + trailer
+
+
+def ext(opt):
+    """The INT option padded with zeros to whole words, and its word count."""
+    padded = opt + bytes(-len(opt) % 4)
+    return padded, len(padded) // 4
+
+
+def data(flags, conn, psn, ts, msg_id, msg_off, msg_len, payload, int_opt=b""):
+    e, words = ext(int_opt)
+    hdr = struct.pack("!BBBBII", 1, DATA, flags, words, conn, psn) + struct.pack("!QIII", ts, msg_id, msg_off, msg_len)
+    return hdr + e + payload
+
+
+def ack(kind, flags, conn, cum, echo_ts, sack, echo_psn, echo_sport, pkts, ce_pkts, rwnd, int_opt=b""):
+    e, words = ext(int_opt)
+    hdr = struct.pack("!BBBBII", 1, kind, flags, words, conn, cum)
+    hdr += struct.pack("!QQIHHHH", echo_ts, sack, echo_psn, echo_sport, pkts, ce_pkts, rwnd)
+    return hdr + e
+
+
+A = hop(G10, 0x2ABCD, 0x1234, 0x0FED)
+B = hop(G25, 1, 2, 3)
+SEEDS = {
+    "data_first": frame(data(ACK_NOW, 7, 0, 1000, 0, 0, 4096, bytes(range(32))), 49152),
+    "data_last_retx": frame(data(MSG_LAST | RETX, 7, 41, 2000, 3, 4000, 4001, b"\x5a"), 49999, CE),
+    "data_int_req2": frame(data(INT, 9, 5, 3000, 1, 0, 64, b"hello", option(0, 1, [A], 1)), 50000),
+    "ack_sack": frame(ack(ACK, ECE, 7, 3, 1000, 0b1011, 4, 49152, 2, 1, 1024), 49151, 0),
+    "ack_int_echo2": frame(ack(ACK, INT, 9, 6, 3000, 0, 5, 50000, 1, 0, 512, option(ECHO, 2, [A, B])), 49151, 0),
+    "nack": frame(ack(NACK, 0, 7, 3, 1000, 0, 9, 49153, 1, 0, 1023), 49151, 0),
+    # a NIC's trailer after the IP packet: ignored
+    "nack_trailer": frame(ack(NACK, ECE, 1, 0, 0, 0, 0, 0, 0, 0, 0), 49151, 0, trailer=bytes(6)),
+}
+
+if __name__ == "__main__":
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "dp")
+    os.makedirs(out, exist_ok=True)
+    for name, frame_bytes in SEEDS.items():
+        assert len(frame_bytes) <= 256  # the target's max_len
+        with open(os.path.join(out, name + ".bin"), "wb") as f:
+            f.write(frame_bytes)
