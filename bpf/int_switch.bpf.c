@@ -45,7 +45,11 @@
  *     walk (include/lumen/tcp_option.h, the module's walker too): one that
  *     TCP would not reach whole is not INT here either. Options
  *     lumen_int_parse refuses are counted in int_malformed and forwarded
- *     unchanged; echo options (ACKs) are never touched.
+ *     unchanged; echo options (ACKs) are never touched. A lumen-dp DATA
+ *     packet (include/lumen/dp_wire.h: IPv4, UDP to LUMEN_DP_UDP_PORT,
+ *     version 1, INT flag) carries the same option bytes as its extension
+ *     and gets its hop record the same way; the UDP checksum is fixed only
+ *     when the sender set one (lumen-dp sends 0).
  *
  * Byte counts are wire lengths at L2 (Ethernet header included, as tbf counts
  * them): skb->len at both hooks (cls_bpf pushes the MAC header back before
@@ -91,7 +95,7 @@
  * Scope: Ethernet (veth) framing without VLAN tags. ECN marking: any IPv4 or
  * IPv6 packet. INT: TCP directly after an IPv4 header (not in a later
  * fragment) or after the fixed IPv6 header (extension headers are not
- * walked). Everything else is queued, dropped and counted like any packet,
+ * walked); lumen-dp over IPv4. Everything else is queued, dropped and counted like any packet,
  * and otherwise left alone.
  *
  * Counters are updated with atomic adds; qlen_max is a plain max (a rare lost
@@ -101,6 +105,7 @@
  */
 #include "lumen_bpf.h"
 #include "lumen/tcp_option.h"
+#include "lumen/dp_wire.h"
 
 #define LUMEN_SW_ETH_HLEN 14
 #define LUMEN_SW_ETH_P_IP 0x0800
@@ -108,6 +113,7 @@
 #define LUMEN_SW_IPPROTO_TCP 6
 #define LUMEN_SW_IPPROTO_UDP 17
 #define LUMEN_SW_TCP_CSUM_OFF 16
+#define LUMEN_SW_UDP_CSUM_OFF 6
 #define LUMEN_SW_IP_CSUM_OFF 10
 /* Working copy of an option: large enough for every offset the INT helpers
  * can compute from a 3-bit hop count (5 + 7 * 7 + 7 bytes), whatever the
@@ -310,6 +316,48 @@ int lumen_sw_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/* lumen_sw_int_fill's "leave the packet alone" (no hop written, nothing to store) */
+#define LUMEN_SW_NO_HOP (-1000)
+
+/*
+ * The hop record of this dequeue into the INT option opt (avail bytes read
+ * from the packet; old receives a copy of them first). Returns the slot
+ * filled, -LUMEN_INT_EFULL when the overflow flag was set now (store opt),
+ * or LUMEN_SW_NO_HOP: a malformed option (counted), an echo, or a full one
+ * flagged earlier. *wlen: the option's length, what to store.
+ */
+static __always_inline int lumen_sw_int_fill(__u8 *opt, __u8 *old, __u64 avail, const struct lumen_switch_port_cfg *cfg,
+					     struct lumen_switch_port_stats *st, __u64 deq_total, __u64 qlen,
+					     __u64 *wlen)
+{
+	struct lumen_int_opt parsed;
+	struct lumen_int_hop hop;
+	int ret;
+
+	ret = lumen_int_parse(opt, (__u32)avail, &parsed);
+	if (ret < 0) {
+		__sync_fetch_and_add(&st->int_malformed, 1);
+		return LUMEN_SW_NO_HOP;
+	}
+	if (parsed.flags & LUMEN_INT_FLAG_ECHO)
+		return LUMEN_SW_NO_HOP; /* echoes belong to the endpoints */
+
+	__builtin_memcpy(old, opt, LUMEN_SW_OPT_BUF);
+	lumen_int_hop_make(&hop, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
+	ret = lumen_int_push_hop(opt, (__u32)avail, &hop);
+	if (ret == -LUMEN_INT_EFULL) {
+		__sync_fetch_and_add(&st->int_full, 1);
+		if (opt[4] == old[4])
+			return LUMEN_SW_NO_HOP; /* overflow flagged by an earlier hop already */
+	} else if (ret < 0) {
+		return LUMEN_SW_NO_HOP; /* cannot happen after a successful parse */
+	}
+	*wlen = opt[1] & 0x3f; /* parse guarantees 12..40 */
+	if (*wlen < LUMEN_INT_HDR_LEN || *wlen > LUMEN_INT_MAX_LEN)
+		return LUMEN_SW_NO_HOP;
+	return ret;
+}
+
 /*
  * Fill the INT request of a TCP segment, if it carries one. deq_total is the
  * port's dequeued-byte counter including this packet, qlen the queue it
@@ -321,8 +369,6 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 {
 	struct lumen_tcp_opts area;
 	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF];
-	struct lumen_int_opt parsed;
-	struct lumen_int_hop hop;
 	/* 64-bit indices: zero-extending 32-bit ones would hide their bounds from the verifier */
 	__u64 area_len, opt_off, at, olen, avail, wlen, csum_len;
 	__s64 diff;
@@ -374,27 +420,8 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	__builtin_memset(opt, 0, sizeof(opt));
 	if (bpf_skb_load_bytes(skb, opt_off + at, opt, avail))
 		return;
-	ret = lumen_int_parse(opt, (__u32)avail, &parsed);
-	if (ret < 0) {
-		__sync_fetch_and_add(&st->int_malformed, 1);
-		return;
-	}
-	if (parsed.flags & LUMEN_INT_FLAG_ECHO)
-		return; /* echoes belong to the endpoints */
-
-	__builtin_memcpy(old, opt, sizeof(old));
-	lumen_int_hop_make(&hop, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
-	ret = lumen_int_push_hop(opt, (__u32)avail, &hop);
-	if (ret == -LUMEN_INT_EFULL) {
-		__sync_fetch_and_add(&st->int_full, 1);
-		if (opt[4] == old[4])
-			return; /* overflow flagged by an earlier hop already */
-	} else if (ret < 0) {
-		return; /* cannot happen after a successful parse */
-	}
-
-	wlen = opt[1] & 0x3f; /* parse guarantees 12..40 */
-	if (wlen < LUMEN_INT_HDR_LEN || wlen > LUMEN_INT_MAX_LEN)
+	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
+	if (ret == LUMEN_SW_NO_HOP)
 		return;
 	/*
 	 * Checksum delta of the option bytes, computed as if the option sat on
@@ -416,6 +443,59 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 		return;
 	/* the segment's one's-complement sum is unchanged, so skb->csum (COMPLETE) needs no update */
 	if (bpf_l4_csum_replace(skb, p->l4_off + LUMEN_SW_TCP_CSUM_OFF, 0, (__u64)(__u32)diff, 0))
+		return;
+	if (ret >= 0)
+		__sync_fetch_and_add(&st->int_filled, 1);
+}
+
+/*
+ * Fill the INT request of a lumen-dp DATA packet, if it carries one: the
+ * same option bytes, as the extension after the 32-byte DATA header.
+ * ACKs carry echoes, which are the endpoints' business.
+ */
+static __always_inline void lumen_sw_int_dp(struct __sk_buff *skb, const struct lumen_sw_pkt *p,
+					    const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st,
+					    __u64 deq_total, __u64 qlen)
+{
+	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF], hdr[4];
+	__u64 ext_off, avail, wlen = 0, csum_len;
+	__u16 dport, csum;
+	__s64 diff;
+	int ret;
+
+	if (p->family != LUMEN_SW_ETH_P_IP || p->l4_proto != LUMEN_SW_IPPROTO_UDP || !p->l4_off)
+		return;
+	if (bpf_skb_load_bytes(skb, p->l4_off + 2, &dport, sizeof(dport)) || dport != bpf_htons(LUMEN_DP_UDP_PORT))
+		return;
+	if (bpf_skb_load_bytes(skb, p->l4_off + LUMEN_DP_UDP_HLEN, hdr, sizeof(hdr)))
+		return;
+	if (hdr[0] != LUMEN_DP_VERSION || hdr[1] != LUMEN_DP_DATA || !(hdr[2] & LUMEN_DP_F_INT))
+		return;
+	/* ext_words * 4 bytes, 1..LUMEN_INT_MAX_LEN read (as size - 1, see lumen_sw_int) */
+	avail = (__u64)hdr[3] * 4 - 1;
+	barrier_var(avail);
+	if (avail >= LUMEN_INT_MAX_LEN)
+		return;
+	avail += 1;
+	barrier_var(avail);
+	ext_off = p->l4_off + LUMEN_DP_UDP_HLEN + LUMEN_DP_DATA_HLEN;
+	__builtin_memset(opt, 0, sizeof(opt));
+	if (bpf_skb_load_bytes(skb, ext_off, opt, avail))
+		return;
+	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
+	if (ret == LUMEN_SW_NO_HOP)
+		return;
+	if (bpf_skb_load_bytes(skb, p->l4_off + LUMEN_SW_UDP_CSUM_OFF, &csum, sizeof(csum)))
+		return;
+	/* the extension starts at an even offset of the datagram: no rotation */
+	csum_len = (wlen + 3) & 0x3c;
+	diff = bpf_csum_diff((__be32 *)old, csum_len, (__be32 *)opt, csum_len, 0);
+	if (diff < 0)
+		return;
+	if (bpf_skb_store_bytes(skb, ext_off, opt, wlen, 0))
+		return;
+	if (csum &&
+	    bpf_l4_csum_replace(skb, p->l4_off + LUMEN_SW_UDP_CSUM_OFF, 0, (__u64)(__u32)diff, BPF_F_MARK_MANGLED_0))
 		return;
 	if (ret >= 0)
 		__sync_fetch_and_add(&st->int_filled, 1);
@@ -458,8 +538,10 @@ int lumen_sw_ingress(struct __sk_buff *skb)
 	if (q > st->qlen_max)
 		st->qlen_max = q;
 
-	if (cfg->int_enabled)
+	if (cfg->int_enabled) {
 		lumen_sw_int(skb, &p, cfg, st, deq, q);
+		lumen_sw_int_dp(skb, &p, cfg, st, deq, q);
+	}
 	return TC_ACT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "transport/engine.h"
@@ -65,6 +66,7 @@ struct Net {
 	uint64_t now = 0, latency_ns = 5000;
 	uint64_t frames_ab = 0;
 	std::vector<uint16_t> sports_ab; // source ports of the DATA frames a sent, in order
+	std::function<void(Frame &, uint64_t now)> on_wire_ab; // a switch on the way from a to b
 
 	Net(const EngineConfig &ca, const EngineConfig &cb, const ImpairParams &ia = {}, const ImpairParams &ib = {})
 	    : a(ca), b(cb), to_b(ia, ca.udp_port), to_a(ib, cb.udp_port)
@@ -81,6 +83,8 @@ struct Net {
 				if (f.size() > 42 && f[43] == LUMEN_DP_DATA)
 					sports_ab.push_back((uint16_t)(f[34] << 8 | f[35]));
 			}
+			if (record && on_wire_ab)
+				on_wire_ab(f, now);
 			Verdict v = imp.judge(f.data(), (uint32_t)f.size());
 			if (v.drop)
 				continue;
@@ -224,6 +228,39 @@ TEST(DpEngine, RepsStopsUsingBlackholedPathsOpsDoesNot)
 	EXPECT_LT(reps, ops / 3);
 	EXPECT_LT(freeze, ops / 3);
 	EXPECT_LT(t_reps, t_ops);
+}
+
+// PowerTCP on INT: a switch on the path stamps one hop record into each DATA
+// packet's INT request (as lumen switch does), the receiver echoes it, and
+// the sender's PowerTCP updates its window from INT power.
+TEST(DpEngine, PowerTcpRunsOnIntStampedByASwitch)
+{
+	EngineConfig ca = config(kIpA, kMacA), cb = config(kIpB, kMacB);
+	ca.int_slots = cb.int_slots = 2;
+	ca.cc.algorithm = CcAlgorithm::kPowerTcp;
+	ca.cc.mss = cb.cc.mss = ca.max_payload();
+	ca.cc.host_bw_bps = 10'000'000'000ull;
+	ca.cc.base_rtt_ns = 20'000;
+	Net net(ca, cb);
+	uint64_t tx_bytes = 0, stamped = 0;
+	net.on_wire_ab = [&](Frame &f, uint64_t now) {
+		lumen_dp_pkt p;
+		if (lumen_dp_parse(f.data(), (uint32_t)f.size(), LUMEN_DP_UDP_PORT, &p) || !(p.flags & LUMEN_DP_F_INT))
+			return;
+		tx_bytes += f.size();
+		lumen_int_hop hop;
+		lumen_int_hop_make(&hop, now, tx_bytes, 0, lumen_int_rate_encode(10000));
+		uint8_t *ext = f.data() + (p.ext - f.data());
+		stamped += lumen_int_push_hop(ext, p.ext_len, &hop) >= 0;
+	};
+	post(net, 1, 20, 100 * 1000);
+	ASSERT_TRUE(net.run(5'000'000'000ull));
+	expect_delivered(net, 1, 20, 100 * 1000);
+	EXPECT_GT(stamped, 1000u);
+	auto *ptcp = dynamic_cast<PowerTcp *>(net.a.connections()[0]->cc.get());
+	ASSERT_NE(ptcp, nullptr);
+	EXPECT_GT(ptcp->event_count(LUMEN_PTCP_EVBIT_INT_UPDATES), 10u);
+	EXPECT_EQ(ptcp->event_count(LUMEN_PTCP_EVBIT_RTT_UPDATES), 0u);
 }
 
 TEST(DpEngine, HostileFramesChangeNothing)

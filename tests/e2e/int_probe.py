@@ -17,6 +17,12 @@ purpose: it is the oracle the BPF switch is checked against.
       distinct probes arrived or S seconds passed; writes a JSON object
       {id: {"csum_ok", "unchanged", "version", "flags", "count", "slots",
       "hops": [{"rate", "ts", "tx", "qlen"}], "offset", "arrivals"}}.
+  int_probe.py send|recv --dp ...
+      the same for lumen-dp datagrams (include/lumen/dp_wire.h, IPv4, UDP
+      port 4792), the option as the extension of a DATA header; TYPE also
+      dpecho (an ACK carrying an echo: never touched) and dpbadver (lumen-dp
+      version 2: not ours), LAYOUT zero (UDP checksum 0, as lumen-dp sends)
+      or csum (a real UDP checksum, which the switch must keep valid).
 Addresses may be IPv4 or IPv6 (both ends of one run use the same family).
 """
 import argparse
@@ -75,6 +81,61 @@ def tcp_segment(src, dst, sport, dport, seq, opts, payload, v6):
     return seg[:16] + struct.pack("!H", c) + seg[18:]
 
 
+DP_PORT = 4792
+
+
+def dp_datagram(src, dst, sport, kind, slots, layout, meta):
+    """A lumen-dp DATA (or, for dpecho, ACK) datagram with an INT extension."""
+    version, typ, flags = 1, 1, 0x08
+    opt = int_option({"dpecho": "echo", "dpfull": "full"}.get(kind, "req"), slots)
+    if kind == "dpbadver":
+        version = 2
+    ext = opt + bytes((4 - len(opt) % 4) % 4)
+    payload = json.dumps(dict(meta, opt=opt.hex())).encode()
+    common = struct.pack("!BBBBII", version, 2 if kind == "dpecho" else typ, flags, len(ext) // 4, 7, 3)
+    if kind == "dpecho":
+        # an ACK has no payload: the probe's number rides in echo_psn
+        payload = b""
+        body = struct.pack("!QQIHHHH", 5, 0, meta["n"], 49152, 1, 0, 1024)
+    else:
+        body = struct.pack("!QIII", 5, 0, 0, len(payload))
+    data = common + body + ext + payload
+    udp = struct.pack("!HHHH", sport, DP_PORT, 8 + len(data), 0) + data
+    if layout == "csum":
+        c = (~csum16(pseudo_header(src, dst, len(udp), False, 17) + udp)) & 0xFFFF
+        udp = udp[:6] + struct.pack("!H", c or 0xFFFF) + udp[8:]
+    return udp, opt
+
+
+def parse_dp(udp, src, dst):
+    """A received lumen-dp datagram as a probe result, or None."""
+    if len(udp) < 8 + 12:
+        return None
+    csum = struct.unpack("!H", udp[6:8])[0]
+    version, typ, flags, words = udp[8], udp[9], udp[10], udp[11]
+    hlen = 32 if typ == 1 else 40
+    ext = udp[8 + hlen:8 + hlen + 4 * words]
+    if typ == 1:
+        try:
+            meta = json.loads(udp[8 + hlen + 4 * words:].decode())
+        except (UnicodeDecodeError, ValueError):
+            return None
+        pid, sent = meta["id"], meta["opt"]
+    else:
+        pid, sent = "ack%d" % struct.unpack("!I", udp[8 + 28:8 + 32])[0], None
+    r = {"id": pid, "version": version, "csum_zero": csum == 0,
+         "csum_ok": csum == 0 or csum16(pseudo_header(src, dst, len(udp), False, 17) + udp) == 0xFFFF}
+    opt = ext[:ext[1]] if len(ext) >= 2 else b""
+    r["unchanged"] = sent is None or opt.hex() == sent
+    r["ext"] = opt.hex()
+    if len(opt) >= 5:
+        r["flags"] = opt[4] & 0x18
+        r["count"] = opt[4] & 7
+        r["slots"] = (len(opt) - 5) // HOP_LEN
+        r["hops"] = [unpack_hop(opt[5 + HOP_LEN * i:5 + HOP_LEN * (i + 1)]) for i in range(r["slots"])]
+    return r
+
+
 def find_int(opts):
     """Offset of the first kind-253 option with our ExID, walking the list like a switch."""
     i = 0
@@ -93,7 +154,20 @@ def find_int(opts):
     return None
 
 
+def cmd_send_dp(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    s.bind((a.src, 0))
+    for n, spec in enumerate(a.probes):
+        pid, kind, slots, layout = spec.split(":")
+        udp, _ = dp_datagram(a.src, a.dst, 49152 + n, kind, int(slots), layout, {"id": pid, "n": n})
+        s.sendto(udp, (a.dst, 0))
+        if a.gap:
+            time.sleep(a.gap)
+
+
 def cmd_send(a):
+    if a.dp:
+        return cmd_send_dp(a)
     v6 = ":" in a.dst
     fam = socket.AF_INET6 if v6 else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
@@ -138,7 +212,7 @@ def parse_segment(seg, src, dst, v6):
 def cmd_recv(a):
     v6 = ":" in a.dst
     fam = socket.AF_INET6 if v6 else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_UDP if a.dp else socket.IPPROTO_TCP)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     results = {}
     deadline = time.time() + a.timeout
@@ -158,9 +232,9 @@ def cmd_recv(a):
             src, dst = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
             if dst != a.dst:
                 continue
-        if len(seg) < 4 or struct.unpack("!H", seg[2:4])[0] != a.dport:
+        if len(seg) < 4 or struct.unpack("!H", seg[2:4])[0] != (DP_PORT if a.dp else a.dport):
             continue
-        res = parse_segment(seg, src, dst, v6)
+        res = parse_dp(seg, src, dst) if a.dp else parse_segment(seg, src, dst, v6)
         if res is None:
             continue
         pid = res.pop("id")
@@ -182,6 +256,7 @@ def main():
     ps.add_argument("--sport", type=int, default=40001)
     ps.add_argument("--dport", type=int, default=40002)
     ps.add_argument("--gap", type=float, default=0.0, help="seconds between probes")
+    ps.add_argument("--dp", action="store_true", help="lumen-dp datagrams instead of TCP segments")
     ps.add_argument("probes", nargs="+")
     pr = sub.add_parser("recv")
     pr.add_argument("--dst", required=True)
@@ -190,6 +265,7 @@ def main():
     pr.add_argument("--timeout", type=float, default=5.0)
     pr.add_argument("--out", required=True)
     pr.add_argument("--ready", help="file created once the socket is open")
+    pr.add_argument("--dp", action="store_true", help="lumen-dp datagrams instead of TCP segments")
     a = p.parse_args()
     if a.cmd == "send":
         cmd_send(a)

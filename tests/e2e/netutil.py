@@ -21,11 +21,11 @@ def csum16(data):
     return s
 
 
-def pseudo_header(src, dst, length, v6):
+def pseudo_header(src, dst, length, v6, proto=6):
     if v6:
         return (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) +
-                struct.pack("!I3xB", length, 6))
-    return socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, length)
+                struct.pack("!I3xB", length, proto))
+    return socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, proto, length)
 
 
 def tcp_checksum(src, dst, seg, v6):

@@ -107,15 +107,16 @@ attach_a() {
 
 # probes FAMILY OUT COUNT TIMEOUT PROBE...: send probes h1 -> h2 and collect them in h2
 probes() {
-	local fam="$1" out="$2" count="$3" timeout="$4" src dst
+	local fam="$1" out="$2" count="$3" timeout="$4" src dst dp=()
 	shift 4
 	if [[ $fam == 6 ]]; then src=fd88:1::1 dst=fd88:2::1; else src=10.88.1.1 dst=10.88.2.1; fi
+	[[ $fam == dp ]] && dp=(--dp)
 	rm -f "$TMPD/ready"
-	ip netns exec "$H2" python3 "$PROBE" recv --dst "$dst" --count "$count" --timeout "$timeout" \
+	ip netns exec "$H2" python3 "$PROBE" recv "${dp[@]}" --dst "$dst" --count "$count" --timeout "$timeout" \
 		--out "$out" --ready "$TMPD/ready" &
 	local rx=$! i=0
 	while [[ ! -e $TMPD/ready ]] && ((i++ < 100)); do sleep 0.05; done
-	ip netns exec "$H1" python3 "$PROBE" send --src "$src" --dst "$dst" "$@"
+	ip netns exec "$H1" python3 "$PROBE" send "${dp[@]}" --src "$src" --dst "$dst" "$@"
 	wait "$rx"
 }
 
@@ -353,6 +354,25 @@ e2e_check "port B: 4 hops filled, 2 full, 1 malformed" \
 probes 6 "$TMPD/p6.json" 2 4 v6a:req:2:ts v6b:req:2:odd
 e2e_check "IPv6: 2 hops filled, checksums valid" \
 	probe_ok "$TMPD/p6.json" "len(r) == 2 and all(v['csum_ok'] and v['count'] == 2 and [h['rate'] for h in v['hops']] == [801, 800] for v in r.values())"
+
+# lumen-dp DATA packets carry the same option bytes as their extension
+fa="$(port_field a0 "$H1" int_filled)" ua="$(port_field a0 "$H1" int_full)"
+fb="$(port_field b1 "$SW" int_filled)" ub="$(port_field b1 "$SW" int_full)"
+probes dp "$TMPD/pdp.json" 6 4 d2:dpreq:2:zero d2c:dpreq:2:csum d1:dpreq:1:zero dfull:dpfull:2:zero \
+	dbad:dpbadver:2:zero decho:dpecho:2:zero
+e2e_check "lumen-dp: all 6 probes arrived, UDP checksums valid" \
+	probe_ok "$TMPD/pdp.json" "len(r) == 6 and all(v['csum_ok'] for v in r.values())"
+e2e_check "lumen-dp: 2-slot requests filled by port A then B, with and without a UDP checksum" \
+	probe_ok "$TMPD/pdp.json" "all(r[k]['count'] == 2 and r[k]['flags'] == 0 and [h['rate'] for h in r[k]['hops']] == [801, 800] for k in ('d2', 'd2c')) and r['d2']['csum_zero'] and not r['d2c']['csum_zero']"
+e2e_check "lumen-dp: 1-slot request filled by A, overflow flagged by B" \
+	probe_ok "$TMPD/pdp.json" "r['d1']['count'] == 1 and r['d1']['flags'] == 8 and r['d1']['hops'][0]['rate'] == 801"
+e2e_check "lumen-dp: full request flagged, hops kept" \
+	probe_ok "$TMPD/pdp.json" "r['dfull']['flags'] == 8 and r['dfull']['hops'][1] == {'rate': 800, 'ts': 1001, 'tx': 7, 'qlen': 3}"
+e2e_check "lumen-dp: another version and an ACK's echo forwarded unchanged" \
+	probe_ok "$TMPD/pdp.json" "r['dbad']['unchanged'] and r['ack5']['unchanged']"
+e2e_check "lumen-dp: port A filled 3 hops, flagged 1 full; port B filled 2, 2 full" \
+	py "a == ['3', '1', '2', '2']" "$(($(port_field a0 "$H1" int_filled) - fa))" "$(($(port_field a0 "$H1" int_full) - ua))" \
+	"$(($(port_field b1 "$SW" int_filled) - fb))" "$(($(port_field b1 "$SW" int_full) - ub))"
 
 e2e_log "INT under load: probes behind an iperf3 flow through port B, buffer $probe_buffer B"
 # the buffer stays below what the qlen field holds (2^14 units of $unit B)
