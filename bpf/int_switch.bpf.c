@@ -316,6 +316,21 @@ int lumen_sw_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/*
+ * Bound a size v to 1..max (inclusive) for the verifier, as lumen_sw_int
+ * explains for area_len: tested as one unsigned range on v - 1, opaque to
+ * the compiler before and after. Returns from the caller when out of range.
+ */
+#define LUMEN_SW_BOUND_SIZE(v, max)                                                                                    \
+	do {                                                                                                           \
+		(v) -= 1;                                                                                              \
+		barrier_var(v);                                                                                        \
+		if ((v) >= (max))                                                                                      \
+			return;                                                                                        \
+		(v) += 1;                                                                                              \
+		barrier_var(v);                                                                                        \
+	} while (0)
+
 /* lumen_sw_int_fill's "leave the packet alone" (no hop written, nothing to store) */
 #define LUMEN_SW_NO_HOP (-1000)
 
@@ -370,7 +385,7 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	struct lumen_tcp_opts area;
 	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF];
 	/* 64-bit indices: zero-extending 32-bit ones would hide their bounds from the verifier */
-	__u64 area_len, opt_off, at, olen, avail, wlen, csum_len;
+	__u64 area_len, opt_off, at, olen, avail, wlen = 0, csum_len;
 	__s64 diff;
 	int ret;
 
@@ -423,6 +438,7 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
 	if (ret == LUMEN_SW_NO_HOP)
 		return;
+	LUMEN_SW_BOUND_SIZE(wlen, LUMEN_INT_MAX_LEN); /* what the fill proved does not reach here */
 	/*
 	 * Checksum delta of the option bytes, computed as if the option sat on
 	 * a 16-bit boundary of the TCP header; both copies are identical past
@@ -471,13 +487,8 @@ static __always_inline void lumen_sw_int_dp(struct __sk_buff *skb, const struct 
 		return;
 	if (hdr[0] != LUMEN_DP_VERSION || hdr[1] != LUMEN_DP_DATA || !(hdr[2] & LUMEN_DP_F_INT))
 		return;
-	/* ext_words * 4 bytes, 1..LUMEN_INT_MAX_LEN read (as size - 1, see lumen_sw_int) */
-	avail = (__u64)hdr[3] * 4 - 1;
-	barrier_var(avail);
-	if (avail >= LUMEN_INT_MAX_LEN)
-		return;
-	avail += 1;
-	barrier_var(avail);
+	avail = (__u64)hdr[3] * 4; /* ext_words * 4 bytes, 1..LUMEN_INT_MAX_LEN read */
+	LUMEN_SW_BOUND_SIZE(avail, LUMEN_INT_MAX_LEN);
 	ext_off = p->l4_off + LUMEN_DP_UDP_HLEN + LUMEN_DP_DATA_HLEN;
 	__builtin_memset(opt, 0, sizeof(opt));
 	if (bpf_skb_load_bytes(skb, ext_off, opt, avail))
@@ -485,6 +496,7 @@ static __always_inline void lumen_sw_int_dp(struct __sk_buff *skb, const struct 
 	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
 	if (ret == LUMEN_SW_NO_HOP)
 		return;
+	LUMEN_SW_BOUND_SIZE(wlen, LUMEN_INT_MAX_LEN);
 	if (bpf_skb_load_bytes(skb, p->l4_off + LUMEN_SW_UDP_CSUM_OFF, &csum, sizeof(csum)))
 		return;
 	/* the extension starts at an even offset of the datagram: no rotation */

@@ -13,8 +13,6 @@ namespace
 
 constexpr uint32_t kQuantum = 16; /* packets a connection sends before the next one's turn */
 constexpr size_t kMaxAcksDue = 4096; /* ACKs waiting for a transmit buffer */
-constexpr uint8_t kEcnEct0 = 2;
-constexpr uint8_t kEcnCe = 3;
 
 uint64_t key_of(uint32_t peer_ip, uint32_t conn_id)
 {
@@ -308,7 +306,7 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 
 void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 {
-	bool ce = p.ecn == kEcnCe, now = false;
+	bool ce = p.ecn == LUMEN_DP_ECN_CE, now = false;
 	uint32_t cum = c.rx.cum();
 
 	(void)now_ns;
@@ -592,7 +590,7 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 
 	lumen_dp_pkt p{};
 	fill_addresses(p, c, (uint16_t)(cfg_.sport_base + e));
-	p.ecn = kEcnEct0;
+	p.ecn = LUMEN_DP_ECN_ECT0;
 	p.type = LUMEN_DP_DATA;
 	p.flags = (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
 	p.psn = psn;
