@@ -25,6 +25,7 @@ void on_signal(int)
 }
 
 constexpr uint64_t kSnapshotNs = 100'000'000ull;
+constexpr size_t kConnsInJson = 1024; /* per host; totals cover them all */
 
 struct Share {
 	Run *run;
@@ -345,6 +346,20 @@ nlohmann::json Run::summary() const
 				      {"tx_full", h->ep->stats().tx_full},
 				      {"no_mbuf", h->ep->stats().no_mbuf}}},
 				    {"paths", {{"columns", {"sent", "good", "ecn", "lost"}}, {"rows", paths}}}};
+		nlohmann::json conns = nlohmann::json::array();
+		for (const auto &c : e.connections()) {
+			if (conns.size() == kConnsInJson)
+				break;
+			conns.push_back({{"conn_id", c->conn_id},
+					 {"peer", ip_str(c->peer_ip)},
+					 {"client", c->client},
+					 {"cc", c->cc->name()},
+					 {"cwnd_bytes", c->cc->cwnd_bytes()},
+					 {"srtt_ns", c->rto.srtt_ns()},
+					 {"rto_ns", c->rto.rto_ns()},
+					 {"stats", conn_json(c->stats)}});
+		}
+		j["connections"] = conns;
 		if (const Impairment *im = h->ep->impairment())
 			j["impairment"] = {
 				{"frames", im->stats().frames},		{"dropped", im->stats().dropped},
@@ -405,11 +420,23 @@ int Run::report(const char *mode) const
 		std::printf("  message completion: p50 %.1f us, p99 %.1f us, max %.1f us over %zu messages\n",
 			    s["fct_us"]["p50"].get<double>(), s["fct_us"]["p99"].get<double>(),
 			    s["fct_us"]["max"].get<double>(), s["fct_us"]["count"].get<size_t>());
+	int rc = 0;
+	for (const auto &h : hosts_) {
+		const EngineStats &e = h->ep->engine().stats();
+		if (!e.bad_version)
+			continue;
+		std::fprintf(
+			stderr,
+			"lumen-dp %s: %s: %llu frames refused: %s speaks lumen-dp version %u, this is version %u\n",
+			mode, h->ep->name().c_str(), (unsigned long long)e.bad_version,
+			ip_str(e.peer_version_ip).c_str(), e.peer_version, LUMEN_DP_VERSION);
+		rc = 3;
+	}
 	if (o_.json.empty())
-		return 0;
+		return rc;
 	if (o_.json == "-") {
 		std::printf("%s\n", s.dump(2).c_str());
-		return 0;
+		return rc;
 	}
 	std::ofstream f(o_.json);
 	f << s.dump(2) << "\n";
@@ -417,7 +444,7 @@ int Run::report(const char *mode) const
 		std::fprintf(stderr, "lumen-dp: cannot write %s\n", o_.json.c_str());
 		return 1;
 	}
-	return 0;
+	return rc;
 }
 
 } // namespace lumen::dp

@@ -60,7 +60,8 @@ class Run
 	 * 1: stopped by time or signal with clients unfinished. */
 	int loop();
 	nlohmann::json summary() const;
-	/* Print the summary table and write --json; returns 0. */
+	/* Print the summary and write --json: 0, 3 when a peer spoke another
+	 * lumen-dp version (said on stderr), 1 when the JSON cannot be written. */
 	int report(const char *mode) const;
 
 	double elapsed_s() const

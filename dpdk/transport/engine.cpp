@@ -275,9 +275,12 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 	err = lumen_dp_parse(frame, len, cfg_.udp_port, &p);
 	if (err) {
 		stats_.refused[std::min<size_t>((size_t)-err, stats_.refused.size() - 1)]++;
-		if (err == -LUMEN_DP_EVERSION)
+		if (err == -LUMEN_DP_EVERSION) {
+			/* the parser got past IPv4, UDP and the common header's length */
 			stats_.bad_version++;
-		else
+			stats_.peer_version = frame[LUMEN_DP_HDR_OFF];
+			stats_.peer_version_ip = lumen_dp_get32(frame + LUMEN_DP_IP_OFF + 12);
+		} else
 			stats_.malformed++;
 		return;
 	}

@@ -129,6 +129,8 @@ struct EngineStats {
 	uint64_t rx_frames = 0, tx_frames = 0;
 	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
 	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
+	uint8_t peer_version = 0; /* the version of the latest frame refused for it */
+	uint32_t peer_version_ip = 0; /* and who sent it */
 };
 
 /* A message of a sender, from post until its last byte is acknowledged. */

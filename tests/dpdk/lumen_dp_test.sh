@@ -10,6 +10,7 @@
 #             must stop using the dead entropies and OPS cannot
 #   pcap      a client's first packets captured by net_pcap, checked field
 #             by field (tests/dpdk/check_capture.py)
+#   version   a frame of lumen-dp version 2 (net_pcap): a clear error, exit 3
 #   telemetry a server on net_null answering /lumen/stats through
 #             dpdk-telemetry.py, counting net_null's garbage as malformed,
 #             and printing its final stats on SIGINT
@@ -93,6 +94,28 @@ rc=0
 e2e_check "pcap client ran (exit $rc: no server, so unfinished = 1)" test "$rc" -eq 1
 e2e_check "capture matches the wire format field by field" \
 	python3 "$here/check_capture.py" "$tmp/out.pcap" --src 10.1.0.1 --dst 10.1.0.2 --msg-size 3000
+
+# --- a peer that speaks another version --------------------------------------
+python3 - "$tmp/v2.pcap" <<'PY'
+import struct, sys
+lumen = struct.pack("!BBBBIIQIII", 2, 1, 0, 0, 1, 0, 0, 0, 0, 4) + b"abcd"  # version 2 DATA
+udp = struct.pack("!HHHH", 49152, 4792, 8 + len(lumen), 0) + lumen
+ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 2, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                           bytes([10, 3, 0, 1]), bytes([10, 3, 0, 2])))
+s = sum(struct.unpack("!10H", ip))
+s = (s & 0xFFFF) + (s >> 16)
+ip[10:12] = struct.pack("!H", ~s & 0xFFFF)
+frame = bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00" + bytes(ip) + udp
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    f.write(struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame)
+PY
+rc=0
+"$DP" $(eal v) --vdev "net_pcap0,rx_pcap=$tmp/v2.pcap,tx_pcap=$tmp/v2out.pcap" -- perf --server --quiet \
+	--ip 10.3.0.2 --time 0.5 >"$tmp/v2.out" 2>&1 || rc=$?
+e2e_check "a peer of another version: exit 3 ($rc)" test "$rc" -eq 3
+e2e_check "... and says who and which version" \
+	grep -q "10.3.0.1 speaks lumen-dp version 2, this is version 1" "$tmp/v2.out"
 
 # --- telemetry and SIGINT ----------------------------------------------------
 "$DP" $(eal t) --vdev net_null0 -- perf --server --quiet --ip 10.2.0.2 --json "$tmp/server.json" \
