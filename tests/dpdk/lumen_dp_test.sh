@@ -56,6 +56,15 @@ e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits'
 e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
 	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
 
+if (($(nproc) >= 2)); then
+	rc=0
+	"$DP" --no-huge --no-pci -m 512 -l 0,1 --log-level=error --file-prefix "${prefix}two" -- pair --quiet \
+		--json "$tmp/two.json" --conns 4 --msgs 20 --msg-size 100000 --impair drop=1%,reorder=2% \
+		>"$tmp/two.out" 2>&1 || rc=$?
+	e2e_check "two lcores (client on one, server on the other): exit $rc" test "$rc" -eq 0
+	e2e_check "two lcores: all delivered" test "$(js two "d['totals']['msgs_delivered']")" -eq 80
+fi
+
 e2e_check "impaired: drop, dup, reorder, CE on data; drop on ACKs" \
 	pair impaired --conns 3 --msgs 20 --msg-size 150001 --impair drop=2%,dup=1%,reorder=5%,ce=3%,acks,seed=11
 for k in retransmits ecn_echoes dup_rcvd reorder_max; do
