@@ -241,24 +241,29 @@ LUMEN_INLINE void lumen_dp_put64(__u8 *p, __u64 v)
 /* ---------------------------------------------------------------------- */
 /* Sizes and the IPv4 header checksum                                      */
 
+/*
+ * What a type defines: with want_flags 0, its lumen header length without
+ * extension; with want_flags 1, its flags. 0 for an unknown type.
+ */
+LUMEN_INLINE __u32 lumen_dp_type_info(__u32 type, int want_flags)
+{
+	if (type == LUMEN_DP_DATA)
+		return want_flags ? LUMEN_DP_DATA_FLAGS : LUMEN_DP_DATA_HLEN;
+	if (type == LUMEN_DP_ACK || type == LUMEN_DP_NACK)
+		return want_flags ? LUMEN_DP_ACK_FLAGS : LUMEN_DP_ACK_HLEN;
+	return 0;
+}
+
 /* lumen header length of a type without extension; 0 for an unknown type. */
 LUMEN_INLINE __u32 lumen_dp_type_hlen(__u32 type)
 {
-	if (type == LUMEN_DP_DATA)
-		return LUMEN_DP_DATA_HLEN;
-	if (type == LUMEN_DP_ACK || type == LUMEN_DP_NACK)
-		return LUMEN_DP_ACK_HLEN;
-	return 0;
+	return lumen_dp_type_info(type, 0);
 }
 
 /* Flags defined for a type; 0 for an unknown type. */
 LUMEN_INLINE __u32 lumen_dp_type_flags(__u32 type)
 {
-	if (type == LUMEN_DP_DATA)
-		return LUMEN_DP_DATA_FLAGS;
-	if (type == LUMEN_DP_ACK || type == LUMEN_DP_NACK)
-		return LUMEN_DP_ACK_FLAGS;
-	return 0;
+	return lumen_dp_type_info(type, 1);
 }
 
 /*
