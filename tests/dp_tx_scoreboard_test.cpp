@@ -303,6 +303,33 @@ TEST(DpTxScoreboard, AcrossTheWrap)
 	EXPECT_EQ(psn, 3u);
 }
 
+// The ring starts small and doubles as PSNs pile up (here across the wrap
+// of the 32-bit PSN and with una moved on between doublings): every
+// outstanding record keeps what it carried and its state.
+TEST(DpTxScoreboard, RingGrowsKeepingRecords)
+{
+	TxScoreboard sb(1024);
+	sb.reset(0xFFFFFF00u);
+	push_n(sb, 100, 0, 10); // 2^32 - 256 .. 2^32 - 157: one doubling
+	ASSERT_TRUE(sb.on_ack(0xFFFFFF00u + 30, bits({0, 5}), 0, kNoRack).valid);
+	push_n(sb, 900, 1000, 10); // across the wrap, doubling to 1024
+	EXPECT_EQ(sb.nxt() - sb.una(), 970u);
+	EXPECT_TRUE(sb.full() == false);
+	for (uint32_t psn = sb.una(); psn != sb.nxt(); psn++) {
+		uint32_t i = psn - 0xFFFFFF00u;
+		uint64_t want = i < 100 ? i * 10ull : 1000 + (i - 100) * 10ull;
+		ASSERT_EQ(sb.at(psn).sent_ns, want) << "psn " << psn;
+		bool sacked = psn == 0xFFFFFF00u + 31 || psn == 0xFFFFFF00u + 36;
+		ASSERT_EQ(sb.at(psn).state, sacked ? TxRecord::kSacked : TxRecord::kInFlight) << "psn " << psn;
+	}
+	EXPECT_EQ(sb.in_flight(), 968u);
+	push_n(sb, 54, 20000, 10);
+	EXPECT_TRUE(sb.full());
+	AckUpdate u = sb.on_ack(sb.nxt(), 0, 0, kNoRack);
+	EXPECT_EQ(u.newly_acked_pkts, 1022u);
+	EXPECT_EQ(sb.in_flight(), 0u);
+}
+
 TEST(DpTxScoreboard, GoBackNResendsInOrder)
 {
 	TxScoreboard sb(64);

@@ -91,6 +91,8 @@ Endpoint::~Endpoint()
 void Endpoint::poll(uint64_t now_ns)
 {
 	rte_mbuf *rx[kBurst];
+	const uint8_t *frames[kBurst];
+	uint32_t lens[kBurst], k = 0;
 	uint16_t n = rte_eth_rx_burst(port_, queue_, rx, kBurst);
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -98,8 +100,10 @@ void Endpoint::poll(uint64_t now_ns)
 			stats_.rx_multiseg++; /* lumen-dp frames fit one segment */
 			continue;
 		}
-		engine_.rx(rte_pktmbuf_mtod(rx[i], const uint8_t *), rte_pktmbuf_data_len(rx[i]), now_ns);
+		frames[k] = rte_pktmbuf_mtod(rx[i], const uint8_t *);
+		lens[k++] = rte_pktmbuf_data_len(rx[i]);
 	}
+	engine_.rx_burst(frames, lens, k, now_ns);
 	if (n)
 		rte_pktmbuf_free_bulk(rx, n);
 	stats_.rx_pkts += n;

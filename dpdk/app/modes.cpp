@@ -12,6 +12,10 @@
  *          (and the server's ACKs with "acks"): a self-test of the whole
  *          transport. Exit status 0 only when every message arrived intact
  *          and in order.
+ *   hosts  several hosts in one process, one per port, in a traffic
+ *          pattern (mode_hosts.cpp).
+ *   bench  the sender's and the receiver's packet rates on one lcore into
+ *          net_null, 1 and 10,000 connections (mode_bench.cpp).
  */
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
@@ -145,6 +149,13 @@ int run_pair(Options &o)
 
 } // namespace
 
+/* mode_hosts.cpp */
+std::string check_hosts(Options &o);
+int run_hosts(Options &o);
+/* mode_bench.cpp */
+std::string check_bench(Options &o);
+int run_bench(Options &o);
+
 const Mode kModes[] = {
 	{"perf", "a client or server: messages over connections, like iperf",
 	 "perf options:\n"
@@ -154,11 +165,32 @@ const Mode kModes[] = {
 	 "  --peer A.B.C.D      client: the server's address\n"
 	 "  --peer-mac MAC      client: the next hop's MAC (the server's, or the router's)\n",
 	 check_perf, run_perf},
+	{"bench", "the datapath's packet rate on one lcore into net_null: the sender (tx), the receiver (rx)",
+	 "bench options:\n"
+	 "  --case tx|rx|all    tx: the full sender, the bench playing its receiver; rx: the full\n"
+	 "                      receiver of frames the bench writes into net_null's mbufs (all)\n"
+	 "  --seconds S         per case, the first quarter (at most 1 s) not counted (5)\n"
+	 "  --conns N[,M...]    connections, one run each (1,10000)\n"
+	 "  --port N            DPDK port, net_null (0)\n"
+	 "  --verify            write and check payload patterns (bench: off)\n"
+	 "  bench defaults: --msg-size 32 (106-byte DATA frames), --ack-every 4 (tx: the ACKs the\n"
+	 "  bench sends), --depth max(ack-every, 64 / conns); tools/bench-dp compares with testpmd\n",
+	 check_bench, run_bench},
 	{"pair", "client and server in one process over two ring ports, with --impair: a self-test",
 	 "pair options:\n"
 	 "  --impair SPEC       drop=1%,dup=0.1%,ce=5%,reorder=2%,delay=20us,reorder-delay=50us,\n"
 	 "                      blackhole=PORT:PORT,acks (impair ACKs too),seed=N\n",
 	 check_pair, run_pair},
+	{"hosts", "several hosts in one process, one per port, in a traffic pattern: a fabric's hosts",
+	 "hosts options:\n"
+	 "  --host PORT,IP,MAC  a host on DPDK port PORT with address IP, MAC its gateway's (repeat:\n"
+	 "                      2..64 hosts, one port each)\n"
+	 "  --pattern P         permutation: host i sends to host (i + shift) mod n, every host\n"
+	 "                      a client and a server; pairs: host 2k sends to host 2k+1\n"
+	 "                      (permutation)\n"
+	 "  --shift N           permutation: the shift, 1..n-1 (drawn from --seed)\n"
+	 "  (--conns, --msgs, --msg-size and --depth are per client, 100 messages by default)\n",
+	 check_hosts, run_hosts},
 	{nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 

@@ -42,6 +42,12 @@ enum Opt {
 	kImpair,
 	kJson,
 	kQuiet,
+	kHost,
+	kPattern,
+	kShift,
+	kCase,
+	kSeconds,
+	kVerify,
 	kHelp,
 };
 
@@ -71,6 +77,12 @@ const option kLong[] = {
 	{"impair", required_argument, nullptr, kImpair},
 	{"json", required_argument, nullptr, kJson},
 	{"quiet", no_argument, nullptr, kQuiet},
+	{"host", required_argument, nullptr, kHost},
+	{"pattern", required_argument, nullptr, kPattern},
+	{"shift", required_argument, nullptr, kShift},
+	{"case", required_argument, nullptr, kCase},
+	{"seconds", required_argument, nullptr, kSeconds},
+	{"verify", no_argument, nullptr, kVerify},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
@@ -122,10 +134,47 @@ bool parse_ip(const char *s, uint32_t *ip)
 	return true;
 }
 
+/* --host PORT,IP,GATEWAY_MAC */
+std::string parse_host(const char *s, HostSpec *h)
+{
+	std::string v = s;
+	size_t a = v.find(','), b = a == std::string::npos ? a : v.find(',', a + 1);
+	uint64_t port;
+
+	if (b == std::string::npos || !parse_u64(v.substr(0, a).c_str(), 0, 65535, &port) ||
+	    !parse_ip(v.substr(a + 1, b - a - 1).c_str(), &h->ip) || !parse_mac(v.substr(b + 1), &h->gateway))
+		return std::string("--host: '") + s + "' is not PORT,IP,GATEWAY_MAC (0,10.1.1.1,aa:bb:cc:dd:ee:ff)";
+	h->port = (uint16_t)port;
+	return "";
+}
+
 std::string range_error(const char *opt, const char *v, uint64_t lo, uint64_t hi)
 {
 	return std::string("--") + opt + ": '" + v + "' is not a whole number in " + std::to_string(lo) + ".." +
 	       std::to_string(hi);
+}
+
+/* --conns N, or N,M,... (bench runs each) */
+std::string parse_conns(const char *s, Options *o)
+{
+	std::string v = s;
+	uint64_t n;
+
+	o->conns_list.clear();
+	for (size_t at = 0;;) {
+		size_t end = v.find(',', at);
+		std::string one = v.substr(at, end == std::string::npos ? end : end - at);
+		if (!parse_u64(one.c_str(), 1, 1 << 20, &n))
+			return range_error("conns", one.c_str(), 1, 1 << 20);
+		o->conns_list.push_back((uint32_t)n);
+		if (end == std::string::npos)
+			break;
+		at = end + 1;
+	}
+	if (o->conns_list.size() > 1 && o->mode != "bench")
+		return std::string("--conns: a list (") + s + ") is for bench; give one number";
+	o->conns = o->conns_list.front();
+	return "";
 }
 
 } // namespace
@@ -142,13 +191,16 @@ std::string ip_str(uint32_t ip)
 std::string parse_options(int argc, char **argv, Options *o, bool *help)
 {
 	uint64_t v;
-	int c;
+	int c, at = -1;
 
 	*help = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", kLong, nullptr)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", kLong, &at)) != -1) {
 		const char *a = optarg;
+		if (at >= 0)
+			o->given.insert(kLong[at].name);
+		at = -1;
 #define NUM(name, lo, hi)                                                                                              \
 	do {                                                                                                           \
 		if (!parse_u64(a, lo, hi, &v))                                                                         \
@@ -176,8 +228,8 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			o->have_peer_mac = true;
 			break;
 		case kConns:
-			NUM("conns", 1, 1 << 20);
-			o->conns = (uint32_t)v;
+			if (std::string e = parse_conns(a, o); !e.empty())
+				return e;
 			break;
 		case kMsgSize:
 			NUM("msg-size", 1, 1u << 31);
@@ -191,11 +243,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("depth", 1, 1024);
 			o->depth = (uint32_t)v;
 			break;
-		case kTime: {
+		case kTime:
+		case kSeconds: {
 			char *end = nullptr;
 			o->seconds = std::strtod(a, &end);
 			if (end == a || *end || !(o->seconds >= 0 && o->seconds <= 86400))
-				return std::string("--time: '") + a + "' is not a number of seconds in 0..86400";
+				return std::string(c == kTime ? "--time: '" : "--seconds: '") + a +
+				       "' is not a number of seconds in 0..86400";
 			break;
 		}
 		case kCc: {
@@ -272,6 +326,30 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		case kQuiet:
 			o->progress = false;
+			break;
+		case kHost: {
+			HostSpec h;
+			if (std::string e = parse_host(a, &h); !e.empty())
+				return e;
+			o->hosts.push_back(h);
+			break;
+		}
+		case kPattern:
+			if (std::strcmp(a, "permutation") && std::strcmp(a, "pairs"))
+				return std::string("--pattern: unknown pattern '") + a + "' (permutation, pairs)";
+			o->pattern = a;
+			break;
+		case kShift:
+			NUM("shift", 1, 65535);
+			o->shift = (uint32_t)v;
+			break;
+		case kCase:
+			if (std::strcmp(a, "tx") && std::strcmp(a, "rx") && std::strcmp(a, "all"))
+				return std::string("--case: unknown case '") + a + "' (tx, rx, all)";
+			o->bench_case = a;
+			break;
+		case kVerify:
+			o->engine.verify = true;
 			break;
 		case 'h':
 		case kHelp:

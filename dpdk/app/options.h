@@ -8,6 +8,7 @@
 #define LUMEN_DP_OPTIONS_H
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@
 namespace lumen::dp
 {
 
+/* hosts mode: one host on a DPDK port, with its address and its gateway's MAC. */
+struct HostSpec {
+	uint16_t port = 0;
+	uint32_t ip = 0;
+	Mac gateway{};
+};
+
 struct Options {
 	std::string mode;
 	EngineConfig engine;
@@ -27,10 +35,16 @@ struct Options {
 	uint32_t local_ip = 0, peer_ip = 0;
 	Mac peer_mac{};
 	bool have_peer_mac = false;
+	std::vector<HostSpec> hosts; /* hosts: --host PORT,IP,GATEWAY_MAC, in order */
+	std::string pattern = "permutation"; /* hosts: permutation or pairs */
+	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
 	std::string json; /* summary file, "-" for stdout */
 	bool progress = true;
+	std::string bench_case = "all"; /* bench: tx, rx or all */
+	std::vector<uint32_t> conns_list; /* --conns 1,10000 (a list: bench only); conns is its first */
+	std::set<std::string> given; /* the long options on the command line: a mode's own defaults */
 };
 
 /* A mode: its name, what it does, its own options' help, what it requires

@@ -172,7 +172,7 @@ Host &Run::add(const std::string &name, uint16_t port, uint16_t queue, rte_mempo
 	return *hosts_.back();
 }
 
-std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac)
+std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id)
 {
 	Engine &e = h.ep->engine();
 	uint64_t now = clock_.now_ns();
@@ -181,11 +181,12 @@ std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac)
 	h.msg_size = o_.msg_size;
 	h.msgs_total = (uint64_t)o_.msgs * o_.conns;
 	h.left.assign(o_.conns, o_.msgs);
+	h.first_conn_id = first_conn_id;
 	Host *hp = &h;
 	e.on_acked = [hp](Connection &c, uint32_t, uint32_t, uint64_t posted, uint64_t now_ns) {
 		hp->fct_ns.push_back(now_ns - posted);
 		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
-		uint32_t i = c.conn_id - 1;
+		uint32_t i = c.conn_id - hp->first_conn_id;
 		if (i < hp->left.size() && (hp->msgs_per_conn == 0 || hp->left[i] > 0)) {
 			if (hp->msgs_per_conn)
 				hp->left[i]--;
@@ -193,9 +194,9 @@ std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac)
 		}
 	};
 	for (uint32_t i = 0; i < o_.conns; i++) {
-		Connection *c = e.connect(peer_ip, peer_mac, i + 1, now);
+		Connection *c = e.connect(peer_ip, peer_mac, first_conn_id + i, now);
 		if (!c)
-			return "cannot open connection " + std::to_string(i + 1) +
+			return "cannot open connection " + std::to_string(first_conn_id + i) +
 			       " (--conns beyond the engine's limit)";
 		for (uint32_t k = 0; k < o_.depth && (o_.msgs == 0 || h.left[i] > 0); k++) {
 			if (o_.msgs)
@@ -375,7 +376,8 @@ nlohmann::json Run::summary() const
 		hosts.push_back(j);
 	}
 	const EngineConfig &c = o_.engine;
-	return {{"mode", o_.mode},
+	nlohmann::json s = {
+		{"mode", o_.mode},
 		{"seconds", elapsed_s_},
 		{"config",
 		 {{"cc", cc_algorithm_name(c.cc.algorithm)},
@@ -402,6 +404,8 @@ nlohmann::json Run::summary() const
 		  {"p99", pct(all_fct, 0.99) / 1e3},
 		  {"max", pct(all_fct, 1.0) / 1e3}}},
 		{"hosts", hosts}};
+	s.update(notes_);
+	return s;
 }
 
 int Run::report(const char *mode) const

@@ -30,6 +30,7 @@ struct Host {
 	uint32_t msg_size = 0;
 	std::vector<uint32_t> left; /* client: messages still to post, per connection */
 	std::vector<uint64_t> fct_ns; /* client: completion time of each message */
+	uint32_t first_conn_id = 1; /* client: its connections are first_conn_id, +1, ... */
 	std::atomic<uint64_t> msgs_done{0};
 	uint64_t msgs_total = 0; /* client: 0 = unlimited */
 
@@ -53,8 +54,14 @@ class Run
 	/* A host on port/queue; client hosts get connections and messages with start_client. */
 	Host &add(const std::string &name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
 		  const ImpairParams *impair);
-	/* Open o.conns connections to peer and post the first depth messages of each. */
-	std::string start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac);
+	/* Open o.conns connections to peer (ids from first_conn_id up) and post
+	 * the first depth messages of each. */
+	std::string start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id = 1);
+	/* An extra top-level entry of the JSON summary (a mode's own facts). */
+	void note(const std::string &key, nlohmann::json value)
+	{
+		notes_[key] = std::move(value);
+	}
 
 	/* Poll until every client is done, --time passes or a signal comes. 0: done,
 	 * 1: stopped by time or signal with clients unfinished. */
@@ -86,6 +93,7 @@ class Run
 	std::atomic<bool> stop_{false};
 	double elapsed_s_ = 0;
 	unsigned shares_ = 1;
+	nlohmann::json notes_ = nlohmann::json::object();
 };
 
 /* SIGINT/SIGTERM asked the run to end. */

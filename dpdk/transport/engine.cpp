@@ -12,6 +12,7 @@ namespace
 {
 
 constexpr uint32_t kQuantum = 16; /* packets a connection sends before the next one's turn */
+constexpr size_t kFewConns = 64; /* up to this many connections stay in the cache: no prefetching */
 constexpr size_t kMaxAcksDue = 4096; /* ACKs waiting for a transmit buffer */
 
 uint64_t key_of(uint32_t peer_ip, uint32_t conn_id)
@@ -69,6 +70,20 @@ bool pattern_check(uint32_t conn_id, uint32_t msg, uint32_t off, const uint8_t *
 	return pattern_walk(conn_id, msg, off, len, [buf](const uint8_t *b, uint32_t i, uint32_t n) {
 		return std::memcmp(buf + i, b, n) == 0;
 	});
+}
+
+/* The cache lines of c a sender (DATA out, ACKs in) or a receiver (DATA in,
+ * ACKs out) touches per packet: the common head, then its own part. */
+void prefetch_role(const Connection *c, bool sender)
+{
+	const char *p = reinterpret_cast<const char *>(c);
+	/* the sender's part ends, the receiver's begins, at the receiver's counters */
+	size_t split = (size_t)(reinterpret_cast<const char *>(&c->stats.data_rcvd) - p);
+	size_t from = sender ? 64 : split & ~(size_t)63, to = sender ? split : sizeof(Connection);
+
+	__builtin_prefetch(p);
+	for (size_t off = from; off < to; off += 64)
+		__builtin_prefetch(p + off);
 }
 
 } // namespace
@@ -150,7 +165,7 @@ void ConnStats::add(const ConnStats &o)
 
 Connection::Connection(const EngineConfig &cfg, uint32_t idx)
     : index(idx), conn_id(0), peer_ip(0), peer_mac{}, client(false), tx(cfg.tx_window), cc(make_cc(cfg.cc)),
-      rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window), rx_ends(cfg.rx_window, Ends{0, 0})
+      rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window)
 {
 	rto_timer.owner = idx;
 }
@@ -171,7 +186,8 @@ static const EngineConfig &checked(const EngineConfig &cfg)
 	return cfg;
 }
 
-Engine::Engine(const EngineConfig &cfg) : cfg_(checked(cfg)), wheel_(cfg.tick_ns, cfg.wheel_slots)
+Engine::Engine(const EngineConfig &cfg)
+    : cfg_(checked(cfg)), max_payload_(cfg_.max_payload()), by_key_(cfg.seed), wheel_(cfg.tick_ns, cfg.wheel_slots)
 {
 	lumen_rng_seed(&rng_, cfg_.seed);
 	paths_.resize(cfg_.path.entropies);
@@ -181,12 +197,65 @@ Engine::Engine(const EngineConfig &cfg) : cfg_(checked(cfg)), wheel_(cfg.tick_ns
 			throw std::invalid_argument("int request: " + std::string(lumen_int_strerror(n)));
 		int_request_len_ = (uint32_t)n;
 	}
+	/* what every frame we send shares; the rest is filled per frame */
+	for (lumen_dp_pkt *p : {&data_pkt_, &ack_pkt_}) {
+		*p = lumen_dp_pkt{};
+		std::memcpy(p->eth_src, cfg_.mac.data(), 6);
+		p->ip_src = cfg_.ip;
+		p->dport = cfg_.udp_port;
+	}
+	data_pkt_.type = LUMEN_DP_DATA;
+	data_pkt_.ecn = LUMEN_DP_ECN_ECT0;
+	data_pkt_.payload = nullptr; /* written in place */
+	if (int_request_len_) {
+		data_flags_ = LUMEN_DP_F_INT;
+		data_pkt_.ext = int_request_.data();
+		data_pkt_.ext_len = int_request_len_;
+	}
+	ack_pkt_.sport = cfg_.ack_sport;
+	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
+}
+
+ConnIndex::ConnIndex(uint64_t salt) : slots_(64, Slot{0, nullptr}), mask_(63), salt_(mix(salt ^ 0x636F6E6E73ull))
+{
+}
+
+size_t ConnIndex::slot_of(uint64_t key) const
+{
+	return (size_t)mix(key ^ salt_) & mask_;
+}
+
+void ConnIndex::insert(uint64_t key, Connection *conn)
+{
+	if (2 * (size_ + 1) > slots_.size()) {
+		std::vector<Slot> old(slots_.size() * 2, Slot{0, nullptr});
+		old.swap(slots_);
+		mask_ = slots_.size() - 1;
+		size_ = 0;
+		for (const Slot &s : old)
+			if (s.conn)
+				insert(s.key, s.conn);
+	}
+	size_t i = slot_of(key);
+	while (slots_[i].conn)
+		i = (i + 1) & mask_;
+	slots_[i] = Slot{key, conn};
+	size_++;
 }
 
 Connection *Engine::find(uint32_t peer_ip, uint32_t conn_id)
 {
-	auto it = by_key_.find(key_of(peer_ip, conn_id));
-	return it == by_key_.end() ? nullptr : conns_[it->second].get();
+	uint64_t key = key_of(peer_ip, conn_id);
+
+	/* frames come in runs of one connection: the last one found first */
+	if (last_conn_ && key == last_key_)
+		return last_conn_;
+	Connection *c = by_key_.find(key);
+	if (c) {
+		last_key_ = key;
+		last_conn_ = c;
+	}
+	return c;
 }
 
 Connection *Engine::open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns)
@@ -203,7 +272,7 @@ Connection *Engine::open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, boo
 	c->client = client;
 	lumen_path_init(&c->path, &cfg_.path, cfg_.path_mode, &rng_);
 	c->next_tx_ns = now_ns;
-	by_key_.emplace(key_of(peer_ip, conn_id), idx);
+	by_key_.insert(key_of(peer_ip, conn_id), c.get());
 	conns_.push_back(std::move(c));
 	stats_.conns_opened++;
 	return conns_.back().get();
@@ -227,6 +296,7 @@ uint32_t Engine::post(Connection &c, uint32_t len, uint64_t now_ns)
 	uint32_t id = c.next_msg_id++;
 
 	c.msgs.push_back(Message{id, len, 0, 0, now_ns});
+	c.has_msgs = true;
 	c.stats.msgs_sent++;
 	mark_ready(c);
 	return id;
@@ -307,6 +377,60 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 	on_ack(*c, p, now_ns);
 }
 
+void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32_t n, uint64_t now_ns)
+{
+	constexpr uint32_t kAhead = 2; /* frames ahead whose state beyond the connection is fetched */
+	constexpr uint32_t kKeyEnd = LUMEN_DP_HDR_OFF + 8; /* the connection id's last byte + 1 */
+	uint64_t keys[kMaxBurst];
+
+	if (conns_.size() <= kFewConns) { /* their state stays in the cache */
+		for (uint32_t i = 0; i < n; i++)
+			rx(frames[i], lens[i], now_ns);
+		return;
+	}
+	while (n > kMaxBurst) {
+		rx_burst(frames, lens, kMaxBurst, now_ns);
+		frames += kMaxBurst;
+		lens += kMaxBurst;
+		n -= kMaxBurst;
+	}
+	/* Three passes, so that the misses of a burst overlap: where each
+	 * frame's connection is indexed (a frame too short for the key has
+	 * none: rx refuses it anyway); the connections, and their lines for
+	 * the frame's role; then the frames, each with what its handling reads
+	 * beyond the connection (found by then) fetched a few frames ahead. */
+	const Connection *conns[kMaxBurst];
+	for (uint32_t i = 0; i < n; i++) {
+		keys[i] = lens[i] >= kKeyEnd ? key_of(lumen_dp_get32(frames[i] + LUMEN_DP_IP_OFF + 12),
+						      lumen_dp_get32(frames[i] + LUMEN_DP_HDR_OFF + 4))
+					     : 0;
+		__builtin_prefetch(by_key_.home(keys[i]));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		conns[i] = lens[i] >= kKeyEnd ? by_key_.find(keys[i]) : nullptr;
+		if (conns[i] && (i == 0 || conns[i] != conns[i - 1]))
+			prefetch_role(conns[i], frames[i][LUMEN_DP_HDR_OFF + 1] != LUMEN_DP_DATA);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = i + kAhead;
+		if (k < n && conns[k] && lens[k] >= LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN) {
+			const Connection &c = *conns[k];
+			uint32_t psn = lumen_dp_get32(frames[k] + LUMEN_DP_HDR_OFF + 8);
+			if (frames[k][LUMEN_DP_HDR_OFF + 1] == LUMEN_DP_DATA) {
+				c.rx.prefetch(psn);
+				if (!c.rx_ends.empty())
+					__builtin_prefetch(&c.rx_ends[psn & (cfg_.rx_window - 1)]);
+			} else {
+				__builtin_prefetch(c.cc.get());
+				__builtin_prefetch(&c.tx.at(c.tx.una()));
+				if (!c.msgs.empty())
+					__builtin_prefetch(&c.msgs.front());
+			}
+		}
+		rx(frames[i], lens[i], now_ns);
+	}
+}
+
 void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 {
 	bool ce = p.ecn == LUMEN_DP_ECN_CE, now = false;
@@ -319,6 +443,8 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	}
 	c.stats.data_rcvd++;
 	c.stats.ce_rcvd += ce;
+	if (c.rx_ends.empty()) /* the first DATA: a client never needs them */
+		c.rx_ends.assign(cfg_.rx_window, Connection::Ends{0, 0});
 	if (cfg_.gbn && p.psn != cum) {
 		/* Go-Back-N takes only the next PSN; a later one means a loss */
 		if (lumen_seq_after(p.psn, cum)) {
@@ -483,6 +609,7 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
 		c.msgs.pop_front();
 		c.cut--;
 	}
+	c.has_msgs = !c.msgs.empty(); /* on_acked may have posted more */
 }
 
 void Engine::rearm_rto(Connection &c, uint64_t now_ns)
@@ -518,27 +645,23 @@ void Engine::timers(uint64_t now_ns)
 /* ---------------------------------------------------------------------- */
 /* Transmit                                                                 */
 
-void Engine::fill_addresses(lumen_dp_pkt &p, const Connection &c, uint16_t sport) const
+void Engine::fill_addresses(lumen_dp_pkt &p, const Connection &c) const
 {
 	std::memcpy(p.eth_dst, c.peer_mac.data(), 6);
-	std::memcpy(p.eth_src, cfg_.mac.data(), 6);
-	p.ip_src = cfg_.ip;
 	p.ip_dst = c.peer_ip;
-	p.sport = sport;
-	p.dport = cfg_.udp_port;
 	p.conn_id = c.conn_id;
 }
 
 bool Engine::send_ack(const AckDue &a, FrameSink &sink)
 {
 	Connection &c = *conns_[a.conn];
-	lumen_dp_pkt p{};
 	uint32_t room = 0;
 	uint8_t *buf = sink.next(&room);
 
 	if (!buf)
 		return false;
-	fill_addresses(p, c, cfg_.ack_sport);
+	lumen_dp_pkt &p = ack_pkt_;
+	fill_addresses(p, c);
 	p.type = a.nack ? LUMEN_DP_NACK : LUMEN_DP_ACK;
 	p.flags = a.ce ? LUMEN_DP_F_ECE : 0;
 	p.psn = c.rx.cum();
@@ -548,12 +671,10 @@ bool Engine::send_ack(const AckDue &a, FrameSink &sink)
 	p.echo_sport = a.echo_sport;
 	p.pkts = a.pkts;
 	p.ce_pkts = a.ce_pkts;
-	p.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
-	if (a.int_len) {
+	p.ext = a.int_len ? a.int_echo.data() : nullptr;
+	p.ext_len = a.int_len;
+	if (a.int_len)
 		p.flags |= LUMEN_DP_F_INT;
-		p.ext = a.int_echo.data();
-		p.ext_len = a.int_len;
-	}
 	int n = lumen_dp_build(buf, room, &p);
 	if (n < 0)
 		return true; /* cannot happen with a buffer of mtu + 14; skip, do not stall */
@@ -589,25 +710,17 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 	TxRecord &r = c.tx.at(psn);
 	r.entropy = e;
 	r.sent_ns = now_ns;
-	const Message &m = c.msgs[r.msg_id - c.msgs.front().id];
 
-	lumen_dp_pkt p{};
-	fill_addresses(p, c, (uint16_t)(cfg_.sport_base + e));
-	p.ecn = LUMEN_DP_ECN_ECT0;
-	p.type = LUMEN_DP_DATA;
-	p.flags = (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
+	lumen_dp_pkt &p = data_pkt_; /* the payload is written below, in place */
+	fill_addresses(p, c);
+	p.sport = (uint16_t)(cfg_.sport_base + e);
+	p.flags = data_flags_ | (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
 	p.psn = psn;
 	p.ts_ns = now_ns;
 	p.msg_id = r.msg_id;
 	p.msg_off = r.msg_off;
-	p.msg_len = m.len;
-	p.payload = nullptr; /* written below, in place */
+	p.msg_len = r.msg_len;
 	p.payload_len = r.len;
-	if (int_request_len_) {
-		p.flags |= LUMEN_DP_F_INT;
-		p.ext = int_request_.data();
-		p.ext_len = int_request_len_;
-	}
 	int n = lumen_dp_build(buf, room, &p);
 	if (n < 0)
 		return Send::kNoBuffer; /* a buffer smaller than the MTU: the shell's bug */
@@ -641,7 +754,7 @@ Engine::Send Engine::send_data(Connection &c, FrameSink &sink, uint64_t now_ns)
 	if (c.cut >= c.msgs.size() || c.tx.full())
 		return Send::kBlocked;
 	Message &m = c.msgs[c.cut];
-	uint32_t len = std::min(cfg_.max_payload(), m.len - m.next_off);
+	uint32_t len = std::min(max_payload_, m.len - m.next_off);
 	if (!can_send(c, len, now_ns))
 		return Send::kBlocked;
 	/* sending again after more than an RTO with nothing in flight: the
@@ -652,6 +765,7 @@ Engine::Send Engine::send_data(Connection &c, FrameSink &sink, uint64_t now_ns)
 	r.sent_ns = now_ns;
 	r.msg_id = m.id;
 	r.msg_off = m.next_off;
+	r.msg_len = m.len;
 	r.len = len;
 	r.tx_count = 1;
 	r.msg_last = m.next_off + len == m.len;
@@ -665,6 +779,36 @@ Engine::Send Engine::send_data(Connection &c, FrameSink &sink, uint64_t now_ns)
 	return send_record(c, psn, false, sink, now_ns);
 }
 
+/* With thousands of connections, the state of the one whose turn comes is
+ * in memory, not in the cache: ask for it a few turns ahead, in steps that
+ * each read only what the previous one fetched. Six turns ahead its first
+ * line (its role); three, the lines of that role; one, what a sender's
+ * lines point to (its congestion control, the scoreboard record it fills
+ * next, the message it cuts next). */
+void Engine::prefetch_turn(size_t head) const
+{
+	constexpr size_t kFar = 6, kMid = 3, kNear = 1;
+
+	if (head + kFar < ready_.size())
+		__builtin_prefetch(conns_[ready_[head + kFar]].get());
+	if (head + kMid < ready_.size()) {
+		const Connection *c = conns_[ready_[head + kMid]].get();
+		if (c->has_msgs)
+			prefetch_role(c, true);
+		if (c->unacked)
+			prefetch_role(c, false);
+	}
+	if (head + kNear < ready_.size()) {
+		const Connection &c = *conns_[ready_[head + kNear]];
+		if (c.has_msgs) {
+			__builtin_prefetch(c.cc.get());
+			__builtin_prefetch(&c.tx.at(c.tx.nxt()));
+			if (c.cut < c.msgs.size())
+				__builtin_prefetch(&c.msgs[c.cut]);
+		}
+	}
+}
+
 uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 {
 	uint32_t sent = 0;
@@ -676,13 +820,14 @@ uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 			break;
 	acks_.erase(acks_.begin(), acks_.begin() + (ptrdiff_t)i);
 
-	ready_next_.clear();
-	for (i = 0; i < ready_.size(); i++) {
-		Connection &c = *conns_[ready_[i]];
-		if (sent >= budget) {
-			ready_next_.push_back(c.index);
-			continue;
-		}
+	/* Connections take turns in a FIFO: one served goes to the back while
+	 * it has more to send, those not reached keep their place at the
+	 * front. Only the ones served are touched, however many are ready. */
+	bool prefetch = conns_.size() > kFewConns;
+	for (size_t turns = ready_.size() - ready_head_; turns > 0 && sent < budget; turns--) {
+		if (prefetch)
+			prefetch_turn(ready_head_);
+		Connection &c = *conns_[ready_[ready_head_++]];
 		if (c.unacked) {
 			c.ack.conn = c.index;
 			ack_due(c, false);
@@ -691,21 +836,27 @@ uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 				sent++;
 			}
 		}
-		Send r = Send::kSent;
-		for (uint32_t q = 0; q < kQuantum && sent < budget; q++) {
+		Send r = c.has_msgs ? Send::kSent : Send::kBlocked; /* a receiver flushing its ACK */
+		for (uint32_t q = 0; q < kQuantum && sent < budget && r == Send::kSent; q++) {
 			r = send_data(c, sink, now_ns);
-			if (r != Send::kSent)
-				break;
-			sent++;
+			if (r == Send::kSent)
+				sent++;
 		}
 		/* blocked by a window: an ACK or the RTO makes it ready again;
 		 * paced, out of budget or of buffers: it stays ready */
-		if (r != Send::kBlocked || (c.cc->pacing_bps() && now_ns < c.next_tx_ns))
-			ready_next_.push_back(c.index);
+		if (r != Send::kBlocked || (c.has_msgs && c.cc->pacing_bps() && now_ns < c.next_tx_ns))
+			ready_.push_back(c.index);
 		else
 			c.ready = false;
 	}
-	ready_.swap(ready_next_);
+	if (ready_head_ == ready_.size()) {
+		ready_.clear();
+		ready_head_ = 0;
+	} else if (ready_head_ >= 1024 && ready_head_ * 2 >= ready_.size()) {
+		/* the served prefix is dead weight: drop it (amortised O(1) per turn) */
+		ready_.erase(ready_.begin(), ready_.begin() + (ptrdiff_t)ready_head_);
+		ready_head_ = 0;
+	}
 	return sent;
 }
 

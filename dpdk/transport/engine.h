@@ -47,6 +47,17 @@
  * connections we do not have, cumulative ACKs outside what was sent, echoes
  * of entropies we never used, counts beyond what was received and
  * connections beyond max_conns are counted and change nothing else.
+ *
+ * Many connections per lcore (lumen-dp bench measures 1 and 10,000). A
+ * connection costs what it uses: the scoreboard's ring grows with the
+ * packets in flight, the receiver's per-PSN message ends come with the first
+ * DATA, so 10,000 connections take ~4 kB (sender) or ~12 kB (receiver) each
+ * instead of ~60 kB. Connections are found in an open-addressing table (one
+ * cache line, no division) behind a one-entry cache of the latest. Ready
+ * connections take turns in a FIFO, so tx touches only those it serves;
+ * with more than a few dozen connections, tx fetches the state of the
+ * connections whose turn comes next, and rx_burst that of a burst's
+ * connections, ahead of use (their fields are grouped by role for it).
  */
 #ifndef LUMEN_DP_ENGINE_H
 #define LUMEN_DP_ENGINE_H
@@ -57,7 +68,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 extern "C" {
@@ -106,15 +116,18 @@ struct EngineConfig {
 	uint32_t max_payload() const; /* payload bytes per DATA packet */
 };
 
-/* Counters of one connection; the engine also sums them over connections. */
+/* Counters of one connection; the engine also sums them over connections.
+ * The sender's first, then the receiver's (a connection is one or the other:
+ * each touches its own cache lines). */
 struct ConnStats {
 	uint64_t data_sent = 0, bytes_sent = 0, retransmits = 0;
 	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
 	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0;
-	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
-	uint64_t acks_sent = 0, nacks_sent = 0, msgs_sent = 0, msgs_acked = 0, msgs_delivered = 0, bytes_delivered = 0;
-	uint32_t reorder_max = 0;
+	uint64_t msgs_sent = 0, msgs_acked = 0;
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
+	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
+	uint64_t acks_sent = 0, nacks_sent = 0, msgs_delivered = 0, bytes_delivered = 0;
+	uint32_t reorder_max = 0;
 
 	void add(const ConnStats &o);
 };
@@ -154,12 +167,18 @@ struct AckDue {
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_echo;
 };
 
-struct Connection {
+/* One connection. The fields are grouped by who touches them per packet
+ * (the engine fetches a connection's lines ahead of use, by role): what
+ * both roles read, the sender's state and counters, the receiver's. */
+struct alignas(64) Connection {
 	uint32_t index;
 	uint32_t conn_id;
 	uint32_t peer_ip;
 	Mac peer_mac;
 	bool client;
+	bool ready = false; /* in the engine's ready list */
+	bool has_msgs = false; /* sender: !msgs.empty() */
+	uint32_t unacked = 0; /* receiver: DATA packets not yet answered */
 
 	/* sender */
 	TxScoreboard tx;
@@ -174,21 +193,54 @@ struct Connection {
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
 	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
 	uint32_t peer_rwnd;
-	bool ready = false; /* in the engine's ready list */
+
+	ConnStats stats; /* the sender's counters, then the receiver's */
 
 	/* receiver */
 	RxWindow rx;
 	struct Ends {
 		uint32_t msg_id, msg_len; /* msg_len 0: the PSN ends no message */
 	};
-	std::vector<Ends> rx_ends; /* per PSN slot */
+	std::vector<Ends> rx_ends; /* per PSN slot, from the first DATA on */
 	uint32_t rx_next_msg = 0;
 	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
-	uint32_t unacked = 0; /* DATA packets not yet answered */
-
-	ConnStats stats;
 
 	Connection(const EngineConfig &cfg, uint32_t index);
+};
+
+/* Connections by (peer address, connection id): an open-addressing table
+ * (linear probing, at most half full, keys mixed with a salt), so a lookup
+ * is one cache line and no division. Connections are never removed. */
+class ConnIndex
+{
+      public:
+	explicit ConnIndex(uint64_t salt);
+	Connection *find(uint64_t key) const
+	{
+		for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
+			const Slot &s = slots_[i];
+			if (!s.conn || s.key == key)
+				return s.conn;
+		}
+	}
+	/* key must not be there yet */
+	void insert(uint64_t key, Connection *conn);
+	/* where find(key) looks first, for a prefetch */
+	const void *home(uint64_t key) const
+	{
+		return &slots_[slot_of(key)];
+	}
+
+      private:
+	struct Slot {
+		uint64_t key;
+		Connection *conn; /* nullptr: empty */
+	};
+	size_t slot_of(uint64_t key) const;
+
+	std::vector<Slot> slots_;
+	size_t mask_, size_ = 0;
+	uint64_t salt_;
 };
 
 /* Where tx writes frames: next() gives a buffer (nullptr: no more room
@@ -214,6 +266,10 @@ class Engine
 
 	/* One received frame. */
 	void rx(const uint8_t *frame, uint32_t len, uint64_t now_ns);
+	/* n received frames, as n calls of rx; the connections of the next
+	 * ones are fetched from memory while one is handled. */
+	void rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32_t n, uint64_t now_ns);
+	static constexpr uint32_t kMaxBurst = 64; /* rx_burst takes longer bursts in pieces of this */
 	/* Fill up to budget frames (ACKs first, then retransmissions and new data). */
 	uint32_t tx(FrameSink &sink, uint64_t now_ns, uint32_t budget);
 	/* Fire due timers. */
@@ -250,6 +306,7 @@ class Engine
       private:
 	Connection *open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns);
 	void mark_ready(Connection &c);
+	void prefetch_turn(size_t head) const;
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void deliver(Connection &c, uint32_t from, uint32_t to);
 	void ack_due(Connection &c, bool nack);
@@ -266,23 +323,32 @@ class Engine
 	bool send_ack(const AckDue &a, FrameSink &sink);
 	Send send_data(Connection &c, FrameSink &sink, uint64_t now_ns);
 	Send send_record(Connection &c, uint32_t psn, bool retx, FrameSink &sink, uint64_t now_ns);
-	void fill_addresses(lumen_dp_pkt &p, const Connection &c, uint16_t sport) const;
+	void fill_addresses(lumen_dp_pkt &p, const Connection &c) const;
 	uint16_t entropy_of(uint16_t sport) const;
 	uint64_t reorder_window(const Connection &c) const;
 
 	EngineConfig cfg_;
+	uint32_t max_payload_; /* cfg_.max_payload() */
 	EngineStats stats_;
 	lumen_rng rng_{};
 	std::vector<std::unique_ptr<Connection>> conns_;
-	std::unordered_map<uint64_t, uint32_t> by_key_;
+	ConnIndex by_key_;
+	uint64_t last_key_ = 0; /* find()'s latest hit */
+	Connection *last_conn_ = nullptr;
 	/* after conns_: destroyed first, while the timer nodes it holds live */
 	TimerWheel wheel_;
-	std::vector<uint32_t> ready_; /* connections with something to send */
-	std::vector<uint32_t> ready_next_;
+	std::vector<uint32_t> ready_; /* connections with something to send, a FIFO from ready_head_ */
+	size_t ready_head_ = 0;
 	std::vector<AckDue> acks_; /* ACKs due now, in arrival order */
 	std::vector<PathStats> paths_;
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_request_{};
 	uint32_t int_request_len_ = 0;
+	/* The DATA and ACK being built: the fields every frame shares are set
+	 * once, the others per frame. Members, not copies on the stack, so
+	 * that the builder reads each field as it was written (a struct copied
+	 * and patched on the stack defeats store-to-load forwarding). */
+	lumen_dp_pkt data_pkt_, ack_pkt_;
+	uint8_t data_flags_ = 0; /* LUMEN_DP_F_INT with --int-slots */
 };
 
 } // namespace lumen::dp

@@ -66,7 +66,8 @@ void RxWindow::advance()
 			run = 64 - b;
 		uint64_t m = low_bits(run) << b;
 
-		completed_ += static_cast<uint32_t>(__builtin_popcountll(last_[w] & m));
+		if (uint64_t ends = last_[w] & m) /* popcount is a call without -mpopcnt */
+			completed_ += static_cast<uint32_t>(__builtin_popcountll(ends));
 		bits_[w] &= ~m;
 		last_[w] &= ~m;
 		cum_ += run;

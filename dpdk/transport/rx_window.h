@@ -97,6 +97,11 @@ class RxWindow
 
 	// Whether psn has arrived (every PSN before cum() has).
 	bool received(uint32_t psn) const;
+	// Ask the CPU for the bitmap word of psn ahead of on_data(psn).
+	void prefetch(uint32_t psn) const
+	{
+		__builtin_prefetch(&bits_[(psn & mask_) >> 6]);
+	}
 	uint32_t capacity() const
 	{
 		return capacity_;

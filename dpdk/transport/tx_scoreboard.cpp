@@ -4,6 +4,7 @@
 // processing and loss detection (see tx_scoreboard.h).
 #include "transport/tx_scoreboard.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace lumen::dp
@@ -26,8 +27,20 @@ TxScoreboard::TxScoreboard(uint32_t capacity)
 		throw std::invalid_argument("TxScoreboard: capacity must be a power of two in [1, 2^20]");
 	capacity_ = capacity;
 	mask_ = capacity - 1;
-	ring_.assign(capacity, TxRecord{});
-	retx_.assign(capacity, RetxEntry{});
+	ring_.assign(std::min<uint32_t>(capacity, kInitialRing), TxRecord{});
+	ring_mask_ = static_cast<uint32_t>(ring_.size()) - 1;
+}
+
+// Double the ring: each outstanding record moves to its slot in the new one.
+void TxScoreboard::grow()
+{
+	std::vector<TxRecord> bigger(ring_.size() * 2, TxRecord{});
+	uint32_t mask = static_cast<uint32_t>(bigger.size()) - 1;
+
+	for (uint32_t psn = una_; psn != nxt_; psn++)
+		bigger[psn & mask] = ring_[psn & ring_mask_];
+	ring_.swap(bigger);
+	ring_mask_ = mask;
 }
 
 void TxScoreboard::reset(uint32_t first_psn)
@@ -41,26 +54,6 @@ void TxScoreboard::reset(uint32_t first_psn)
 	sent_any_ = false;
 	first_sent_ns_ = last_sent_ns_ = 0;
 	retx_head_ = retx_count_ = 0;
-}
-
-uint32_t TxScoreboard::push(const TxRecord &rec)
-{
-	if (full())
-		return nxt_;
-	TxRecord &r = at(nxt_);
-
-	r = rec;
-	r.state = TxRecord::kInFlight;
-	r.tx_count = 1;
-	in_flight_++;
-	in_flight_bytes_ += r.len;
-	if (!sent_any_) {
-		sent_any_ = true;
-		first_sent_ns_ = r.sent_ns;
-	}
-	if (r.sent_ns > last_sent_ns_)
-		last_sent_ns_ = r.sent_ns;
-	return nxt_++;
 }
 
 // psn reached the receiver (cum passed it, or a SACK bit names it) and had
@@ -233,6 +226,8 @@ void TxScoreboard::retx_compact()
 
 void TxScoreboard::retx_push(uint32_t psn, const TxRecord &rec)
 {
+	if (retx_.empty())
+		retx_.assign(capacity_, RetxEntry{});
 	if (retx_count_ == capacity_)
 		retx_compact();
 	if (retx_count_ == capacity_) { // only with tx_count saturated at 255; the RTO covers it

@@ -4,9 +4,12 @@
 // una (oldest not cumulatively acked) and nxt (next to send): what it
 // carried, when it was sent, and whether it is in flight, SACKed or lost.
 //
-// The records live in a ring of `capacity` entries indexed by psn mod
-// capacity, so at most `capacity` PSNs are outstanding (full()). PSNs are
-// 32-bit and wrap; every comparison is serial (a - b as a signed 32-bit).
+// The records live in a ring indexed by psn mod its size, so at most
+// `capacity` PSNs are outstanding (full()). The ring starts small (64
+// entries) and doubles, up to capacity, when the PSNs outstanding would
+// not fit: memory follows what is in flight, so 10,000 connections with a
+// few packets in flight each stay in the cache and the TLB. PSNs are 32-bit
+// and wrap; every comparison is serial (a - b as a signed 32-bit).
 //
 // ACK processing (on_ack): an ACK carries cum (every PSN before it arrived)
 // and a 64-bit SACK (bit i: cum + 1 + i arrived). A cum outside [una, nxt]
@@ -43,7 +46,8 @@
 // above fires and no mode switch is needed). Neither touches SACKed PSNs,
 // which the receiver holds.
 //
-// No allocation after construction; nothing throws after construction.
+// Allocation only when the ring grows and at the first retransmission (its
+// FIFO); nothing throws after construction.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +62,7 @@ struct TxRecord {
 	static constexpr uint8_t kLost = 2; // declared lost, to be retransmitted
 
 	uint64_t sent_ns; // last (re)transmission; the caller's clock, non-decreasing
-	uint32_t msg_id, msg_off;
+	uint32_t msg_id, msg_off, msg_len;
 	uint32_t len; // bytes, for in_flight_bytes() and newly_acked_bytes
 	uint16_t entropy; // UDP source port it went out with
 	uint8_t tx_count; // transmissions, 1 for the first; saturates at 255
@@ -70,6 +74,7 @@ class TxScoreboard
 {
       public:
 	static constexpr uint32_t kMaxCapacity = 1u << 20;
+	static constexpr uint32_t kInitialRing = 64; // records allocated at first
 	static constexpr uint32_t kDupThresh = 3;
 
 	struct AckUpdate {
@@ -124,19 +129,50 @@ class TxScoreboard
 
 	// Record a first transmission: it gets PSN nxt(), which is returned,
 	// state kInFlight and tx_count 1. When full(), nothing is recorded and
-	// nxt() is returned unchanged: check full() first.
-	uint32_t push(const TxRecord &rec);
+	// nxt() is returned unchanged: check full() first. Inline: a record
+	// built field by field goes to the ring without a round trip through
+	// memory.
+	uint32_t push(const TxRecord &rec)
+	{
+		if (full())
+			return nxt_;
+		if (nxt_ - una_ > ring_mask_)
+			grow();
+		TxRecord &r = at(nxt_);
+
+		/* field by field: a record the caller built on its stack is
+		 * copied from registers, not re-read with wide loads that
+		 * stall on the narrow stores that wrote it */
+		r.sent_ns = rec.sent_ns;
+		r.msg_id = rec.msg_id;
+		r.msg_off = rec.msg_off;
+		r.msg_len = rec.msg_len;
+		r.len = rec.len;
+		r.entropy = rec.entropy;
+		r.msg_last = rec.msg_last;
+		r.state = TxRecord::kInFlight;
+		r.tx_count = 1;
+		in_flight_++;
+		in_flight_bytes_ += r.len;
+		if (!sent_any_) {
+			sent_any_ = true;
+			first_sent_ns_ = r.sent_ns;
+		}
+		if (r.sent_ns > last_sent_ns_)
+			last_sent_ns_ = r.sent_ns;
+		return nxt_++;
+	}
 
 	// The record of psn, for una() <= psn < nxt() (other PSNs: some slot of
 	// the ring). The caller may change msg_*, entropy, msg_last; sent_ns,
 	// len, tx_count and state belong to the scoreboard.
 	TxRecord &at(uint32_t psn)
 	{
-		return ring_[psn & mask_];
+		return ring_[psn & ring_mask_];
 	}
 	const TxRecord &at(uint32_t psn) const
 	{
-		return ring_[psn & mask_];
+		return ring_[psn & ring_mask_];
 	}
 	// una() <= psn < nxt()
 	bool outstanding(uint32_t psn) const
@@ -178,6 +214,7 @@ class TxScoreboard
 		uint8_t tx_count;
 	};
 
+	void grow();
 	void deliver(TxRecord &rec, uint32_t psn, AckUpdate *u);
 	void mark_lost(TxRecord &rec, uint32_t psn);
 	uint32_t detect_losses(uint64_t reorder_window_ns);
@@ -187,7 +224,8 @@ class TxScoreboard
 	void retx_compact();
 
 	uint32_t capacity_;
-	uint32_t mask_;
+	uint32_t mask_; // capacity - 1: the retransmission FIFO's
+	uint32_t ring_mask_; // ring_.size() - 1
 	uint32_t una_ = 0, nxt_ = 0;
 	uint32_t in_flight_ = 0;
 	uint64_t in_flight_bytes_ = 0;
@@ -205,7 +243,8 @@ class TxScoreboard
 	uint64_t first_sent_ns_ = 0, last_sent_ns_ = 0;
 	std::vector<TxRecord> ring_;
 	// Retransmissions in the order they were sent (a ring of capacity
-	// entries; stale ones are skipped and compacted away when it fills).
+	// entries, allocated at the first one; stale ones are skipped and
+	// compacted away when it fills).
 	std::vector<RetxEntry> retx_;
 	uint32_t retx_head_ = 0, retx_count_ = 0;
 };

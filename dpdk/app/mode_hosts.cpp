@@ -1,0 +1,220 @@
+/*
+ * mode_hosts.cpp - lumen-dp's hosts mode: several hosts in one process, one
+ * per DPDK port (--host PORT,IP,GATEWAY_MAC, repeated), polled by the lcores
+ * EAL gave (one lcore may serve them all), exchanging messages in a traffic
+ * pattern:
+ *
+ *   permutation  host i sends to host (i + shift) mod n, the shift 1..n-1
+ *                given by --shift or drawn from --seed: every host is a
+ *                client and a server
+ *   pairs        host 2k sends to host 2k+1, in the order of --host
+ *
+ * A client opens --conns connections to its destination through its own
+ * gateway (the MAC of the router its port is cabled to) and keeps --depth
+ * messages of --msg-size outstanding on each, --msgs times (100 unless
+ * --time is given). Servers answer whoever sends, through the router the
+ * frames came from. Client i numbers its connections from i * conns + 1, so
+ * two hosts that send to each other (a shift of n/2) keep them apart.
+ *
+ * This is how lumen-dp runs over a fabric of real routers on one machine:
+ * the hosts' veths are handed to DPDK with net_af_packet (see
+ * tests/dpdk/fabric_test.sh). The summary gives each host's counters and
+ * message completion times, and the pattern. Exit status 0 only when every
+ * message was acknowledged and delivered intact to its destination.
+ */
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "app/run.h"
+
+namespace lumen::dp
+{
+
+namespace
+{
+
+constexpr size_t kMaxHosts = 64;
+
+int fail(const std::string &why)
+{
+	std::fprintf(stderr, "lumen-dp hosts: %s\n", why.c_str());
+	return 2;
+}
+
+uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* The permutation's shift: --shift, or one drawn from --seed. */
+uint32_t shift_of(const Options &o)
+{
+	uint32_t n = (uint32_t)o.hosts.size();
+	return o.shift ? o.shift : 1 + (uint32_t)(mix(o.engine.seed) % (n - 1));
+}
+
+/* Whom each host sends to; -1: nobody (a server only). */
+std::vector<int> destinations(const Options &o)
+{
+	size_t n = o.hosts.size();
+	std::vector<int> dst(n, -1);
+
+	if (o.pattern == "pairs") {
+		for (size_t i = 0; i + 1 < n; i += 2)
+			dst[i] = (int)(i + 1);
+		return dst;
+	}
+	uint32_t s = shift_of(o);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (int)((i + s) % n);
+	return dst;
+}
+
+EngineConfig host_cfg(const Options &o, const HostSpec &h, const Mac &mac, uint64_t seed_salt)
+{
+	EngineConfig c = o.engine;
+	c.ip = h.ip;
+	c.mac = mac;
+	c.seed = o.engine.seed * 0x9E3779B97F4A7C15ull + seed_salt;
+	return c;
+}
+
+} // namespace
+
+std::string check_hosts(Options &o)
+{
+	size_t n = o.hosts.size();
+
+	if (o.server || o.local_ip || o.peer_ip || o.have_peer_mac)
+		return "hosts mode takes its hosts from --host: --server, --ip, --peer and --peer-mac belong to perf";
+	if (o.impair.active())
+		return "--impair belongs to pair mode";
+	if (n < 2 || n > kMaxHosts)
+		return "give 2.." + std::to_string(kMaxHosts) + " hosts with --host PORT,IP,GATEWAY_MAC (" +
+		       std::to_string(n) + " given)";
+	std::set<uint16_t> ports;
+	std::set<uint32_t> ips;
+	for (const HostSpec &h : o.hosts) {
+		if (!ports.insert(h.port).second)
+			return "port " + std::to_string(h.port) + " has two hosts: one host per port";
+		if (!ips.insert(h.ip).second)
+			return "two hosts have the address " + ip_str(h.ip);
+	}
+	if (o.pattern == "pairs" && n % 2)
+		return "--pattern pairs needs an even number of hosts (" + std::to_string(n) + " given)";
+	if (o.shift && (o.pattern != "permutation" || o.shift >= n))
+		return "--shift is the permutation's, 1.." + std::to_string(n - 1);
+	if (!o.msgs && !o.seconds)
+		o.msgs = 100;
+	return "";
+}
+
+int run_hosts(Options &o)
+{
+	const size_t n = o.hosts.size();
+	std::string err;
+	rte_mempool *pool = make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n + 8192), &err);
+	if (!pool)
+		return fail(err);
+	std::vector<uint16_t> started;
+	auto release = [&] {
+		for (uint16_t p : started)
+			port_stop(p);
+		rte_mempool_free(pool);
+	};
+	std::vector<PortInfo> info(n);
+	for (size_t i = 0; i < n; i++) {
+		if (std::string e = port_setup(o.hosts[i].port, 1, pool, &info[i]); !e.empty()) {
+			release();
+			return fail(e);
+		}
+		started.push_back(o.hosts[i].port);
+	}
+	const std::vector<int> dst = destinations(o);
+	const uint32_t shift = o.pattern == "permutation" ? shift_of(o) : 0;
+	std::fprintf(stderr, "lumen-dp hosts: %zu hosts, %s", n, o.pattern.c_str());
+	if (shift)
+		std::fprintf(stderr, " (shift %u)", shift);
+	std::fprintf(stderr, "\n");
+	for (size_t i = 0; i < n; i++)
+		std::fprintf(stderr, "  %-15s port %u (%s, %s), gateway %s%s%s\n", ip_str(o.hosts[i].ip).c_str(),
+			     o.hosts[i].port, info[i].driver.c_str(), mac_str(info[i].mac).c_str(),
+			     mac_str(o.hosts[i].gateway).c_str(), dst[i] < 0 ? "" : ", sends to ",
+			     dst[i] < 0 ? "" : ip_str(o.hosts[dst[i]].ip).c_str());
+
+	/* the run (and its endpoints, which may hold mbufs) ends before the ports and the pool */
+	auto body = [&]() -> int {
+		Run run(o);
+		std::vector<Host *> hs;
+		for (size_t i = 0; i < n; i++)
+			hs.push_back(&run.add(ip_str(o.hosts[i].ip), o.hosts[i].port, 0, pool,
+					      host_cfg(o, o.hosts[i], info[i].mac, i + 1), nullptr));
+		nlohmann::json flows = nlohmann::json::array();
+		for (size_t i = 0; i < n; i++) {
+			if (dst[i] < 0)
+				continue;
+			const HostSpec &to = o.hosts[dst[i]];
+			if (std::string e =
+				    run.start_client(*hs[i], to.ip, o.hosts[i].gateway, (uint32_t)i * o.conns + 1);
+			    !e.empty())
+				return fail(e);
+			flows.push_back({{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
+		}
+		run.note("pattern", {{"name", o.pattern}, {"shift", shift}, {"flows", flows}});
+		int rc = run.loop();
+		int rep = run.report("hosts");
+
+		/* per host: what it sent and how fast, what it received; and whether
+		 * every message reached its destination intact */
+		nlohmann::json s = run.summary();
+		std::vector<uint64_t> expect(n, 0);
+		for (size_t i = 0; i < n; i++)
+			if (dst[i] >= 0)
+				expect[dst[i]] += hs[i]->msgs_total;
+		bool complete = o.msgs != 0 && rc == 0;
+		uint64_t corrupt = 0;
+		for (size_t i = 0; i < n; i++) {
+			ConnStats t = hs[i]->ep->engine().totals();
+			/* no fct_us when a --time run completed nothing */
+			const nlohmann::json fct = s["hosts"][i].value("fct_us", nlohmann::json::object());
+			corrupt += t.corrupt;
+			std::printf("  %-15s", ip_str(o.hosts[i].ip).c_str());
+			if (dst[i] >= 0)
+				std::printf(" -> %-15s %llu/%llu acked, p50 %.1f us, p99 %.1f us,",
+					    ip_str(o.hosts[dst[i]].ip).c_str(), (unsigned long long)t.msgs_acked,
+					    (unsigned long long)hs[i]->msgs_total, fct.value("p50", 0.0),
+					    fct.value("p99", 0.0));
+			std::printf(" %llu received; sent %llu packets, %llu retransmitted, %llu timeouts\n",
+				    (unsigned long long)t.msgs_delivered, (unsigned long long)t.data_sent,
+				    (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
+			if (complete && (t.msgs_acked != hs[i]->msgs_total || t.msgs_delivered != expect[i] ||
+					 t.bytes_delivered != expect[i] * o.msg_size)) {
+				std::fprintf(stderr,
+					     "lumen-dp hosts: FAILED: %s: %llu of %llu messages acknowledged, %llu of "
+					     "%llu delivered to it (%llu bytes)\n",
+					     ip_str(o.hosts[i].ip).c_str(), (unsigned long long)t.msgs_acked,
+					     (unsigned long long)hs[i]->msgs_total,
+					     (unsigned long long)t.msgs_delivered, (unsigned long long)expect[i],
+					     (unsigned long long)t.bytes_delivered);
+				rc = 1;
+			}
+		}
+		if (corrupt) {
+			std::fprintf(stderr, "lumen-dp hosts: FAILED: %llu corrupt packets\n",
+				     (unsigned long long)corrupt);
+			rc = 1;
+		}
+		if (rc == 1 && !complete && o.msgs)
+			std::fprintf(stderr, "lumen-dp hosts: stopped before every message was delivered\n");
+		return std::max(rc, rep);
+	};
+	int rc = body();
+	release();
+	return rc;
+}
+
+} // namespace lumen::dp
