@@ -19,59 +19,9 @@ uint64_t Clock::now_ns() const
 	return c / hz_ * 1'000'000'000ull + c % hz_ * 1'000'000'000ull / hz_;
 }
 
-namespace
-{
-
-/* FrameSink over mbufs taken from a pool a burst at a time. */
-class MbufSink : public FrameSink
-{
-      public:
-	MbufSink(rte_mempool *pool, uint16_t want) : n_(0), used_(0)
-	{
-		if (want && rte_pktmbuf_alloc_bulk(pool, m_, want) == 0)
-			n_ = want;
-	}
-	~MbufSink() override
-	{
-		if (used_ < n_)
-			rte_pktmbuf_free_bulk(m_ + used_, n_ - used_);
-	}
-	uint8_t *next(uint32_t *room) override
-	{
-		if (used_ >= n_)
-			return nullptr;
-		*room = rte_pktmbuf_tailroom(m_[used_]);
-		return rte_pktmbuf_mtod(m_[used_], uint8_t *);
-	}
-	void done(uint32_t len) override
-	{
-		rte_mbuf *m = m_[used_++];
-		m->data_len = (uint16_t)len;
-		m->pkt_len = len;
-	}
-	rte_mbuf **frames()
-	{
-		return m_;
-	}
-	uint16_t used() const
-	{
-		return used_;
-	}
-	bool empty_pool() const
-	{
-		return n_ == 0;
-	}
-
-      private:
-	rte_mbuf *m_[kBurst];
-	uint16_t n_, used_;
-};
-
-} // namespace
-
 Endpoint::Endpoint(std::string name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
 		   const ImpairParams *impair)
-    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), engine_(cfg)
+    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), engine_(cfg), sink_(pool)
 {
 	if (impair && impair->active())
 		impair_ = std::make_unique<Impairment>(*impair, cfg.udp_port);
@@ -111,11 +61,12 @@ void Endpoint::poll(uint64_t now_ns)
 
 	/* what the port did not take last time goes first */
 	uint16_t room = pending_.size() >= kBurst ? 0 : (uint16_t)(kBurst - pending_.size());
-	MbufSink sink(pool_, room);
-	if (room && sink.empty_pool())
+	if (room && !sink_.refill(room))
 		stats_.no_mbuf++;
-	engine_.tx(sink, now_ns, room);
-	send(sink.frames(), sink.used(), now_ns);
+	engine_.tx(sink_, now_ns, room);
+	uint16_t used = sink_.used();
+	send(sink_.frames(), used, now_ns);
+	sink_.consumed(used);
 }
 
 void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)

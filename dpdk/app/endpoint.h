@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+#include <cstring>
+
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 
 #include "app/port.h"
 #include "transport/engine.h"
@@ -32,6 +36,69 @@ class Clock
       private:
 	uint64_t hz_;
 	uint64_t start_;
+};
+
+/* Bursts of mbufs for Engine::tx; what a burst did not use stays for the next. */
+class BurstSink : public FrameSink
+{
+      public:
+	explicit BurstSink(rte_mempool *pool) : pool_(pool)
+	{
+	}
+	~BurstSink() override
+	{
+		if (n_ > used_)
+			rte_pktmbuf_free_bulk(m_ + used_, n_ - used_);
+	}
+	BurstSink(const BurstSink &) = delete;
+	BurstSink &operator=(const BurstSink &) = delete;
+
+	/* Top up to `want` (at most a burst) unused mbufs, their data
+	 * prefetched; false when none is unused (the pool is empty). */
+	bool refill(uint16_t want = kBurst)
+	{
+		uint16_t to = (uint16_t)std::min<uint32_t>(kBurst, (uint32_t)used_ + want);
+
+		if (n_ < to && rte_pktmbuf_alloc_bulk(pool_, m_ + n_, to - n_) == 0) {
+			for (uint16_t i = n_; i < to; i++)
+				rte_prefetch0(rte_pktmbuf_mtod(m_[i], void *));
+			n_ = to;
+		}
+		return n_ > used_;
+	}
+	uint8_t *next(uint32_t *room) override
+	{
+		if (used_ >= n_)
+			return nullptr;
+		*room = rte_pktmbuf_tailroom(m_[used_]);
+		return rte_pktmbuf_mtod(m_[used_], uint8_t *);
+	}
+	void done(uint32_t len) override
+	{
+		rte_mbuf *m = m_[used_++];
+		m->data_len = (uint16_t)len;
+		m->pkt_len = len;
+	}
+	rte_mbuf **frames()
+	{
+		return m_;
+	}
+	uint16_t used() const
+	{
+		return used_;
+	}
+	/* The first `taken` frames are gone (to the port or freed). */
+	void consumed(uint16_t taken)
+	{
+		std::memmove(m_, m_ + taken, (n_ - taken) * sizeof(m_[0]));
+		n_ = (uint16_t)(n_ - taken);
+		used_ = (uint16_t)(used_ - taken);
+	}
+
+      private:
+	rte_mempool *pool_;
+	rte_mbuf *m_[kBurst];
+	uint16_t n_ = 0, used_ = 0;
 };
 
 struct EndpointStats {
@@ -74,6 +141,7 @@ class Endpoint
 	rte_mempool *pool_;
 	Engine engine_;
 	std::unique_ptr<Impairment> impair_;
+	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_;
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */
 	EndpointStats stats_;

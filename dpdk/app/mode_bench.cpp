@@ -88,66 +88,6 @@ struct Result {
 	uint64_t tx_refused = 0; /* frames the port did not take */
 };
 
-/* Bursts of mbufs for Engine::tx; what a burst did not use stays for the next. */
-class BurstSink : public FrameSink
-{
-      public:
-	explicit BurstSink(rte_mempool *pool) : pool_(pool)
-	{
-	}
-	~BurstSink() override
-	{
-		if (n_ > used_)
-			rte_pktmbuf_free_bulk(m_ + used_, n_ - used_);
-	}
-	BurstSink(const BurstSink &) = delete;
-	BurstSink &operator=(const BurstSink &) = delete;
-
-	/* Top up to a full burst; false when the pool is empty. */
-	bool refill()
-	{
-		if (n_ < kBurst && rte_pktmbuf_alloc_bulk(pool_, m_ + n_, kBurst - n_) == 0) {
-			for (uint16_t i = n_; i < kBurst; i++)
-				rte_prefetch0(rte_pktmbuf_mtod(m_[i], void *));
-			n_ = kBurst;
-		}
-		return n_ > used_;
-	}
-	uint8_t *next(uint32_t *room) override
-	{
-		if (used_ >= n_)
-			return nullptr;
-		*room = rte_pktmbuf_tailroom(m_[used_]);
-		return rte_pktmbuf_mtod(m_[used_], uint8_t *);
-	}
-	void done(uint32_t len) override
-	{
-		rte_mbuf *m = m_[used_++];
-		m->data_len = (uint16_t)len;
-		m->pkt_len = len;
-	}
-	rte_mbuf **frames()
-	{
-		return m_;
-	}
-	uint16_t used() const
-	{
-		return used_;
-	}
-	/* The first `taken` frames are gone (to the port or freed). */
-	void consumed(uint16_t taken)
-	{
-		std::memmove(m_, m_ + taken, (n_ - taken) * sizeof(m_[0]));
-		n_ = (uint16_t)(n_ - taken);
-		used_ = (uint16_t)(used_ - taken);
-	}
-
-      private:
-	rte_mempool *pool_;
-	rte_mbuf *m_[kBurst];
-	uint16_t n_ = 0, used_ = 0;
-};
-
 /* Send what the sink filled; the port frees what it takes, the rest is freed here. */
 uint16_t flush(uint16_t port, BurstSink &sink, uint64_t *refused)
 {

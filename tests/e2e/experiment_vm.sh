@@ -35,10 +35,25 @@ mkdir -p "$build"
 tmp="$(mktemp -d "$(realpath "$build")/experiment-vm.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 out="$tmp/out"
+# run_quick: the experiment in the VM, its output in $tmp/log
+run_quick() {
+	rm -rf "$out"
+	"$LUMEN_BIN" experiment run quick --vm "$kver" --kmod "$kmod" --smoke --rate 100mbit --out "$out" 2>&1 |
+		tee "$tmp/log"
+	return "${PIPESTATUS[0]}"
+}
 rc=0
-"$LUMEN_BIN" experiment run quick --vm "$kver" --kmod "$kmod" --smoke --rate 100mbit --out "$out" 2>&1 |
-	tee "$tmp/log" || rc=$?
-rc="${PIPESTATUS[0]}"
+run_quick || rc=$?
+# Software emulation (multi-threaded TCG) can crash the guest outside any
+# code of ours (seen in CI: a double fault in the slab allocator under a
+# traffic generator's recvmsg, 6.12). One such crash gets a second boot,
+# said loudly; a crash whose trace names tcp_powertcp never does.
+if ((rc != 0)) && grep -Eq 'PANIC: double fault|Oops: int3' "$tmp/log" && ! grep -q 'tcp_powertcp' "$tmp/log"; then
+	echo "[experiment_vm] the guest kernel crashed outside lumen's code (emulation): running it once more"
+	cp "$tmp/log" "$build/experiment-vm-crash-$kver.log"
+	rc=0
+	run_quick || rc=$?
+fi
 ((rc == 0)) || fail "lumen experiment run --vm $kver exited $rc"
 grep -q "goodput Mb/s" "$tmp/log" || fail "no summary table in the output"
 

@@ -123,12 +123,17 @@ def parse_dp(udp, src, dst):
         pid, sent = meta["id"], meta["opt"]
     else:
         pid, sent = "ack%d" % struct.unpack("!I", udp[8 + 28:8 + 32])[0], None
-    r = {"id": pid, "version": version, "csum_zero": csum == 0,
+    r = {"id": pid, "dp_version": version, "csum_zero": csum == 0,
          "csum_ok": csum == 0 or csum16(pseudo_header(src, dst, len(udp), False, 17) + udp) == 0xFFFF}
-    opt = ext[:ext[1]] if len(ext) >= 2 else b""
-    r["unchanged"] = sent is None or opt.hex() == sent
-    r["ext"] = opt.hex()
+    r.update(option_result(ext[:ext[1]] if len(ext) >= 2 else b"", sent))
+    return r
+
+
+def option_result(opt, sent):
+    """An arrived INT option as a probe result; sent: its hex as sent (None: not known)."""
+    r = {"unchanged": sent is None or opt.hex() == sent, "ext": opt.hex()}
     if len(opt) >= 5:
+        r["version"] = opt[4] >> 5
         r["flags"] = opt[4] & 0x18
         r["count"] = opt[4] & 7
         r["slots"] = (len(opt) - 5) // HOP_LEN
@@ -199,13 +204,7 @@ def parse_segment(seg, src, dst, v6):
     r["offset"] = at
     if at is None:
         return r
-    opt = opts[at:at + opts[at + 1]]
-    r["unchanged"] = opt.hex() == meta["opt"]
-    r["version"] = opt[4] >> 5
-    r["flags"] = opt[4] & 0x18
-    r["count"] = opt[4] & 7
-    r["slots"] = (len(opt) - 5) // HOP_LEN
-    r["hops"] = [unpack_hop(opt[5 + HOP_LEN * i:5 + HOP_LEN * (i + 1)]) for i in range(r["slots"])]
+    r.update(option_result(opts[at:at + opts[at + 1]], meta["opt"]))
     return r
 
 
