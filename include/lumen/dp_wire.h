@@ -354,6 +354,20 @@ LUMEN_INLINE int lumen_dp_payload_check(__u32 type, __u32 payload_len, __u32 msg
 /* ---------------------------------------------------------------------- */
 /* Parser                                                                  */
 
+/* Whether a frame holds an IPv4 header (parse, and in-place changes): 0 or a negative lumen_dp_error. */
+LUMEN_INLINE int lumen_dp_ip_check(const __u8 *frame, __u32 len)
+{
+	if (len < LUMEN_DP_ETH_HLEN)
+		return -LUMEN_DP_ESHORT_ETH;
+	if (lumen_dp_get16(frame + 12) != LUMEN_DP_ETHERTYPE_IPV4)
+		return -LUMEN_DP_EETHERTYPE;
+	if (len < LUMEN_DP_UDP_OFF)
+		return -LUMEN_DP_ESHORT_IP;
+	if (frame[LUMEN_DP_IP_OFF] >> 4 != 4)
+		return -LUMEN_DP_EIP_VERSION;
+	return 0;
+}
+
 /*
  * Parse and validate a frame of len bytes addressed to UDP port udp_dport.
  * Returns 0 and fills *out, or a negative lumen_dp_error (the first failing
@@ -365,15 +379,10 @@ LUMEN_INLINE int lumen_dp_parse(const __u8 *frame, __u32 len, __u16 udp_dport, s
 	__u32 ip_len, udp_len, left, hlen, ext_len, optlen, payload_len, i;
 	int rc;
 
-	if (len < LUMEN_DP_ETH_HLEN)
-		return -LUMEN_DP_ESHORT_ETH;
-	if (lumen_dp_get16(frame + 12) != LUMEN_DP_ETHERTYPE_IPV4)
-		return -LUMEN_DP_EETHERTYPE;
-	if (len < LUMEN_DP_UDP_OFF)
-		return -LUMEN_DP_ESHORT_IP;
+	rc = lumen_dp_ip_check(frame, len);
+	if (rc)
+		return rc;
 	ip = frame + LUMEN_DP_IP_OFF;
-	if (ip[0] >> 4 != 4)
-		return -LUMEN_DP_EIP_VERSION;
 	if ((ip[0] & 0x0F) != LUMEN_DP_IP_HLEN / 4)
 		return -LUMEN_DP_EIP_IHL;
 	if (lumen_dp_ip_sum(ip) != 0xFFFF)
@@ -601,20 +610,6 @@ LUMEN_INLINE int lumen_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt
 
 /* ---------------------------------------------------------------------- */
 /* ECN in place (switches, tests)                                          */
-
-/* The IPv4 header of a frame, for in-place changes: 0 or a negative lumen_dp_error. */
-LUMEN_INLINE int lumen_dp_ip_check(const __u8 *frame, __u32 len)
-{
-	if (len < LUMEN_DP_ETH_HLEN)
-		return -LUMEN_DP_ESHORT_ETH;
-	if (lumen_dp_get16(frame + 12) != LUMEN_DP_ETHERTYPE_IPV4)
-		return -LUMEN_DP_EETHERTYPE;
-	if (len < LUMEN_DP_UDP_OFF)
-		return -LUMEN_DP_ESHORT_IP;
-	if (frame[LUMEN_DP_IP_OFF] >> 4 != 4)
-		return -LUMEN_DP_EIP_VERSION;
-	return 0;
-}
 
 /*
  * Set the ECN field of an IPv4 frame to ecn, updating the header checksum
