@@ -42,19 +42,14 @@ int fail(const std::string &why)
 	return 2;
 }
 
-uint64_t mix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
 /* The permutation's shift: --shift, or one drawn from --seed. */
 uint32_t shift_of(const Options &o)
 {
 	uint32_t n = (uint32_t)o.hosts.size();
-	return o.shift ? o.shift : 1 + (uint32_t)(mix(o.engine.seed) % (n - 1));
+	lumen_rng rng;
+
+	lumen_rng_seed(&rng, o.engine.seed);
+	return o.shift ? o.shift : 1 + (uint32_t)(lumen_rng_next(&rng) % (n - 1));
 }
 
 /* Whom each host sends to; -1: nobody (a server only). */

@@ -25,17 +25,9 @@ bool power_of_two(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-/* SplitMix64's finaliser: the payload pattern's 8-byte words. */
-uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 uint64_t pattern_word(uint32_t conn_id, uint32_t msg, uint32_t word)
 {
-	return mix((uint64_t)conn_id << 40 ^ (uint64_t)msg << 20 ^ word ^ 0x6C756D656E6470ull);
+	return lumen_mix64((uint64_t)conn_id << 40 ^ (uint64_t)msg << 20 ^ word ^ 0x6C756D656E6470ull);
 }
 
 /* Calls fn(pattern bytes, position in the span, count) over [off, off + len). */
@@ -216,13 +208,14 @@ Engine::Engine(const EngineConfig &cfg)
 	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
 }
 
-ConnIndex::ConnIndex(uint64_t salt) : slots_(64, Slot{0, nullptr}), mask_(63), salt_(mix(salt ^ 0x636F6E6E73ull))
+ConnIndex::ConnIndex(uint64_t salt)
+    : slots_(64, Slot{0, nullptr}), mask_(63), salt_(lumen_mix64(salt ^ 0x636F6E6E73ull))
 {
 }
 
 size_t ConnIndex::slot_of(uint64_t key) const
 {
-	return (size_t)mix(key ^ salt_) & mask_;
+	return (size_t)lumen_mix64(key ^ salt_) & mask_;
 }
 
 void ConnIndex::insert(uint64_t key, Connection *conn)
