@@ -203,7 +203,6 @@ class TxBench
 	TxBench(const EngineConfig &cfg, uint32_t conns)
 	    : engine_(cfg), peers_(conns), k_(cfg.ack_every), ack_(peer_frame(cfg, LUMEN_DP_ACK))
 	{
-		ack_.sport = cfg.ack_sport;
 		ack_.rwnd = (uint16_t)std::min<uint32_t>(cfg.rx_window, UINT16_MAX);
 		touched_.reserve(kBurst);
 	}
@@ -270,6 +269,7 @@ class TxBench
 		ack_.echo_ts = p.echo_ts;
 		ack_.echo_psn = p.echo_psn;
 		ack_.echo_sport = p.echo_sport;
+		ack_.sport = p.echo_sport; /* as the engine's ACKs do */
 		ack_.pkts = p.pending;
 		p.pending = 0;
 		int len = lumen_dp_build(acks_[n_acks_], kFrameRoom, &ack_);

@@ -53,6 +53,7 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"timeouts", s.timeouts},
 		{"fast_losses", s.fast_losses},
 		{"bad_acks", s.bad_acks},
+		{"stale_acks", s.stale_acks},
 		{"data_rcvd", s.data_rcvd},
 		{"dup_rcvd", s.dup_rcvd},
 		{"beyond_window", s.beyond_window},

@@ -111,8 +111,6 @@ std::string EngineConfig::validate() const
 		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
 	if ((uint32_t)sport_base + path.entropies > 65536)
 		return "sport base + entropies must not pass port 65535";
-	if (ack_sport >= sport_base && ack_sport < sport_base + path.entropies)
-		return "the ACK source port must not be an entropy";
 	if (max_conns < 1 || max_conns > (1u << 22))
 		return "max connections must be 1..4194304";
 	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
@@ -138,6 +136,7 @@ void ConnStats::add(const ConnStats &o)
 	timeouts += o.timeouts;
 	fast_losses += o.fast_losses;
 	bad_acks += o.bad_acks;
+	stale_acks += o.stale_acks;
 	data_rcvd += o.data_rcvd;
 	dup_rcvd += o.dup_rcvd;
 	beyond_window += o.beyond_window;
@@ -204,7 +203,6 @@ Engine::Engine(const EngineConfig &cfg)
 		data_pkt_.ext = int_request_.data();
 		data_pkt_.ext_len = int_request_len_;
 	}
-	ack_pkt_.sport = cfg_.ack_sport;
 	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
 }
 
@@ -533,15 +531,26 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 
 	c.stats.acks_rcvd++;
 	auto upd = c.tx.on_ack(p.psn, p.sack, now_ns, reorder_window(c));
-	if (!upd.valid) {
+	/* Sprayed ACKs arrive out of order. One overtaken by a newer ACK
+	 * (cumulative PSN behind una, within the window) tells the scoreboard
+	 * nothing new (the receiver's state only grows), but its echoes are
+	 * its own: the entropy and CE mark of the DATA it answers, the RTT
+	 * and its packet counts. Dropping it would starve REPS of recycled
+	 * entropies and DCTCP of CE counts. Anything else is forged. */
+	bool stale = !upd.valid && lumen_seq_after(c.tx.una(), p.psn) && c.tx.una() - p.psn <= c.tx.capacity();
+	if (!upd.valid && !stale) {
 		c.stats.bad_acks++;
 		return;
 	}
-	if (nack) {
-		c.stats.nacks_rcvd++;
-		c.tx.go_back_n(p.psn);
+	if (stale) {
+		c.stats.stale_acks++;
+	} else {
+		if (nack) {
+			c.stats.nacks_rcvd++;
+			c.tx.go_back_n(p.psn);
+		}
+		c.peer_rwnd = std::max<uint32_t>(p.rwnd, 1);
 	}
-	c.peer_rwnd = std::max<uint32_t>(p.rwnd, 1);
 
 	uint64_t rtt = 0;
 	if (c.tx.rtt_sample(p.echo_ts, now_ns, &rtt)) {
@@ -662,6 +671,13 @@ bool Engine::send_ack(const AckDue &a, FrameSink &sink)
 	p.echo_ts = a.echo_ts;
 	p.echo_psn = a.echo_psn;
 	p.echo_sport = a.echo_sport;
+	/* the ACK goes back on the entropy of the DATA it answers: a path
+	 * policy that avoids a failed path for its DATA then also moves the
+	 * ACKs off whatever reverse path that entropy hashes to, and an ACK
+	 * lost on a dead reverse path withholds that entropy's recycling, so
+	 * REPS steers by round trips that work. (One fixed ACK port would put
+	 * every ACK of the connection into the same hole.) */
+	p.sport = a.echo_sport;
 	p.pkts = a.pkts;
 	p.ce_pkts = a.ce_pkts;
 	p.ext = a.int_len ? a.int_echo.data() : nullptr;

@@ -93,7 +93,6 @@ struct EngineConfig {
 	Mac mac{};
 	uint16_t udp_port = LUMEN_DP_UDP_PORT; /* destination port of every lumen-dp packet */
 	uint16_t sport_base = 49152; /* DATA source port = sport_base + entropy */
-	uint16_t ack_sport = 49151; /* ACKs keep one path (ECMP singlepath) */
 	uint32_t mtu = 1500; /* IP packet size */
 	lumen_path_mode path_mode = LUMEN_PATH_REPS;
 	lumen_path_params path{};
@@ -122,7 +121,7 @@ struct EngineConfig {
 struct ConnStats {
 	uint64_t data_sent = 0, bytes_sent = 0, retransmits = 0;
 	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
-	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0;
+	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0, stale_acks = 0;
 	uint64_t msgs_sent = 0, msgs_acked = 0;
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
 	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;

@@ -38,9 +38,9 @@
 #                ops, reps and reps-freeze every message is delivered; REPS
 #                times out less than OPS, sends less into the dead link
 #                (sampled every 100 ms) and has a lower p99 completion time.
-#                (The ACKs go leaf 1 -> leaf 2, which avoids
-#                the dead link: lumen-dp pins a connection's ACKs to one path,
-#                so an ACK path into the hole would stall any policy.)
+#                (The ACKs go leaf 1 -> leaf 2, which avoids the dead
+#                link, so what enters spine 1 from leaf 2 is DATA; the
+#                spray experiment has failures on both paths.)
 #
 # It prints what it measures: per-spine packets, imbalance, timeouts,
 # retransmissions and message completion times.
@@ -153,8 +153,9 @@ fi
 # Spine interface counters and lumen-dp's JSON summaries. A DATA frame of a
 # message whose size is a multiple of 1440 B (the payload per packet at MTU
 # 1500) is 1514 B, an ACK 82 B: from the packets P and bytes B that entered a
-# spine, its DATA packets are (B - 82 P) / 1432. ACKs keep one path per
-# connection whatever the policy, so the spread is measured on DATA packets.
+# spine, its DATA packets are (B - 82 P) / 1432. ACKs travel on the entropy of
+# the DATA they answer, but on the reverse path's hash: the spread is
+# measured on DATA packets.
 cat >"$tmp/fabric.py" <<'PY'
 import itertools, json, subprocess, sys
 
