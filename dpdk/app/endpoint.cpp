@@ -7,8 +7,11 @@
 namespace lumen::dp
 {
 
-Clock::Clock() : hz_(rte_get_tsc_hz()), start_(rte_get_tsc_cycles())
+Clock::Clock() : hz_(rte_get_tsc_hz()), start_(rte_get_tsc_cycles()), mono_start_(0)
 {
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	mono_start_ = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t Clock::now_ns() const

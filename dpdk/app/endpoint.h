@@ -32,10 +32,17 @@ class Clock
       public:
 	Clock();
 	uint64_t now_ns() const;
+	/* now_ns() on CLOCK_MONOTONIC (read once at construction), to line
+	 * up with what other processes time on this machine */
+	uint64_t mono_ns(uint64_t now_ns) const
+	{
+		return mono_start_ + now_ns;
+	}
 
       private:
 	uint64_t hz_;
 	uint64_t start_;
+	uint64_t mono_start_;
 };
 
 /* Bursts of mbufs for Engine::tx; what a burst did not use stays for the next. */

@@ -41,6 +41,8 @@ enum Opt {
 	kSeed,
 	kImpair,
 	kJson,
+	kFctCsv,
+	kStartAt,
 	kQuiet,
 	kHost,
 	kPattern,
@@ -76,6 +78,8 @@ const option kLong[] = {
 	{"seed", required_argument, nullptr, kSeed},
 	{"impair", required_argument, nullptr, kImpair},
 	{"json", required_argument, nullptr, kJson},
+	{"fct-csv", required_argument, nullptr, kFctCsv},
+	{"start-at", required_argument, nullptr, kStartAt},
 	{"quiet", no_argument, nullptr, kQuiet},
 	{"host", required_argument, nullptr, kHost},
 	{"pattern", required_argument, nullptr, kPattern},
@@ -106,8 +110,12 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --msgs N            messages per connection (0: until --time)\n"
 			    "  --depth N           messages outstanding per connection (1)\n"
 			    "  --time SECONDS      run at most this long (0: until done / SIGINT)\n"
+			    "  --start-at NS       post the first messages at this CLOCK_MONOTONIC time (ns), to\n"
+			    "                      start several processes together (0: at once)\n"
 			    "output:\n"
 			    "  --json FILE         JSON summary (- for stdout)\n"
+			    "  --fct-csv FILE      every message a client posted: host, conn, msg, bytes, posted_ns,\n"
+			    "                      done_ns (CLOCK_MONOTONIC; empty: unfinished at the end)\n"
 			    "  --quiet             no progress lines\n";
 
 bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -323,6 +331,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		case kJson:
 			o->json = a;
+			break;
+		case kFctCsv:
+			o->fct_csv = a;
+			break;
+		case kStartAt:
+			NUM("start-at", 1, UINT64_MAX / 2);
+			o->start_at_ns = v;
 			break;
 		case kQuiet:
 			o->progress = false;

@@ -41,6 +41,8 @@ struct Options {
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
 	std::string json; /* summary file, "-" for stdout */
+	std::string fct_csv; /* client: one line per message, "" = none */
+	uint64_t start_at_ns = 0; /* client: first messages at this CLOCK_MONOTONIC time; 0 = at once */
 	bool progress = true;
 	std::string bench_case = "all"; /* bench: tx, rx or all */
 	std::vector<uint32_t> conns_list; /* --conns 1,10000 (a list: bench only); conns is its first */

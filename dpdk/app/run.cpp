@@ -176,16 +176,20 @@ Host &Run::add(const std::string &name, uint16_t port, uint16_t queue, rte_mempo
 std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id)
 {
 	Engine &e = h.ep->engine();
+	if (!started_)
+		wait_start();
 	uint64_t now = clock_.now_ns();
-
 	h.msgs_per_conn = o_.msgs;
 	h.msg_size = o_.msg_size;
 	h.msgs_total = (uint64_t)o_.msgs * o_.conns;
 	h.left.assign(o_.conns, o_.msgs);
 	h.first_conn_id = first_conn_id;
 	Host *hp = &h;
-	e.on_acked = [hp](Connection &c, uint32_t, uint32_t, uint64_t posted, uint64_t now_ns) {
+	bool record = !o_.fct_csv.empty();
+	e.on_acked = [hp, record](Connection &c, uint32_t id, uint32_t len, uint64_t posted, uint64_t now_ns) {
 		hp->fct_ns.push_back(now_ns - posted);
+		if (record)
+			hp->done.push_back({c.conn_id, id, len, posted, now_ns});
 		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
 		uint32_t i = c.conn_id - hp->first_conn_id;
 		if (i < hp->left.size() && (hp->msgs_per_conn == 0 || hp->left[i] > 0)) {
@@ -206,6 +210,54 @@ std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, ui
 		}
 	}
 	return "";
+}
+
+/* --start-at: sleep until then (several lumen-dp processes, or a failure
+ * an experiment injects, line up on CLOCK_MONOTONIC); too late is said and
+ * the run starts at once. */
+void Run::wait_start()
+{
+	started_ = true;
+	if (o_.start_at_ns) {
+		timespec ts{};
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t mono = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
+		if (mono > o_.start_at_ns) {
+			std::fprintf(stderr, "lumen-dp: --start-at passed %.3f s ago, starting now\n",
+				     (double)(mono - o_.start_at_ns) / 1e9);
+		} else {
+			ts.tv_sec = (time_t)(o_.start_at_ns / 1'000'000'000ull);
+			ts.tv_nsec = (long)(o_.start_at_ns % 1'000'000'000ull);
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !signalled()) {
+			}
+		}
+	}
+	clients_start_ns_ = clock_.now_ns();
+}
+
+/* --fct-csv: the messages acknowledged, then those still outstanding at
+ * the end (done_ns empty), on CLOCK_MONOTONIC. */
+bool Run::write_fct_csv() const
+{
+	FILE *f = std::fopen(o_.fct_csv.c_str(), "w");
+	if (!f)
+		return false;
+	std::fprintf(f, "host,conn,msg,bytes,posted_ns,done_ns\n");
+	for (const auto &h : hosts_) {
+		const std::string &name = h->ep->name();
+		for (const Host::Done &d : h->done)
+			std::fprintf(f, "%s,%u,%u,%u,%llu,%llu\n", name.c_str(), d.conn, d.msg, d.len,
+				     (unsigned long long)clock_.mono_ns(d.posted_ns),
+				     (unsigned long long)clock_.mono_ns(d.done_ns));
+		for (const auto &c : h->ep->engine().connections()) {
+			if (!c || !c->client)
+				continue;
+			for (const Message &m : c->msgs)
+				std::fprintf(f, "%s,%u,%u,%u,%llu,\n", name.c_str(), c->conn_id, m.id, m.len,
+					     (unsigned long long)clock_.mono_ns(m.posted_ns));
+		}
+	}
+	return std::fclose(f) == 0;
 }
 
 bool Run::clients_done() const
@@ -380,6 +432,7 @@ nlohmann::json Run::summary() const
 	nlohmann::json s = {
 		{"mode", o_.mode},
 		{"seconds", elapsed_s_},
+		{"clients_start_mono_ns", started_ ? clock_.mono_ns(clients_start_ns_) : 0},
 		{"config",
 		 {{"cc", cc_algorithm_name(c.cc.algorithm)},
 		  {"path", c.path_mode == LUMEN_PATH_ECMP   ? "ecmp"
@@ -436,6 +489,10 @@ int Run::report(const char *mode) const
 			mode, h->ep->name().c_str(), (unsigned long long)e.bad_version,
 			ip_str(e.peer_version_ip).c_str(), e.peer_version, LUMEN_DP_VERSION);
 		rc = 3;
+	}
+	if (!o_.fct_csv.empty() && !write_fct_csv()) {
+		std::fprintf(stderr, "lumen-dp: cannot write %s\n", o_.fct_csv.c_str());
+		return 1;
 	}
 	if (o_.json.empty())
 		return rc;

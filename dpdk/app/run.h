@@ -30,6 +30,11 @@ struct Host {
 	uint32_t msg_size = 0;
 	std::vector<uint32_t> left; /* client: messages still to post, per connection */
 	std::vector<uint64_t> fct_ns; /* client: completion time of each message */
+	struct Done {
+		uint32_t conn, msg, len;
+		uint64_t posted_ns, done_ns; /* Clock's */
+	};
+	std::vector<Done> done; /* client, with --fct-csv: every message acknowledged */
 	uint32_t first_conn_id = 1; /* client: its connections are first_conn_id, +1, ... */
 	std::atomic<uint64_t> msgs_done{0};
 	uint64_t msgs_total = 0; /* client: 0 = unlimited */
@@ -86,12 +91,16 @@ class Run
 	bool clients_done() const;
 	void progress(uint64_t now_ns, uint64_t *last_ns, ConnStats *last);
 	void register_telemetry();
+	void wait_start();
+	bool write_fct_csv() const;
 
 	Options &o_;
 	Clock clock_;
 	std::vector<std::unique_ptr<Host>> hosts_;
 	std::atomic<bool> stop_{false};
 	double elapsed_s_ = 0;
+	uint64_t clients_start_ns_ = 0; /* Clock's: when start_client first ran */
+	bool started_ = false;
 	unsigned shares_ = 1;
 	nlohmann::json notes_ = nlohmann::json::object();
 };

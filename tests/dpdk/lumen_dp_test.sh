@@ -56,6 +56,21 @@ e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits'
 e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
 	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
 
+# --start-at lines the clients up on CLOCK_MONOTONIC; --fct-csv lists every message
+t0=$(($(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))') + 1500000000))
+e2e_check "start-at and fct-csv: 2 connections x 10 messages" \
+	pair timed --conns 2 --msgs 10 --msg-size 50000 --start-at $t0 --fct-csv "$tmp/timed.csv"
+e2e_check "start-at: clients started at $(js timed "d['clients_start_mono_ns']") >= $t0" \
+	test "$(js timed "d['clients_start_mono_ns']")" -ge $t0
+e2e_check "fct-csv: 20 messages, posted after the start, each done after posted" python3 - "$tmp/timed.csv" $t0 <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+t0 = int(sys.argv[2])
+assert len(rows) == 20 and all(r["done_ns"] for r in rows), rows
+assert all(int(r["posted_ns"]) >= t0 and int(r["done_ns"]) > int(r["posted_ns"]) for r in rows), rows
+assert sorted((int(r["conn"]), int(r["msg"])) for r in rows) == [(c, m) for c in (1, 2) for m in range(10)], rows
+PY
+
 if (($(nproc) >= 2)); then
 	rc=0
 	"$DP" --no-huge --no-pci -m 512 -l 0,1 --log-level=error --file-prefix "${prefix}two" -- pair --quiet \
