@@ -34,7 +34,8 @@ const char kUsage[] =
        lumen testbed up --topology dumbbell|incast|leafspine [--name N]
                         [--senders N] [--receivers N] [--leaves N] [--spines N]
                         [--hosts-per-leaf N] [--rate R] [--host-rate R] [--fabric-rate R]
-                        [--buffer B] [--ecn-threshold B] [--no-int] [--delay D] [--json]
+                        [--buffer B] [--ecn-threshold B] [--no-int] [--delay D]
+                        [--host-stack kernel|dpdk] [--json]
        lumen testbed down (NAME | --all)
        lumen testbed status [NAME] [--json]
        lumen testbed exec NAME HOST [--] COMMAND [ARG...]
@@ -75,6 +76,11 @@ up
                        1us .. 1s): a delay line ('lumen delayline') in a
                        namespace in the middle of each link; see
                        docs/testbeds.md for its cost and limits
+  --host-stack S       kernel (default): hosts are namespaces with
+                       addresses; dpdk: the hosts' devices, without
+                       addresses and with fixed MACs, share the namespace
+                       "lt-<name>-dpdk" for lumen-dp (net_af_packet); the
+                       switches know their MACs (docs/testbeds.md)
   --json               print the result as one JSON object
   The INT switch needs at most 64 ports in all (dumbbell: senders +
   receivers + 2, incast: senders + 1, leafspine: leaves x hosts-per-leaf +
@@ -156,8 +162,13 @@ void print_testbed(const TestbedStatus &s)
 		    s.state.c_str(), fmt_us(s.base_rtt_ns).c_str(), double(s.setup_ns) / 1e9);
 	std::printf("cgroup %s\n\n", s.cgroup.c_str());
 	std::vector<std::vector<std::string>> hosts = {{"HOST", "NETNS", "ADDRESS", "ROLE"}};
-	for (const auto &h : s.hosts)
+	if (s.spec.dpdk_hosts)
+		hosts[0].insert(hosts[0].end(), {"DEVICE", "MAC", "GATEWAY MAC"});
+	for (const auto &h : s.hosts) {
 		hosts.push_back({h.name, h.netns, h.addr, h.role});
+		if (s.spec.dpdk_hosts)
+			hosts.back().insert(hosts.back().end(), {h.dev, h.mac, h.gateway_mac});
+	}
 	print_table(hosts);
 	std::printf("\n");
 	std::vector<std::vector<std::string>> ports = {
@@ -190,8 +201,14 @@ void print_testbed(const TestbedStatus &s)
 json testbed_json(const TestbedStatus &s)
 {
 	json hosts = json::array(), ports = json::array();
-	for (const auto &h : s.hosts)
+	for (const auto &h : s.hosts) {
 		hosts.push_back({{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}});
+		if (!h.mac.empty()) {
+			hosts.back()["dev"] = h.dev;
+			hosts.back()["mac"] = h.mac;
+			hosts.back()["gateway_mac"] = h.gateway_mac;
+		}
+	}
 	for (const auto &p : s.ports)
 		ports.push_back({{"name", p.name},
 				 {"port_id", p.port_id},
@@ -242,9 +259,10 @@ json testbed_json(const TestbedStatus &s)
 // ---------------------------------------------------------------------
 // subcommands
 
-const std::vector<std::string> kTopologyFlags = {
-	"--topology",  "--senders",	"--receivers", "--leaves", "--spines",	      "--hosts-per-leaf", "--rate",
-	"--host-rate", "--fabric-rate", "--buffer",    "--no-int", "--ecn-threshold", "--delay"};
+const std::vector<std::string> kTopologyFlags = {"--topology",	  "--senders",	      "--receivers", "--leaves",
+						 "--spines",	  "--hosts-per-leaf", "--rate",	     "--host-rate",
+						 "--fabric-rate", "--buffer",	      "--no-int",    "--ecn-threshold",
+						 "--delay",	  "--host-stack"};
 
 std::string read_description(const std::string &path)
 {

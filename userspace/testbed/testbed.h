@@ -57,6 +57,14 @@ struct TopologySpec {
 	LinkSpec host_link; // host <-> its switch (and the incast receiver's port)
 	LinkSpec bottleneck; // dumbbell: switch <-> switch; incast: switch -> receiver
 	LinkSpec fabric_link; // leafspine: leaf <-> spine
+	// "host_stack": "kernel" (default): each host is a namespace with an
+	// address and the kernel's TCP/IP; "dpdk": the hosts' ends of their
+	// links are devices without addresses in one namespace
+	// ("lt-<name>-dpdk"), named after the hosts and with fixed MACs, for a
+	// userspace stack (lumen-dp over net_af_packet) to send and receive on;
+	// each switch has a permanent neighbour entry for its DPDK hosts (nothing
+	// answers ARP for them)
+	bool dpdk_hosts = false;
 };
 
 // Throws UsageError naming the bad key (JSON path) and the accepted values;
@@ -77,6 +85,9 @@ struct TestbedHost {
 	std::string netns; // ip netns name
 	std::string addr; // IPv4 address, dotted
 	std::string role; // "sender", "receiver" or "host" (leafspine)
+	// DPDK hosts (TopologySpec::dpdk_hosts): the device in `netns` that is
+	// the host, its MAC and the MAC of its gateway (the switch's end)
+	std::string dev, mac, gateway_mac;
 };
 
 // A switch egress port with the INT switch attached (int or not, it always

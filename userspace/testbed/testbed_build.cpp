@@ -264,8 +264,16 @@ std::string node_batch(const TestbedPlan &plan, const std::string &node)
 	std::string batch = "link set lo up\n";
 	for (const auto &l : plan.links)
 		for (const PlanEnd *e : {&l.a, &l.b})
-			if (e->node == node)
-				batch += "link set " + e->dev + " up\naddr add " + e->cidr + " dev " + e->dev + "\n";
+			if (e->node == node) {
+				if (!e->mac.empty())
+					batch += "link set " + e->dev + " address " + e->mac + "\n";
+				batch += "link set " + e->dev + " up\n";
+				if (!e->cidr.empty())
+					batch += "addr add " + e->cidr + " dev " + e->dev + "\n";
+			}
+	for (const auto &n : plan.neighbours)
+		if (n.node == node)
+			batch += "neigh replace " + n.addr + " lladdr " + n.mac + " dev " + n.dev + " nud permanent\n";
 	for (const auto &d : plan.delay_lines)
 		if (d.node == node)
 			batch += "link set " + d.dev_a + " up\nlink set " + d.dev_b + " up\n";
@@ -434,15 +442,22 @@ void start_delay_lines(Creation &c, Testbed::State &st)
 
 void measure_base_rtt(Creation &c, Testbed::State &st)
 {
-	const PlanNode &from = st.plan.node(st.plan.rtt_from), &to = st.plan.node(st.plan.rtt_to);
+	// DPDK hosts answer no ping: from the first host's switch to the
+	// second's gateway address (testbed_plan.h)
+	const bool dpdk = !st.plan.rtt_switch.empty();
+	const PlanNode &from = st.plan.node(dpdk ? st.plan.rtt_switch : st.plan.rtt_from);
+	const PlanNode to = dpdk ? PlanNode{st.plan.rtt_to + "'s gateway", "", false, "", st.plan.rtt_addr}
+				 : st.plan.node(st.plan.rtt_to);
 	c.stage_begin("base RTT " + from.name + " -> " + to.name);
 	c.step("base RTT", [&] {
-		ProcessResult r = run_helper({"ip", "netns", "exec", from.netns, "ping", "-n", "-q", "-c", "8", "-i",
-					      "0.05", "-W", "2", to.addr},
-					     "", [&](pid_t pid) {
-						     c.doc()["helper"] = process_identity(pid);
-						     c.save();
-					     });
+		std::vector<std::string> ping = {"ip", "netns", "exec", from.netns, "ping", "-n", "-q",
+						 "-c", "8",	"-i",	"0.05",	    "-W",   "2",  to.addr};
+		if (dpdk) // a switch's address the other switch routes back to
+			ping.insert(ping.end(), {"-I", st.plan.rtt_source});
+		ProcessResult r = run_helper(ping, "", [&](pid_t pid) {
+			c.doc()["helper"] = process_identity(pid);
+			c.save();
+		});
 		st.base_rtt_ns = ping_min_rtt_ns(r.output);
 		if (r.status != 0 || st.base_rtt_ns == 0)
 			throw Error("no ping reply from " + from.name + " to " + to.name + " (" + to.addr +

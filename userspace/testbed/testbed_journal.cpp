@@ -543,7 +543,13 @@ void print_failures(const std::string &name, const std::vector<std::string> &fai
 
 json host_json(const TestbedHost &h)
 {
-	return json{{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}};
+	json j{{"name", h.name}, {"netns", h.netns}, {"addr", h.addr}, {"role", h.role}};
+	if (!h.mac.empty()) {
+		j["dev"] = h.dev;
+		j["mac"] = h.mac;
+		j["gateway_mac"] = h.gateway_mac;
+	}
+	return j;
 }
 
 json port_json(const TestbedPort &p)
@@ -560,8 +566,10 @@ json port_json(const TestbedPort &p)
 
 TestbedHost host_from_json(const json &j)
 {
-	return {j.at("name").get<std::string>(), j.at("netns").get<std::string>(), j.at("addr").get<std::string>(),
-		j.at("role").get<std::string>()};
+	return {j.at("name").get<std::string>(),      j.at("netns").get<std::string>(),
+		j.at("addr").get<std::string>(),      j.at("role").get<std::string>(),
+		j.value("dev", std::string("eth0")),  j.value("mac", std::string()),
+		j.value("gateway_mac", std::string())};
 }
 
 TestbedPort port_from_json(const json &j)

@@ -7,6 +7,8 @@
 #include "base/error.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 
 namespace lumen
 {
@@ -42,7 +44,7 @@ std::string cidr(const std::string &addr, int prefix)
 class PlanBuilder
 {
       public:
-	explicit PlanBuilder(const std::string &testbed)
+	PlanBuilder(const std::string &testbed, bool dpdk_hosts) : dpdk_(dpdk_hosts)
 	{
 		plan_.testbed = testbed;
 	}
@@ -60,9 +62,15 @@ class PlanBuilder
 		      std::uint32_t c, const LinkSpec &link, bool bottleneck)
 	{
 		const std::string addr = ipv4(10, b, c, 1), gateway = ipv4(10, b, c, 254);
+		switch_of_[name] = sw;
+		if (dpdk_) {
+			add_dpdk_host(name, role, sw, addr, gateway, host_mac(b, c, 0x01), host_mac(b, c, 0xfe), link,
+				      bottleneck);
+			return;
+		}
 		plan_.nodes.push_back({name, testbed_netns(plan_.testbed, name), false, role, addr});
 		add_common_sysctls(name, {});
-		add_link({sw, name, cidr(gateway, 24)}, {name, "eth0", cidr(addr, 24)}, link, bottleneck);
+		add_link({sw, name, cidr(gateway, 24), ""}, {name, "eth0", cidr(addr, 24), ""}, link, bottleneck);
 		plan_.routes.push_back({name, "default", {{gateway, "eth0"}}});
 	}
 
@@ -70,7 +78,7 @@ class PlanBuilder
 	void add_fabric_link(const std::string &x, const std::string &x_cidr, const std::string &y,
 			     const std::string &y_cidr, const LinkSpec &link, bool bottleneck)
 	{
-		add_link({x, y, x_cidr}, {y, x, y_cidr}, link, bottleneck);
+		add_link({x, y, x_cidr, ""}, {y, x, y_cidr, ""}, link, bottleneck);
 	}
 
 	void add_route(const std::string &node, const std::string &dest, std::vector<PlanNexthop> nexthops)
@@ -78,10 +86,22 @@ class PlanBuilder
 		plan_.routes.push_back({node, dest, std::move(nexthops)});
 	}
 
+	// DPDK hosts have no IP stack to answer a ping: the RTT is measured
+	// from the first host's switch to the second's gateway address.
 	void measure_rtt(const std::string &from, const std::string &to)
 	{
 		plan_.rtt_from = from;
 		plan_.rtt_to = to;
+		if (!dpdk_)
+			return;
+		plan_.rtt_switch = switch_of_.at(from);
+		for (const auto &n : plan_.neighbours) {
+			const std::string gateway = n.addr.substr(0, n.addr.rfind('.')) + ".254";
+			if (n.dev == to)
+				plan_.rtt_addr = gateway;
+			if (n.dev == from)
+				plan_.rtt_source = gateway;
+		}
 	}
 
 	TestbedPlan take()
@@ -97,6 +117,29 @@ class PlanBuilder
 		sysctls.push_back("net.ipv6.conf.all.disable_ipv6=1");
 		sysctls.push_back("net.ipv6.conf.default.disable_ipv6=1");
 		plan_.sysctls.emplace_back(node, std::move(sysctls));
+	}
+
+	static std::string host_mac(std::uint32_t b, std::uint32_t c, std::uint32_t last)
+	{
+		char mac[18];
+		std::snprintf(mac, sizeof(mac), "02:4c:00:%02x:%02x:%02x", b & 0xff, c & 0xff, last & 0xff);
+		return mac;
+	}
+
+	// A DPDK host: its end of the link is a device named after it in the
+	// shared node "dpdk", without an address; its switch knows its MAC.
+	void add_dpdk_host(const std::string &name, const std::string &role, const std::string &sw,
+			   const std::string &addr, const std::string &gateway, const std::string &mac,
+			   const std::string &gateway_mac, const LinkSpec &link, bool bottleneck)
+	{
+		const std::string netns = testbed_netns(plan_.testbed, kDpdkNode);
+		if (plan_.dpdk_hosts.empty()) {
+			plan_.nodes.push_back({kDpdkNode, netns, false, "dpdk", ""});
+			add_common_sysctls(kDpdkNode, {"net.ipv4.conf.all.forwarding=0"});
+		}
+		add_link({sw, name, cidr(gateway, 24), gateway_mac}, {kDpdkNode, name, "", mac}, link, bottleneck);
+		plan_.dpdk_hosts.push_back({name, netns, addr, role, name, mac, gateway_mac});
+		plan_.neighbours.push_back({sw, addr, mac, name});
 	}
 
 	bool is_switch(const std::string &node) const
@@ -130,7 +173,7 @@ class PlanBuilder
 			if (!is_switch(from.node))
 				continue;
 			TestbedPort p;
-			p.name = from.node + "->" + to.node;
+			p.name = from.node + "->" + (to.node == kDpdkNode ? to.dev : to.node);
 			p.dev = from.dev;
 			p.netns = testbed_netns(plan_.testbed, from.node);
 			p.peer = delay_node.empty() ? to.dev : from.node;
@@ -141,12 +184,15 @@ class PlanBuilder
 		}
 	}
 
+	static constexpr const char *kDpdkNode = "dpdk";
+	bool dpdk_;
+	std::map<std::string, std::string> switch_of_; // host -> its switch
 	TestbedPlan plan_;
 };
 
 TestbedPlan plan_dumbbell(const TopologySpec &spec)
 {
-	PlanBuilder b(spec.name);
+	PlanBuilder b(spec.name, spec.dpdk_hosts);
 	b.add_switch("sw1", {});
 	b.add_switch("sw2", {});
 	b.add_fabric_link("sw1", "10.0.0.1/30", "sw2", "10.0.0.2/30", spec.bottleneck, true);
@@ -162,7 +208,7 @@ TestbedPlan plan_dumbbell(const TopologySpec &spec)
 
 TestbedPlan plan_incast(const TopologySpec &spec)
 {
-	PlanBuilder b(spec.name);
+	PlanBuilder b(spec.name, spec.dpdk_hosts);
 	b.add_switch("sw", {});
 	for (std::uint32_t i = 1; i <= spec.senders; i++)
 		b.add_host(indexed("s", i), "sender", "sw", 1, i, spec.host_link, false);
@@ -183,7 +229,7 @@ std::string spine_name(std::uint32_t s)
 
 TestbedPlan plan_leafspine(const TopologySpec &spec)
 {
-	PlanBuilder b(spec.name);
+	PlanBuilder b(spec.name, spec.dpdk_hosts);
 	// leaves hash forwarded flows on their L4 ports (policy 1), so the
 	// flows between two hosts spread over the spines
 	for (std::uint32_t l = 1; l <= spec.leaves; l++)
@@ -272,9 +318,11 @@ const PlanNode &TestbedPlan::node(const std::string &name) const
 std::vector<TestbedHost> TestbedPlan::hosts() const
 {
 	std::vector<TestbedHost> out;
+	if (!dpdk_hosts.empty())
+		return dpdk_hosts;
 	for (const auto &n : nodes)
 		if (!n.is_switch && n.role != "delay")
-			out.push_back({n.name, n.netns, n.addr, n.role});
+			out.push_back({n.name, n.netns, n.addr, n.role, "eth0", "", ""});
 	return out;
 }
 

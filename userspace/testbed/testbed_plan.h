@@ -13,6 +13,10 @@
 //              sw1 <-> sw2 10.0.0.1/30 <-> 10.0.0.2/30 (the bottleneck)
 //   incast     as the dumbbell, one switch "sw", one receiver r1
 //   leafspine  host h<l>_<i> 10.l.i.1/24, gateway 10.l.i.254 on leaf<l>
+//   DPDK hosts (host_stack "dpdk"): the same addresses, used by the DPDK
+//              stack; the host device "<host>" in node "dpdk" has MAC
+//              02:4c:00:<b>:<c>:01 and its gateway 02:4c:00:<b>:<c>:fe,
+//              for host address 10.b.c.1 (in hex)
 //              leaf<l> <-> spine<s>  10.(100+s).l.1/24 <-> 10.(100+s).l.2/24
 //              leaf<l> reaches 10.m.0.0/16 (m != l) over every spine:
 //              one multipath route, hashed on L4 ports
@@ -48,7 +52,13 @@ struct PlanNode {
 struct PlanEnd {
 	std::string node; // PlanNode::name
 	std::string dev; // device name in the node's namespace
-	std::string cidr; // "10.1.1.1/24"
+	std::string cidr; // "10.1.1.1/24"; "" = no address (a DPDK host)
+	std::string mac; // "" = the kernel's choice
+};
+
+// A permanent neighbour entry: `node` reaches `addr` at `mac` through `dev`.
+struct PlanNeighbour {
+	std::string node, addr, mac, dev;
 };
 
 struct PlanLink {
@@ -96,6 +106,14 @@ struct TestbedPlan {
 	// sysctl "key=value" settings per node, applied before its links exist
 	std::vector<std::pair<std::string, std::vector<std::string>>> sysctls;
 	std::string rtt_from, rtt_to; // host names the base RTT is measured between
+	// DPDK hosts: the hosts (they are no nodes: their devices share the
+	// node "dpdk"), the switches' neighbour entries for them, and the base
+	// RTT between the switches of rtt_from and rtt_to instead (from
+	// rtt_switch to rtt_addr, the gateway address of rtt_to)
+	std::vector<TestbedHost> dpdk_hosts;
+	std::vector<PlanNeighbour> neighbours;
+	std::string rtt_switch, rtt_addr;
+	std::string rtt_source; // rtt_from's gateway address: the replies' route back
 
 	const PlanNode &node(const std::string &name) const; // throws Error if unknown
 	std::vector<TestbedHost> hosts() const; // not the delay nodes

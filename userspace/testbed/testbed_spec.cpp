@@ -62,6 +62,14 @@ std::vector<std::string> kind_keys(TopologyKind kind)
 	return {};
 }
 
+// "kernel" or "dpdk" -> TopologySpec::dpdk_hosts
+bool parse_host_stack(const std::string &text, const std::string &what)
+{
+	if (text != "kernel" && text != "dpdk")
+		throw UsageError(what + ": unknown host stack '" + text + "' (kernel, dpdk)");
+	return text == "dpdk";
+}
+
 TopologyKind parse_kind(const std::string &text, const std::string &what)
 {
 	if (text == "dumbbell")
@@ -116,6 +124,10 @@ void validate_with_prefix(const TopologySpec &s, const std::string &key)
 {
 	check_name(s.name, key + "name");
 	check_link(s.host_link, key + "host_link.");
+	// a delay node per host link would need a namespace per host
+	if (s.dpdk_hosts && s.host_link.delay_ns)
+		throw UsageError(key + "host_link.delay: DPDK hosts (host_stack dpdk) cannot have delayed links; "
+				       "delay the fabric or bottleneck link instead");
 	if (s.kind == TopologyKind::LeafSpine) {
 		check_count(s.leaves, key + "leaves", kLeaves);
 		check_count(s.spines, key + "spines", kSpines);
@@ -320,7 +332,7 @@ TopologySpec parse_topology(const std::string &json_text)
 
 	TopologySpec spec;
 	spec.kind = parse_kind(doc["topology"].get<std::string>(), "$.topology");
-	std::vector<std::string> allowed = {"name", "topology", "description"};
+	std::vector<std::string> allowed = {"name", "topology", "description", "host_stack"};
 	for (const auto &k : kind_keys(spec.kind))
 		allowed.push_back(k);
 	refuse_unknown_keys(doc, "$", allowed, std::string(" for a ") + topology_kind_name(spec.kind) + " topology");
@@ -333,6 +345,11 @@ TopologySpec parse_topology(const std::string &json_text)
 	}
 	if (doc.contains("description") && !doc["description"].is_string())
 		throw UsageError("$.description: must be a string");
+	if (doc.contains("host_stack")) {
+		if (!doc["host_stack"].is_string())
+			throw UsageError("$.host_stack: must be a string (kernel, dpdk)");
+		spec.dpdk_hosts = parse_host_stack(doc["host_stack"].get<std::string>(), "$.host_stack");
+	}
 	if (doc.contains("senders"))
 		spec.senders = json_count(doc["senders"], "$.senders", kSenders);
 	if (doc.contains("receivers"))
@@ -372,6 +389,8 @@ std::string topology_to_json(const TopologySpec &spec)
 		doc["bottleneck"] = link_json(spec.bottleneck);
 	}
 	doc["host_link"] = link_json(spec.host_link);
+	if (spec.dpdk_hosts)
+		doc["host_stack"] = "dpdk";
 	return doc.dump(2);
 }
 
@@ -409,6 +428,8 @@ TopologySpec topology_from_args(const Args &a)
 		apply_common_link_flags(a, &spec.bottleneck);
 	}
 	apply_common_link_flags(a, &spec.host_link);
+	if (a.has("--host-stack"))
+		spec.dpdk_hosts = parse_host_stack(*a.get("--host-stack"), "--host-stack");
 	validate_with_prefix(spec, "");
 	return spec;
 }
