@@ -134,7 +134,7 @@ int cmd_run(const Args &a)
 	opts.out_dir = a.get("--out").value_or("");
 	if (a.has("--out") && opts.out_dir.empty())
 		throw UsageError("--out needs a directory");
-	if (a.has("--algos"))
+	if (a.has("--algos") && a.has("--vm"))
 		opts.algorithms = parse_algorithm_list(*a.get("--algos"));
 	if (a.has("--duration")) {
 		opts.duration_ns = parse_duration_ns(*a.get("--duration"), "--duration", 3600ull * 1000000000ull);
@@ -161,12 +161,19 @@ int cmd_run(const Args &a)
 		opts.kmod = a.get("--kmod").value_or("");
 		if (a.has("--kmod") && opts.kmod.empty())
 			throw UsageError("--kmod needs a path");
+		if (load_experiment(a.positional[1]).datapath.enabled)
+			throw UsageError(a.positional[1] + " is a datapath experiment (lumen-dp): it runs on this "
+							   "machine's namespace testbed, not with --hosts or --vm");
 		if (opts.algorithms.empty())
 			opts.algorithms = vm_default_algorithms();
 		run_experiment_in_vm(a.positional[1], opts);
 		return 0;
 	}
 	ExperimentSpec spec = load_experiment(a.positional[1]);
+	// a datapath experiment's "algorithms" are lumen-dp's path policies
+	if (a.has("--algos"))
+		opts.algorithms = spec.datapath.enabled ? parse_path_policy_list(*a.get("--algos"))
+							: parse_algorithm_list(*a.get("--algos"));
 	run_experiment(spec, opts);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/json_fields.h"
 #include "base/units.h"
+#include "testbed/testbed.h"
 
 #include <nlohmann/json.hpp>
 
@@ -233,6 +234,83 @@ std::map<std::string, std::string> get_cc_params(const json &v, const Where &w)
 	return out;
 }
 
+const std::vector<std::string> kPathPolicies = {"ecmp", "ops", "reps", "reps-freeze"};
+
+std::vector<std::string> get_path_policies(const json &v, const Where &w)
+{
+	if (!v.is_array() || v.empty())
+		w.fail("expected a non-empty list of path policies (ecmp, ops, reps, reps-freeze)");
+	std::vector<std::string> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		std::string a = get_string(v[i], w.at(i));
+		if (!is_path_policy(a))
+			w.at(i).fail("unknown path policy '" + a + "' (ecmp, ops, reps, reps-freeze)");
+		if (std::find(out.begin(), out.end(), a) != out.end())
+			w.at(i).fail("'" + a + "' is listed twice");
+		out.push_back(a);
+	}
+	return out;
+}
+
+// "leaf<L>-spine<S>" of the topology -> (L, S)
+void get_failed_link(const json &v, const Where &w, const TopologySpec &topo, DatapathSpec &dp)
+{
+	std::string s = get_string(v, w);
+	unsigned l = 0, sp = 0;
+	char tail = 0;
+	if (std::sscanf(s.c_str(), "leaf%u-spine%u%c", &l, &sp, &tail) != 2 || l < 1 || l > topo.leaves || sp < 1 ||
+	    sp > topo.spines)
+		w.fail("'" + s + "' is not a link leaf<1.." + std::to_string(topo.leaves) + ">-spine<1.." +
+		       std::to_string(topo.spines) + "> of the topology");
+	dp.fail_leaf = l;
+	dp.fail_spine = sp;
+}
+
+DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &topology_json, std::uint64_t duration_ns)
+{
+	if (!v.is_object())
+		w.fail("expected an object (pattern, message_size, cc, seed, failure)");
+	allow_keys(v, w, {"pattern", "message_size", "cc", "seed", "failure"});
+	TopologySpec topo;
+	try {
+		topo = parse_topology(topology_json);
+	} catch (const UsageError &e) {
+		throw UsageError(w.source + ": $.topology: " + e.what());
+	}
+	if (topo.kind != TopologyKind::LeafSpine || !topo.dpdk_hosts || topo.leaves < 2)
+		w.fail("a datapath experiment runs on a leafspine of 2 or more leaves with \"host_stack\": \"dpdk\"");
+	DatapathSpec dp;
+	dp.enabled = true;
+	if (v.contains("pattern")) {
+		dp.pattern = get_string(v["pattern"], w.at("pattern"));
+		if (dp.pattern != "permutation")
+			w.at("pattern").fail("unknown pattern '" + dp.pattern + "' (permutation)");
+	}
+	if (v.contains("message_size"))
+		dp.message_size = get_bytes(v["message_size"], w.at("message_size"), 1ull << 30);
+	if (dp.message_size == 0)
+		w.at("message_size").fail("must be above 0");
+	if (v.contains("cc")) {
+		dp.cc = get_string(v["cc"], w.at("cc"));
+		if (dp.cc != "dctcp" && dp.cc != "powertcp" && dp.cc != "theta-powertcp")
+			w.at("cc").fail("unknown congestion control '" + dp.cc + "' (dctcp, powertcp, theta-powertcp)");
+	}
+	if (v.contains("seed"))
+		dp.seed = get_uint(v["seed"], w.at("seed"), 0, UINT32_MAX);
+	if (v.contains("failure")) {
+		const json &f = v["failure"];
+		Where wf = w.at("failure");
+		if (!f.is_object())
+			wf.fail("expected an object (link, at)");
+		allow_keys(f, wf, {"link", "at"});
+		get_failed_link(require(f, wf, "link"), wf.at("link"), topo, dp);
+		dp.fail_at_ns = get_duration(require(f, wf, "at"), wf.at("at"));
+		if (dp.fail_at_ns == 0 || dp.fail_at_ns >= duration_ns)
+			wf.at("at").fail("must be within the run (above 0, below the duration)");
+	}
+	return dp;
+}
+
 void check_phases_fit(const ExperimentSpec &spec, const Where &w)
 {
 	std::set<std::string> names;
@@ -336,7 +414,7 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	Where w{source, ""};
 	allow_keys(doc, w,
 		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
-		    "sender_counts", "cc_params", "phases"});
+		    "sender_counts", "cc_params", "phases", "datapath"});
 	ExperimentSpec spec;
 	spec.source = source;
 	spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
@@ -346,7 +424,9 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	if (!topo.is_object())
 		w.at("topology").fail("expected a testbed description object, got " + kind_of(topo));
 	spec.topology_json = topo.dump();
-	spec.algorithms = get_algorithms(require(doc, w, "algorithms"), w.at("algorithms"));
+	const bool datapath = doc.contains("datapath");
+	spec.algorithms = datapath ? get_path_policies(require(doc, w, "algorithms"), w.at("algorithms"))
+				   : get_algorithms(require(doc, w, "algorithms"), w.at("algorithms"));
 	spec.duration_ns = get_duration(require(doc, w, "duration"), w.at("duration"));
 	if (spec.duration_ns == 0)
 		w.at("duration").fail("the duration must be above 0");
@@ -355,6 +435,14 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 		spec.smoke_duration_ns = get_duration(doc["smoke_duration"], w.at("smoke_duration"));
 		if (spec.smoke_duration_ns == 0 || spec.smoke_duration_ns > spec.duration_ns)
 			w.at("smoke_duration").fail("must be above 0 and at most the duration");
+	}
+	if (datapath) {
+		for (const char *k : {"warmup", "loads", "sender_counts", "cc_params", "phases"})
+			if (doc.contains(k))
+				w.at(k).fail("a datapath experiment has no " + std::string(k) +
+					     " (its workload is in \"datapath\")");
+		spec.datapath = parse_datapath(doc["datapath"], w.at("datapath"), spec.topology_json, spec.duration_ns);
+		return spec;
 	}
 	if (doc.contains("warmup"))
 		spec.warmup_ns = get_duration(doc["warmup"], w.at("warmup"));
@@ -426,6 +514,15 @@ std::string experiment_to_json(const ExperimentSpec &spec)
 		}
 		doc["phases"].push_back(p);
 	}
+	if (spec.datapath.enabled) {
+		const DatapathSpec &dp = spec.datapath;
+		json d = {{"pattern", dp.pattern}, {"message_size", dp.message_size}, {"cc", dp.cc}, {"seed", dp.seed}};
+		if (dp.fail_leaf)
+			d["failure"] = {{"link", "leaf" + std::to_string(dp.fail_leaf) + "-spine" +
+							 std::to_string(dp.fail_spine)},
+					{"at_s", seconds(dp.fail_at_ns)}};
+		doc["datapath"] = d;
+	}
 	return doc.dump(2);
 }
 
@@ -438,6 +535,7 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 	s.duration_ns = duration_ns;
 	s.smoke_duration_ns = std::min(scale_ns(spec.smoke_duration_ns, f), duration_ns);
 	s.warmup_ns = scale_ns(spec.warmup_ns, f);
+	s.datapath.fail_at_ns = std::min(scale_ns(spec.datapath.fail_at_ns, f), duration_ns);
 	for (auto &ph : s.phases) {
 		ph.start_ns = scale_ns(ph.start_ns, f);
 		ph.duration_ns = scale_ns(ph.duration_ns, f);
@@ -449,9 +547,39 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 	return s;
 }
 
+bool is_path_policy(const std::string &name)
+{
+	return std::find(kPathPolicies.begin(), kPathPolicies.end(), name) != kPathPolicies.end();
+}
+
+std::vector<std::string> parse_path_policy_list(const std::string &text)
+{
+	std::vector<std::string> out;
+	std::size_t start = 0;
+	while (start <= text.size()) {
+		std::size_t comma = text.find(',', start);
+		std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+		if (!is_path_policy(name))
+			throw UsageError("unknown path policy '" + name + "' (ecmp, ops, reps, reps-freeze)");
+		if (std::find(out.begin(), out.end(), name) != out.end())
+			throw UsageError("path policy '" + name + "' is listed twice");
+		out.push_back(name);
+		if (comma == std::string::npos)
+			break;
+		start = comma + 1;
+	}
+	return out;
+}
+
 std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec)
 {
 	std::vector<ExperimentCase> out;
+	if (spec.datapath.enabled) {
+		out.push_back({"healthy", 0, 0});
+		if (spec.datapath.fail_leaf)
+			out.push_back({"failure", 0, 0});
+		return out;
+	}
 	for (double l : spec.loads) {
 		char name[32];
 		std::snprintf(name, sizeof(name), "load%g", l * 100);

@@ -25,6 +25,19 @@
 //     ]
 //   }
 // Times are strings with a unit ("20s", "500ms") or numbers of seconds.
+//
+// A datapath experiment runs lumen-dp (dpdk/) instead of TCP: its
+// "algorithms" are path policies (ecmp, ops, reps, reps-freeze), its
+// topology a leafspine with "host_stack": "dpdk", and instead of phases it
+// has
+//     "datapath": {"pattern": "permutation", "message_size": "1m",
+//                  "cc": "dctcp", "seed": 1,
+//                  "failure": {"link": "leaf1-spine1", "at": "4s"}}
+// every host sending messages back to back to the host of the same index
+// on the next leaf for the whole duration; with a failure, each policy
+// runs twice (cases "healthy" and "failure"), the link going down `at`
+// into the failure run (in the leaf's namespace: the leaf routes around
+// it, the other leaves keep hashing into it).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +76,22 @@ struct PhaseSpec {
 	std::uint64_t end_ns() const; // when its last flow is due to start/stop
 };
 
+// lumen-dp's workload and failure (see above); enabled = has "datapath".
+struct DatapathSpec {
+	bool enabled = false;
+	std::string pattern = "permutation";
+	std::uint64_t message_size = 1 << 20;
+	std::string cc = "dctcp"; // dctcp | powertcp | theta-powertcp
+	std::uint64_t seed = 1;
+	std::uint32_t fail_leaf = 0, fail_spine = 0; // 0 = no failure
+	std::uint64_t fail_at_ns = 0;
+};
+
+// Path policies of lumen-dp, the "algorithms" of a datapath experiment.
+bool is_path_policy(const std::string &name);
+// "a,b" -> validated, no duplicates (ecmp, ops, reps, reps-freeze).
+std::vector<std::string> parse_path_policy_list(const std::string &text);
+
 struct ExperimentSpec {
 	std::string name; // [a-z0-9_-]{1,32}
 	std::string description;
@@ -75,7 +104,8 @@ struct ExperimentSpec {
 	std::vector<double> loads; // sweep: one case per load
 	std::vector<std::uint32_t> sender_counts; // sweep: one case per count (not with loads)
 	std::map<std::string, std::string> cc_params;
-	std::vector<PhaseSpec> phases;
+	std::vector<PhaseSpec> phases; // empty for a datapath experiment
+	DatapathSpec datapath;
 };
 
 // Parses and validates; throws UsageError "<source>: <json path>: <what is

@@ -292,4 +292,9 @@ std::unique_ptr<Fabric> make_netns_fabric(const TopologySpec &topo, const std::s
 	return std::make_unique<NetnsFabric>(topo, exe, path_rate_mbps);
 }
 
+std::unique_ptr<QueueSource> make_port_sampler(const std::vector<TestbedPort> &ports)
+{
+	return std::make_unique<PortSampler>(ports);
+}
+
 } // namespace lumen

@@ -23,6 +23,9 @@ void preflight_common();
 // kernel (modprobing kernel ones, the module loaded, BTF for eBPF ones).
 void preflight_testbed(const ExperimentSpec &spec);
 
+// The switch ports' queues and counters, sampled at each poll().
+std::unique_ptr<QueueSource> make_port_sampler(const std::vector<TestbedPort> &ports);
+
 // Builds the testbed of `topo`; `exe` is the lumen binary its hosts run.
 std::unique_ptr<Fabric> make_netns_fabric(const TopologySpec &topo, const std::string &exe,
 					  std::uint32_t path_rate_mbps);
