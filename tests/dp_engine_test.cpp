@@ -318,6 +318,31 @@ TEST(DpEngine, StaleAcksStillFeedPathAndCongestionControl)
 	EXPECT_GT(ta.ecn_echoes, 0u);
 }
 
+// A network that reorders a lot and loses nothing, as a sprayed fabric with
+// uneven queues does: the sender must not keep retransmitting what is only
+// late. Counting SACKs stops at the first reordering; the echoed send time
+// of a needlessly retransmitted packet widens RACK's reorder window.
+TEST(DpEngine, ReorderingWithoutLossCostsFewRetransmissions)
+{
+	Net net(config(kIpA, kMacA, LUMEN_PATH_OPS), config(kIpB, kMacB, LUMEN_PATH_OPS),
+		impair("reorder=25%,reorder-delay=30us,seed=12"));
+	post(net, 1, 20, 256 * 1024);
+	ASSERT_TRUE(net.run(10'000'000'000ull));
+	expect_delivered(net, 1, 20, 256 * 1024);
+	ConnStats ta = net.a.totals(), tb = net.b.totals();
+	std::printf("sent %llu, retransmitted %llu, duplicates received %llu, needless ones seen by the sender "
+		    "%llu, reorder depth %u\n",
+		    (unsigned long long)ta.data_sent, (unsigned long long)ta.retransmits,
+		    (unsigned long long)tb.dup_rcvd, (unsigned long long)ta.spurious_retx, tb.reorder_max);
+	EXPECT_GT(tb.reorder_max, 3u); // deeper than dupthresh
+	EXPECT_EQ(net.to_b.stats().dropped, 0u);
+	// needless retransmissions until the window has widened: 8 % of the
+	// packets with a fixed srtt/4 window, and dupthresh on
+	EXPECT_LT(ta.retransmits * 50, ta.data_sent); // under 2 %
+	EXPECT_GT(ta.spurious_retx, 0u); // the window widened on them
+	EXPECT_LE(ta.spurious_retx, tb.dup_rcvd); // an echo never invents one
+}
+
 // PowerTCP on INT: a switch on the path stamps one hop record into each DATA
 // packet's INT request (as lumen switch does), the receiver echoes it, and
 // the sender's PowerTCP updates its window from INT power.

@@ -151,8 +151,12 @@ TEST(DpTxScoreboard, RefusesForgedAndStaleAcks)
 	EXPECT_TRUE(u.valid);
 	EXPECT_EQ(u.newly_acked_pkts, nxt - una - 1 - 1); // all after una but the one SACKed before
 	EXPECT_EQ(sb.sacked(), nxt - una - 1);
-	EXPECT_EQ(sb.in_flight(), 0u); // una itself, with 14 SACKed above it: lost
-	EXPECT_EQ(sb.lost(), 1u);
+	// una itself, with 14 SACKed above it, is not declared lost by counting:
+	// PSNs sent before the one SACKed first arrived after it (reordering
+	// seen), so only RACK time (off here) could declare it lost
+	EXPECT_TRUE(sb.reordering_seen());
+	EXPECT_EQ(sb.in_flight(), 1u);
+	EXPECT_EQ(sb.lost(), 0u);
 	// and cum == nxt with every bit set: nothing beyond nxt exists
 	u = sb.on_ack(nxt, ~0ull, 0, kNoRack);
 	EXPECT_TRUE(u.valid);
@@ -198,6 +202,34 @@ TEST(DpTxScoreboard, DupThreshDeclaresLoss)
 	EXPECT_EQ(u.newly_acked_bytes, 1000u);
 	u = sb.on_ack(3, bits({1, 2, 3}), 0, kNoRack);
 	EXPECT_EQ(u.newly_acked_pkts, 0u);
+}
+
+// Sprayed packets overtake each other by more than 3 as a rule: once a
+// first transmission arrives after one sent later, counting SACKs no longer
+// declares anything lost (RACK time does, with its reorder window).
+TEST(DpTxScoreboard, ReorderingTurnsDupThreshOff)
+{
+	TxScoreboard sb(64);
+	sb.reset(0);
+	push_n(sb, 10, 0, 0);
+	sb.on_ack(0, bits({4}), 0, kNoRack); // 5 first
+	EXPECT_FALSE(sb.reordering_seen());
+	sb.on_ack(0, bits({0, 4}), 0, kNoRack); // then 1, sent before it
+	EXPECT_TRUE(sb.reordering_seen());
+	AckUpdate u = sb.on_ack(0, bits({0, 4, 5, 6, 7}), 0, kNoRack); // 5 SACKed above 0
+	EXPECT_EQ(u.newly_lost, 0u);
+	EXPECT_EQ(sb.lost(), 0u);
+	// RACK still works: 8 (sent at 80 us) arrives, a window of 50 us
+	// declares 0, 2 and 3 (sent by 30 us) lost
+	sb.reset(0);
+	push_n(sb, 10, 0, 10000);
+	sb.on_ack(0, bits({4}), 0, 1000000);
+	sb.on_ack(0, bits({0, 4}), 0, 1000000);
+	ASSERT_TRUE(sb.reordering_seen());
+	u = sb.on_ack(0, bits({0, 4, 7}), 0, 50000);
+	EXPECT_EQ(u.newly_lost, 3u);
+	sb.reset(5);
+	EXPECT_FALSE(sb.reordering_seen());
 }
 
 TEST(DpTxScoreboard, RackTimeDeclaresLoss)
@@ -498,6 +530,7 @@ struct Model {
 	bool rack_valid = false;
 	uint64_t rack_psn = 0, rack_sent = 0;
 	uint64_t delivered = 0; // PSNs counted as acked, ever
+	bool reordering_seen = false; // a first transmission delivered after a later one
 
 	explicit Model(uint32_t first) : base(first)
 	{
@@ -531,6 +564,8 @@ struct Model {
 		u.newly_acked_bytes += r.len;
 		delivered++;
 		if (r.tx == 1) {
+			if (rack_valid && p < rack_psn)
+				reordering_seen = true;
 			rack_psn = rack_valid ? std::max(rack_psn, p) : p;
 			rack_sent = rack_valid ? std::max(rack_sent, r.sent) : r.sent;
 			rack_valid = true;
@@ -572,7 +607,7 @@ struct Model {
 				uint32_t above = 0;
 				for (auto it = out.upper_bound(p); it != out.end(); ++it)
 					above += it->second.state == TxRecord::kSacked;
-				lost = above >= 3 || (p < rack_psn && rack(r.sent, w));
+				lost = (!reordering_seen && above >= 3) || (p < rack_psn && rack(r.sent, w));
 			} else {
 				lost = rack(r.sent, w) && rack_sent > r.sent;
 			}

@@ -54,6 +54,7 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"fast_losses", s.fast_losses},
 		{"bad_acks", s.bad_acks},
 		{"stale_acks", s.stale_acks},
+		{"spurious_retx", s.spurious_retx},
 		{"data_rcvd", s.data_rcvd},
 		{"dup_rcvd", s.dup_rcvd},
 		{"beyond_window", s.beyond_window},

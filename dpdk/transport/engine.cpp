@@ -137,6 +137,7 @@ void ConnStats::add(const ConnStats &o)
 	fast_losses += o.fast_losses;
 	bad_acks += o.bad_acks;
 	stale_acks += o.stale_acks;
+	spurious_retx += o.spurious_retx;
 	data_rcvd += o.data_rcvd;
 	dup_rcvd += o.dup_rcvd;
 	beyond_window += o.beyond_window;
@@ -321,7 +322,10 @@ uint64_t Engine::reorder_window(const Connection &c) const
 {
 	if (cfg_.reorder_window_ns)
 		return cfg_.reorder_window_ns;
-	return std::max<uint64_t>(c.rto.srtt_ns() / 4, 1000);
+	/* TCP's RACK stops at srtt; a sprayed connection's packets differ by
+	 * the spread of its paths' delays, up to srtt + 4 rttvar */
+	uint64_t srtt = c.rto.srtt_ns(), cap = srtt + 4 * c.rto.rttvar_ns();
+	return std::max<uint64_t>(std::min<uint64_t>(srtt / 4 * c.reo_mult, cap), 1000);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -524,12 +528,37 @@ void Engine::ack_due(Connection &c, bool nack)
 /* ---------------------------------------------------------------------- */
 /* Acknowledgements                                                         */
 
+constexpr uint8_t kMaxReoMult = 16;
+
+/* An ACK echoes the send time of the DATA packet it answers. If that
+ * packet has been retransmitted since, and the echo is older than the
+ * retransmission, an earlier copy arrived: the retransmission was needless
+ * (what DSACK tells TCP), and RACK's reorder window widens. */
+void Engine::check_spurious(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
+{
+	uint32_t psn = p.echo_psn;
+
+	if (psn - c.tx.una() >= c.tx.nxt() - c.tx.una())
+		return; /* not outstanding */
+	const TxRecord &r = c.tx.at(psn);
+	if (r.tx_count < 2 || r.state == TxRecord::kSacked || p.echo_ts >= r.sent_ns)
+		return;
+	c.stats.spurious_retx++;
+	c.reo_recoveries = 0;
+	if (c.reo_mult < kMaxReoMult && now_ns - c.reo_bumped_ns >= c.rto.srtt_ns()) {
+		c.reo_mult++;
+		c.reo_bumped_ns = now_ns;
+	}
+}
+
 void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 {
 	uint32_t old_una = c.tx.una();
 	bool nack = p.type == LUMEN_DP_NACK, ece = p.flags & LUMEN_DP_F_ECE;
 
 	c.stats.acks_rcvd++;
+	if (!nack)
+		check_spurious(c, p, now_ns);
 	auto upd = c.tx.on_ack(p.psn, p.sack, now_ns, reorder_window(c));
 	/* Sprayed ACKs arrive out of order. One overtaken by a newer ACK
 	 * (cumulative PSN behind una, within the window) tells the scoreboard
@@ -585,6 +614,10 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	a.int_echo = have_int ? &echo : nullptr;
 	c.cc->on_ack(a);
 	if (upd.newly_lost) {
+		if (++c.reo_recoveries >= 16) {
+			c.reo_mult = 1;
+			c.reo_recoveries = 0;
+		}
 		c.stats.fast_losses++;
 		c.cc->on_loss(now_ns, false);
 	}

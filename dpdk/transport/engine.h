@@ -122,6 +122,7 @@ struct ConnStats {
 	uint64_t data_sent = 0, bytes_sent = 0, retransmits = 0;
 	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
 	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0, stale_acks = 0;
+	uint64_t spurious_retx = 0; /* retransmissions an echo showed needless (the first copy arrived) */
 	uint64_t msgs_sent = 0, msgs_acked = 0;
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
 	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
@@ -192,6 +193,13 @@ struct alignas(64) Connection {
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
 	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
 	uint32_t peer_rwnd;
+	/* RACK's reorder window is srtt/4 times reo_mult (1..16), at most
+	 * srtt + 4 rttvar: one more for each needless retransmission (at most
+	 * one per RTT), back to 1 after 16 loss recoveries without one (RFC
+	 * 8985 7.2, with the echoed send time instead of DSACK) */
+	uint8_t reo_mult = 1;
+	uint8_t reo_recoveries = 0;
+	uint64_t reo_bumped_ns = 0;
 
 	ConnStats stats; /* the sender's counters, then the receiver's */
 
@@ -309,6 +317,7 @@ class Engine
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void deliver(Connection &c, uint32_t from, uint32_t to);
 	void ack_due(Connection &c, bool nack);
+	void check_spurious(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);

@@ -49,6 +49,7 @@ void TxScoreboard::reset(uint32_t first_psn)
 	in_flight_ = lost_ = sacked_ = sacked_below_ = 0;
 	in_flight_bytes_ = 0;
 	rack_valid_ = false;
+	reordering_seen_ = false;
 	rack_psn_ = 0;
 	rack_sent_ns_ = 0;
 	sent_any_ = false;
@@ -71,6 +72,8 @@ void TxScoreboard::deliver(TxRecord &rec, uint32_t psn, AckUpdate *u)
 	u->newly_acked_bytes += rec.len;
 	if (rec.tx_count != 1)
 		return; // Karn: the ACK may be for an earlier transmission
+	if (rack_valid_ && before(psn, rack_psn_))
+		reordering_seen_ = true; // PSNs go out in order: it overtook none, one overtook it
 	if (!rack_valid_ || before(rack_psn_, psn))
 		rack_psn_ = psn;
 	if (!rack_valid_ || rec.sent_ns > rack_sent_ns_)
@@ -172,7 +175,7 @@ uint32_t TxScoreboard::detect_losses(uint64_t reorder_window_ns)
 		}
 		if (rec.state != TxRecord::kInFlight || rec.tx_count != 1)
 			continue;
-		bool dup = sacked_ - sacked_below_ >= kDupThresh; // SACKed after cursor
+		bool dup = !reordering_seen_ && sacked_ - sacked_below_ >= kDupThresh; // SACKed after cursor
 		bool rack = before(cursor_, rack_psn_) && rack_expired(rec.sent_ns, reorder_window_ns);
 
 		if (!dup && !rack)

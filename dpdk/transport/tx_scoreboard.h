@@ -19,7 +19,11 @@
 // duplicate or reordered ACK finds it already sacked or gone.
 //
 // Loss detection, after each ACK, on the PSNs still in flight:
-//   dupthresh  3 PSNs after it have been SACKed (RFC 6675's DupThresh);
+//   dupthresh  3 PSNs after it have been SACKed (RFC 6675's DupThresh),
+//              until reordering has been seen (a first transmission
+//              delivered after one sent later, RFC 8985's reordering_seen):
+//              a sprayed connection reorders by more than 3 packets as a
+//              rule, and counting would retransmit what is only late;
 //   RACK       a packet sent at least reorder_window_ns after it has been
 //              delivered (RFC 8985, with the records' sent_ns as clocks).
 // Only first transmissions advance the RACK clock: when a retransmitted PSN
@@ -117,6 +121,12 @@ class TxScoreboard
 	uint32_t sacked() const
 	{
 		return sacked_;
+	}
+	// A first transmission was delivered after one sent later: dupthresh is
+	// off from then on (RACK's reorder window decides alone).
+	bool reordering_seen() const
+	{
+		return reordering_seen_;
 	}
 	bool full() const
 	{
@@ -236,6 +246,7 @@ class TxScoreboard
 	uint32_t cursor_ = 0, sacked_below_ = 0;
 	// RACK: the latest-sent first transmission delivered so far.
 	bool rack_valid_ = false;
+	bool reordering_seen_ = false;
 	uint32_t rack_psn_ = 0;
 	uint64_t rack_sent_ns_ = 0;
 	// Send times since reset(), for rtt_sample().
