@@ -20,7 +20,8 @@
 #               back: every message delivered intact, frames steered
 #   telemetry   /lumen/stats,server/q1 names its queue and steering counters
 #
-# Needs root (EAL; the veth pair) and 2 cores for the 2-lcore runs.
+# Needs root (EAL; the veth pair) and 2 cores for the 2-lcore runs. Each run
+# stops after 15 s, so broken steering fails rather than hangs.
 source "$(dirname "$0")/../e2e/lib.sh"
 DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
 [[ $EUID -eq 0 ]] || e2e_skip "needs root (DPDK EAL, a veth pair)"
@@ -88,7 +89,7 @@ PY
 for lc in 0,1 0; do
 	n="ring${lc/,/}"
 	rc=0
-	"$DP" $(eal "$n" "$lc") -- pair --queues 2 --quiet --json "$tmp/$n.json" --conns 4 --msgs 20 \
+	"$DP" $(eal "$n" "$lc") -- pair --queues 2 --quiet --json "$tmp/$n.json" --conns 4 --msgs 20 --time 15 \
 		--msg-size 100000 >"$tmp/$n.out" 2>&1 || rc=$?
 	e2e_check "ring, lcores $lc: pair with 2 queues per port (exit $rc)" test "$rc" -eq 0 ||
 		cat "$tmp/$n.out"
@@ -116,7 +117,7 @@ else
 	"$DP" $(eal af 0,1) --vdev "net_af_packet0,iface=$va,qpairs=2,framecnt=2048,qdisc_bypass=1" \
 		--vdev "net_af_packet1,iface=$vb,qpairs=2,framecnt=2048,qdisc_bypass=1" -- hosts --pattern pairs \
 		--host 0,10.9.0.1,02:00:00:00:d1:02 --host 1,10.9.0.2,02:00:00:00:d1:01 --queues 2 --conns 4 \
-		--msgs 20 --msg-size 100000 --time 20 --quiet --json "$tmp/af.json" >"$tmp/af.out" 2>&1 || rc=$?
+		--msgs 20 --msg-size 100000 --time 15 --quiet --json "$tmp/af.json" >"$tmp/af.out" 2>&1 || rc=$?
 	e2e_check "af_packet: hosts with 2 queues per veth end (exit $rc)" test "$rc" -eq 0 || cat "$tmp/af.out"
 	e2e_check "af_packet: all 80 messages delivered" test "$(js af "d['totals']['msgs_delivered']")" -eq 80
 	e2e_check "af_packet: connections on both queues at both ends" test "$(spread af 10.9.0.1 10.9.0.2)" = ok
