@@ -23,8 +23,8 @@ uint64_t Clock::now_ns() const
 }
 
 Endpoint::Endpoint(std::string name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
-		   const ImpairParams *impair)
-    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), engine_(cfg), sink_(pool)
+		   const ImpairParams *impair, const SoftSteer *steer)
+    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), steer_(steer), engine_(cfg), sink_(pool)
 {
 	if (impair && impair->active())
 		impair_ = std::make_unique<Impairment>(*impair, cfg.udp_port);
@@ -41,13 +41,51 @@ Endpoint::~Endpoint()
 		rte_pktmbuf_free(m);
 }
 
+/*
+ * Software steering of the burst rx[0..n): frames for another queue's UDP
+ * port go to its ring (a burst per queue), then up to a burst that the
+ * other queues handed to this one is appended. Frames of no queue (not
+ * lumen-dp, or a port past the last queue) stay: the engine counts them.
+ * Returns the frames now in rx, at most 2 * kBurst.
+ */
+uint16_t Endpoint::steer(rte_mbuf **rx, uint16_t n)
+{
+	rte_mbuf *out[kMaxQueues][kBurst];
+	uint16_t outn[kMaxQueues] = {}, kept = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		int dport = frame_udp_dport(rte_pktmbuf_mtod(rx[i], const uint8_t *), rte_pktmbuf_data_len(rx[i]));
+		int q = dport < 0 ? -1 : queue_of_udp_port((uint16_t)dport, steer_->udp_base, steer_->queues);
+		if (q < 0 || q == queue_)
+			rx[kept++] = rx[i];
+		else
+			out[q][outn[q]++] = rx[i];
+	}
+	for (uint16_t q = 0; q < steer_->queues; q++) {
+		if (!outn[q])
+			continue;
+		unsigned sent = rte_ring_mp_enqueue_burst(steer_->rings[q], (void **)out[q], outn[q], nullptr);
+		stats_.steered_out += sent;
+		if (sent < outn[q]) {
+			rte_pktmbuf_free_bulk(out[q] + sent, outn[q] - sent);
+			stats_.steer_drops += outn[q] - sent;
+		}
+	}
+	unsigned in = rte_ring_sc_dequeue_burst(steer_->rings[queue_], (void **)(rx + kept), kBurst, nullptr);
+	stats_.steered_in += in;
+	return (uint16_t)(kept + in);
+}
+
 void Endpoint::poll(uint64_t now_ns)
 {
-	rte_mbuf *rx[kBurst];
-	const uint8_t *frames[kBurst];
-	uint32_t lens[kBurst], k = 0;
+	rte_mbuf *rx[2 * kBurst];
+	const uint8_t *frames[2 * kBurst];
+	uint32_t lens[2 * kBurst], k = 0;
 	uint16_t n = rte_eth_rx_burst(port_, queue_, rx, kBurst);
 
+	stats_.rx_pkts += n;
+	if (steer_)
+		n = steer(rx, n);
 	for (uint16_t i = 0; i < n; i++) {
 		if (rx[i]->nb_segs != 1) {
 			stats_.rx_multiseg++; /* lumen-dp frames fit one segment */
@@ -59,7 +97,6 @@ void Endpoint::poll(uint64_t now_ns)
 	engine_.rx_burst(frames, lens, k, now_ns);
 	if (n)
 		rte_pktmbuf_free_bulk(rx, n);
-	stats_.rx_pkts += n;
 	engine_.timers(now_ns);
 
 	/* what the port did not take last time goes first */

@@ -4,7 +4,9 @@
  * lcore loop: a burst in, the engine's timers, a burst out (through the
  * optional impairment shim of pair mode). One lcore may poll several
  * endpoints (several hosts of a fabric on a 2-core machine); an endpoint is
- * only ever polled by one lcore.
+ * only ever polled by one lcore. With software steering (port.h), poll
+ * first hands the frames of its burst that belong to other queues to their
+ * rings, then takes what the other queues handed it.
  */
 #ifndef LUMEN_DP_ENDPOINT_H
 #define LUMEN_DP_ENDPOINT_H
@@ -110,13 +112,17 @@ class BurstSink : public FrameSink
 
 struct EndpointStats {
 	uint64_t rx_pkts = 0, tx_pkts = 0, rx_multiseg = 0, tx_full = 0, no_mbuf = 0;
+	/* software steering: frames handed to other queues, taken from them,
+	 * and dropped because the other queue's ring was full */
+	uint64_t steered_out = 0, steered_in = 0, steer_drops = 0;
 };
 
 class Endpoint
 {
       public:
+	/* steer: the port's software steering, or nullptr */
 	Endpoint(std::string name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
-		 const ImpairParams *impair);
+		 const ImpairParams *impair, const SoftSteer *steer = nullptr);
 	~Endpoint();
 	Endpoint(const Endpoint &) = delete;
 	Endpoint &operator=(const Endpoint &) = delete;
@@ -127,7 +133,23 @@ class Endpoint
 	{
 		return name_;
 	}
+	uint16_t port() const
+	{
+		return port_;
+	}
+	uint16_t queue() const
+	{
+		return queue_;
+	}
+	uint16_t udp_port() const
+	{
+		return engine_.config().udp_port;
+	}
 	Engine &engine()
+	{
+		return engine_;
+	}
+	const Engine &engine() const
 	{
 		return engine_;
 	}
@@ -141,11 +163,13 @@ class Endpoint
 	}
 
       private:
+	uint16_t steer(rte_mbuf **rx, uint16_t n);
 	void send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns);
 
 	std::string name_;
 	uint16_t port_, queue_;
 	rte_mempool *pool_;
+	const SoftSteer *steer_;
 	Engine engine_;
 	std::unique_ptr<Impairment> impair_;
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */

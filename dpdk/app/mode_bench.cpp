@@ -514,6 +514,8 @@ std::string check_bench(Options &o)
 		       "belong to other modes";
 	if (o.msgs)
 		return "--msgs: bench runs each case for --seconds";
+	if (o.queues.queues != 1 || o.given.count("steer"))
+		return "bench measures one queue on one lcore: --queues and --steer belong to other modes";
 	if (!o.seconds)
 		o.seconds = 5;
 	if (!o.given.count("ack-every"))
@@ -539,8 +541,11 @@ int run_bench(Options &o)
 		return fail("--mtu " + std::to_string(o.engine.mtu) + ": frames do not fit the mbufs (" +
 			    std::to_string(room) + " bytes)");
 	}
-	if (std::string e = port_setup(o.port, 1, pool, &info); !e.empty())
+	if (std::string e = port_setup(o.port, o.queues, pool, &info); !e.empty()) {
+		port_stop(o.port, &info);
+		rte_mempool_free(pool);
 		return fail(e);
+	}
 	if (o.progress)
 		std::fprintf(stderr, "lumen-dp bench: port %u (%s), lcore %u\n", o.port, info.driver.c_str(),
 			     rte_lcore_id());
@@ -570,11 +575,11 @@ int run_bench(Options &o)
 			}
 		}
 	} catch (const std::exception &x) {
-		port_stop(o.port);
+		port_stop(o.port, &info);
 		rte_mempool_free(pool);
 		return fail(x.what());
 	}
-	port_stop(o.port);
+	port_stop(o.port, &info);
 	rte_mempool_free(pool);
 
 	/* the table */

@@ -26,6 +26,8 @@
 #include <cstdio>
 #include <set>
 
+#include <rte_lcore.h>
+
 #include "app/run.h"
 
 namespace lumen::dp
@@ -112,49 +114,55 @@ int run_hosts(Options &o)
 {
 	const size_t n = o.hosts.size();
 	std::string err;
-	rte_mempool *pool = make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n + 8192), &err);
+	const size_t queues = o.queues.queues;
+	rte_mempool *pool =
+		make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n * queues + 8192), &err);
 	if (!pool)
 		return fail(err);
-	std::vector<uint16_t> started;
+	std::vector<PortInfo> info(n);
+	size_t started = 0; /* ports set up, even partly */
 	auto release = [&] {
-		for (uint16_t p : started)
-			port_stop(p);
+		for (size_t i = 0; i < started; i++)
+			port_stop(o.hosts[i].port, &info[i]);
 		rte_mempool_free(pool);
 	};
-	std::vector<PortInfo> info(n);
 	for (size_t i = 0; i < n; i++) {
-		if (std::string e = port_setup(o.hosts[i].port, 1, pool, &info[i]); !e.empty()) {
+		started++;
+		if (std::string e = port_setup(o.hosts[i].port, o.queues, pool, &info[i]); !e.empty()) {
 			release();
 			return fail(e);
 		}
-		started.push_back(o.hosts[i].port);
 	}
 	const std::vector<int> dst = destinations(o);
 	const uint32_t shift = o.pattern == "permutation" ? shift_of(o) : 0;
 	std::fprintf(stderr, "lumen-dp hosts: %zu hosts, %s", n, o.pattern.c_str());
 	if (shift)
 		std::fprintf(stderr, " (shift %u)", shift);
-	std::fprintf(stderr, "\n");
+	std::fprintf(stderr, ", %zu queue(s) per port, %u lcore(s)\n", queues, rte_lcore_count());
 	for (size_t i = 0; i < n; i++)
-		std::fprintf(stderr, "  %-15s port %u (%s, %s), gateway %s%s%s\n", ip_str(o.hosts[i].ip).c_str(),
+		std::fprintf(stderr, "  %-15s port %u (%s, %s), %s, gateway %s%s%s\n", ip_str(o.hosts[i].ip).c_str(),
 			     o.hosts[i].port, info[i].driver.c_str(), mac_str(info[i].mac).c_str(),
-			     mac_str(o.hosts[i].gateway).c_str(), dst[i] < 0 ? "" : ", sends to ",
-			     dst[i] < 0 ? "" : ip_str(o.hosts[dst[i]].ip).c_str());
+			     queues_str(info[i]).c_str(), mac_str(o.hosts[i].gateway).c_str(),
+			     dst[i] < 0 ? "" : ", sends to ", dst[i] < 0 ? "" : ip_str(o.hosts[dst[i]].ip).c_str());
 
 	/* the run (and its endpoints, which may hold mbufs) ends before the ports and the pool */
 	auto body = [&]() -> int {
 		Run run(o);
-		std::vector<Host *> hs;
-		for (size_t i = 0; i < n; i++)
-			hs.push_back(&run.add(ip_str(o.hosts[i].ip), o.hosts[i].port, 0, pool,
-					      host_cfg(o, o.hosts[i], info[i].mac, i + 1), nullptr));
+		std::vector<std::vector<Host *>> hs; /* per host, its queues */
+		nlohmann::json ports = nlohmann::json::array();
+		for (size_t i = 0; i < n; i++) {
+			hs.push_back(run.add(ip_str(o.hosts[i].ip), o.hosts[i].port, info[i], pool,
+					     host_cfg(o, o.hosts[i], info[i].mac, i + 1), nullptr));
+			ports.push_back(port_json(o.hosts[i].port, info[i]));
+		}
+		run.note("ports", ports);
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++) {
 			if (dst[i] < 0)
 				continue;
 			const HostSpec &to = o.hosts[dst[i]];
 			if (std::string e =
-				    run.start_client(*hs[i], to.ip, o.hosts[i].gateway, (uint32_t)i * o.conns + 1);
+				    run.start_client(hs[i], to.ip, o.hosts[i].gateway, (uint32_t)i * o.conns + 1);
 			    !e.empty())
 				return fail(e);
 			flows.push_back({{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
@@ -165,36 +173,33 @@ int run_hosts(Options &o)
 
 		/* per host: what it sent and how fast, what it received; and whether
 		 * every message reached its destination intact */
-		nlohmann::json s = run.summary();
 		std::vector<uint64_t> expect(n, 0);
 		for (size_t i = 0; i < n; i++)
 			if (dst[i] >= 0)
-				expect[dst[i]] += hs[i]->msgs_total;
+				expect[dst[i]] += msgs_total_of(hs[i]);
 		bool complete = o.msgs != 0 && rc == 0;
 		uint64_t corrupt = 0;
 		for (size_t i = 0; i < n; i++) {
-			ConnStats t = hs[i]->ep->engine().totals();
-			/* no fct_us when a --time run completed nothing */
-			const nlohmann::json fct = s["hosts"][i].value("fct_us", nlohmann::json::object());
+			ConnStats t = totals_of(hs[i]);
+			const uint64_t total = msgs_total_of(hs[i]);
+			const nlohmann::json fct = fct_json(hs[i]);
 			corrupt += t.corrupt;
 			std::printf("  %-15s", ip_str(o.hosts[i].ip).c_str());
 			if (dst[i] >= 0)
 				std::printf(" -> %-15s %llu/%llu acked, p50 %.1f us, p99 %.1f us,",
 					    ip_str(o.hosts[dst[i]].ip).c_str(), (unsigned long long)t.msgs_acked,
-					    (unsigned long long)hs[i]->msgs_total, fct.value("p50", 0.0),
-					    fct.value("p99", 0.0));
+					    (unsigned long long)total, fct.value("p50", 0.0), fct.value("p99", 0.0));
 			std::printf(" %llu received; sent %llu packets, %llu retransmitted, %llu timeouts\n",
 				    (unsigned long long)t.msgs_delivered, (unsigned long long)t.data_sent,
 				    (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
-			if (complete && (t.msgs_acked != hs[i]->msgs_total || t.msgs_delivered != expect[i] ||
+			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||
 					 t.bytes_delivered != expect[i] * o.msg_size)) {
 				std::fprintf(stderr,
 					     "lumen-dp hosts: FAILED: %s: %llu of %llu messages acknowledged, %llu of "
 					     "%llu delivered to it (%llu bytes)\n",
 					     ip_str(o.hosts[i].ip).c_str(), (unsigned long long)t.msgs_acked,
-					     (unsigned long long)hs[i]->msgs_total,
-					     (unsigned long long)t.msgs_delivered, (unsigned long long)expect[i],
-					     (unsigned long long)t.bytes_delivered);
+					     (unsigned long long)total, (unsigned long long)t.msgs_delivered,
+					     (unsigned long long)expect[i], (unsigned long long)t.bytes_delivered);
 				rc = 1;
 			}
 		}

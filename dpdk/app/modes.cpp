@@ -11,16 +11,23 @@
  *          with the impairment shim of --impair on the client's frames
  *          (and the server's ACKs with "acks"): a self-test of the whole
  *          transport. Exit status 0 only when every message arrived intact
- *          and in order.
+ *          and in order. With --queues N each port has N queues and the
+ *          rings are crossed (make_ring_ports), so that software steering
+ *          carries every frame to its queue.
+ *
+ * Every mode but bench runs --queues queue pairs per port, a host's
+ * connections split over them (Run::add, transport/queues.h).
  *   hosts  several hosts in one process, one per port, in a traffic
  *          pattern (mode_hosts.cpp).
  *   bench  the sender's and the receiver's packet rates on one lcore into
  *          net_null, 1 and 10,000 connections (mode_bench.cpp).
  */
 #include <rte_eth_ring.h>
+#include <rte_lcore.h>
 #include <rte_ring.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "app/run.h"
 
@@ -64,25 +71,30 @@ int run_perf(Options &o)
 	std::string err;
 	PortInfo info;
 
-	rte_mempool *pool = make_pool("lumen_dp_pool", 16384, &err);
+	rte_mempool *pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, &err);
 	if (!pool)
 		return fail("perf", err);
-	if (std::string e = port_setup(o.port, 1, pool, &info); !e.empty())
+	if (std::string e = port_setup(o.port, o.queues, pool, &info); !e.empty()) {
+		port_stop(o.port, &info);
+		rte_mempool_free(pool);
 		return fail("perf", e);
-	std::fprintf(stderr, "lumen-dp perf: %s %s on port %u (%s, %s)\n", o.server ? "server" : "client",
-		     ip_str(o.local_ip).c_str(), o.port, info.driver.c_str(), mac_str(info.mac).c_str());
+	}
+	std::fprintf(stderr, "lumen-dp perf: %s %s on port %u (%s, %s), %s\n", o.server ? "server" : "client",
+		     ip_str(o.local_ip).c_str(), o.port, info.driver.c_str(), mac_str(info.mac).c_str(),
+		     queues_str(info).c_str());
 	int rc;
 	{
 		Run run(o);
-		Host &h = run.add(o.server ? "server" : "client", o.port, 0, pool,
-				  host_cfg(o, o.local_ip, info.mac, o.server ? 2 : 1), &o.impair);
+		std::vector<Host *> h = run.add(o.server ? "server" : "client", o.port, info, pool,
+						host_cfg(o, o.local_ip, info.mac, o.server ? 2 : 1), &o.impair);
+		run.note("ports", {port_json(o.port, info)});
 		if (!o.server)
 			if (std::string e = run.start_client(h, o.peer_ip, o.peer_mac); !e.empty())
 				return fail("perf", e);
 		rc = run.loop();
 		rc = std::max(rc, run.report("perf"));
 	}
-	port_stop(o.port);
+	port_stop(o.port, &info);
 	rte_mempool_free(pool);
 	return rc;
 }
@@ -91,9 +103,62 @@ std::string check_pair(Options &o)
 {
 	if (o.server || o.local_ip || o.peer_ip || o.have_peer_mac)
 		return "pair mode makes its own two hosts: --server, --ip, --peer and --peer-mac belong to perf";
+	if (o.queues.steer == Steer::kFlow)
+		return "pair mode's ring ports take no rte_flow rule: --steer software or auto";
 	if (!o.msgs && !o.seconds)
 		o.msgs = 100;
 	return "";
+}
+
+/* The rings between the two ports, a pair per queue, and the two ring ports
+ * on them. With several queues they are crossed: what the client sends on
+ * queue q arrives on the server's queue q + 1 (mod queues), and back, as
+ * from a NIC whose hash ignores lumen-dp's ports, so every frame takes the
+ * software steering to its queue. Returns "" or what failed. */
+std::string make_ring_ports(uint16_t queues, std::vector<rte_ring *> *rings, int *pa, int *pb)
+{
+	std::vector<rte_ring *> ab, ba, a_rx, b_rx;
+
+	for (uint16_t q = 0; q < queues; q++)
+		for (auto *v : {&ab, &ba}) {
+			std::string name = std::string(v == &ab ? "lumen_dp_ab" : "lumen_dp_ba") + std::to_string(q);
+			rte_ring *r = rte_ring_create(name.c_str(), 4096, (int)rte_socket_id(),
+						      RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (!r)
+				return "cannot create the rings between the two ports";
+			v->push_back(r);
+			rings->push_back(r);
+		}
+	for (uint16_t q = 0; q < queues; q++) {
+		a_rx.push_back(ba[(q + 1) % queues]);
+		b_rx.push_back(ab[(q + 1) % queues]);
+	}
+	*pa = rte_eth_from_rings("lumen_dp_a", a_rx.data(), queues, ab.data(), queues, rte_socket_id());
+	*pb = rte_eth_from_rings("lumen_dp_b", b_rx.data(), queues, ba.data(), queues, rte_socket_id());
+	if (*pa < 0 || *pb < 0)
+		return "cannot create the ring ports";
+	return "";
+}
+
+/* Every message acknowledged was delivered intact: 0, or 1 said on stderr. */
+int pair_verdict(const Options &o, int rc, const std::vector<Host *> &a, const std::vector<Host *> &b)
+{
+	ConnStats ta = totals_of(a), tb = totals_of(b);
+	uint64_t total = msgs_total_of(a);
+
+	if (rc == 0 && (ta.msgs_acked != total || tb.msgs_delivered < ta.msgs_acked || tb.corrupt ||
+			tb.bytes_delivered != (uint64_t)ta.msgs_acked * o.msg_size)) {
+		std::fprintf(stderr,
+			     "lumen-dp pair: FAILED: %llu of %llu messages acknowledged, %llu delivered, %llu "
+			     "bytes delivered, %llu corrupt\n",
+			     (unsigned long long)ta.msgs_acked, (unsigned long long)total,
+			     (unsigned long long)tb.msgs_delivered, (unsigned long long)tb.bytes_delivered,
+			     (unsigned long long)tb.corrupt);
+		return 1;
+	}
+	if (rc)
+		std::fprintf(stderr, "lumen-dp pair: stopped before every message was delivered\n");
+	return rc;
 }
 
 int run_pair(Options &o)
@@ -101,49 +166,44 @@ int run_pair(Options &o)
 	std::string err;
 	PortInfo ia, ib;
 	const uint32_t ip_a = 0x0A000001, ip_b = 0x0A000002; /* 10.0.0.1, 10.0.0.2 */
-	rte_ring *ab = rte_ring_create("lumen_dp_ab", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	rte_ring *ba = rte_ring_create("lumen_dp_ba", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!ab || !ba)
-		return fail("pair", "cannot create the rings between the two ports");
-	int pa = rte_eth_from_rings("lumen_dp_a", &ba, 1, &ab, 1, rte_socket_id());
-	int pb = rte_eth_from_rings("lumen_dp_b", &ab, 1, &ba, 1, rte_socket_id());
-	if (pa < 0 || pb < 0)
-		return fail("pair", "cannot create the ring ports");
-	rte_mempool *pool = make_pool("lumen_dp_pool", 16384, &err);
-	if (!pool)
-		return fail("pair", err);
-	if (std::string e = port_setup((uint16_t)pa, 1, pool, &ia); !e.empty())
-		return fail("pair", e);
-	if (std::string e = port_setup((uint16_t)pb, 1, pool, &ib); !e.empty())
-		return fail("pair", e);
-	int rc;
-	{
+	std::vector<rte_ring *> rings;
+	int pa = -1, pb = -1;
+	rte_mempool *pool = nullptr;
+	auto release = [&] {
+		if (pa >= 0)
+			port_stop((uint16_t)pa, &ia);
+		if (pb >= 0)
+			port_stop((uint16_t)pb, &ib);
+		rte_mempool_free(pool);
+		for (rte_ring *r : rings)
+			rte_ring_free(r);
+	};
+	auto body = [&]() -> int {
+		if (std::string e = make_ring_ports(o.queues.queues, &rings, &pa, &pb); !e.empty())
+			return fail("pair", e);
+		if (!(pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, &err)))
+			return fail("pair", err);
+		if (std::string e = port_setup((uint16_t)pa, o.queues, pool, &ia); !e.empty())
+			return fail("pair", e);
+		if (std::string e = port_setup((uint16_t)pb, o.queues, pool, &ib); !e.empty())
+			return fail("pair", e);
+		if (o.queues.queues > 1)
+			std::fprintf(stderr, "lumen-dp pair: %s, %u lcore(s)\n", queues_str(ia).c_str(),
+				     rte_lcore_count());
 		Run run(o);
-		Host &a = run.add("client", (uint16_t)pa, 0, pool, host_cfg(o, ip_a, ia.mac, 1), &o.impair);
-		Host &b = run.add("server", (uint16_t)pb, 0, pool, host_cfg(o, ip_b, ib.mac, 2), &o.impair);
+		std::vector<Host *> a =
+			run.add("client", (uint16_t)pa, ia, pool, host_cfg(o, ip_a, ia.mac, 1), &o.impair);
+		std::vector<Host *> b =
+			run.add("server", (uint16_t)pb, ib, pool, host_cfg(o, ip_b, ib.mac, 2), &o.impair);
+		run.note("ports", {port_json((uint16_t)pa, ia), port_json((uint16_t)pb, ib)});
 		if (std::string e = run.start_client(a, ip_b, ib.mac); !e.empty())
 			return fail("pair", e);
-		rc = run.loop();
+		int rc = run.loop();
 		run.report("pair");
-		ConnStats ta = a.ep->engine().totals(), tb = b.ep->engine().totals();
-		if (rc == 0 && (ta.msgs_acked != a.msgs_total || tb.msgs_delivered < ta.msgs_acked || tb.corrupt ||
-				tb.bytes_delivered != (uint64_t)ta.msgs_acked * o.msg_size)) {
-			std::fprintf(stderr,
-				     "lumen-dp pair: FAILED: %llu of %llu messages acknowledged, %llu delivered, %llu "
-				     "bytes delivered, %llu corrupt\n",
-				     (unsigned long long)ta.msgs_acked, (unsigned long long)a.msgs_total,
-				     (unsigned long long)tb.msgs_delivered, (unsigned long long)tb.bytes_delivered,
-				     (unsigned long long)tb.corrupt);
-			rc = 1;
-		} else if (rc) {
-			std::fprintf(stderr, "lumen-dp pair: stopped before every message was delivered\n");
-		}
-	}
-	port_stop((uint16_t)pa);
-	port_stop((uint16_t)pb);
-	rte_mempool_free(pool);
-	rte_ring_free(ab);
-	rte_ring_free(ba);
+		return pair_verdict(o, rc, a, b);
+	};
+	int rc = body(); /* the run (its endpoints hold mbufs) ends before the ports and the pool */
+	release();
 	return rc;
 }
 

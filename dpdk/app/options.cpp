@@ -50,6 +50,9 @@ enum Opt {
 	kCase,
 	kSeconds,
 	kVerify,
+	kQueues,
+	kUdpPort,
+	kSteer,
 	kHelp,
 };
 
@@ -87,6 +90,9 @@ const option kLong[] = {
 	{"case", required_argument, nullptr, kCase},
 	{"seconds", required_argument, nullptr, kSeconds},
 	{"verify", no_argument, nullptr, kVerify},
+	{"queues", required_argument, nullptr, kQueues},
+	{"udp-port", required_argument, nullptr, kUdpPort},
+	{"steer", required_argument, nullptr, kSteer},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
@@ -104,6 +110,15 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
 			    "  --seed N            seed of the host's random choices (1)\n"
+			    "queues (every mode but bench; both ends need the same --queues and --udp-port):\n"
+			    "  --queues N          RX/TX queue pairs per port, 1..16, each with its own\n"
+			    "                      connections, polled by one lcore; lcores (EAL -l) poll the\n"
+			    "                      queues round robin: fewer lcores than queues poll several\n"
+			    "                      each, more leave the rest idle (1)\n"
+			    "  --udp-port N        UDP destination port of queue 0; queue q uses N + q (4792)\n"
+			    "  --steer auto|flow|software   how a frame reaches the queue of its destination\n"
+			    "                      port: an rte_flow rule per queue, or the lcore that received\n"
+			    "                      it hands it over; auto: rte_flow where the port takes it\n"
 			    "workload (client):\n"
 			    "  --conns N           connections (1)\n"
 			    "  --msg-size BYTES    message size (1048576)\n"
@@ -183,6 +198,22 @@ std::string parse_conns(const char *s, Options *o)
 		return std::string("--conns: a list (") + s + ") is for bench; give one number";
 	o->conns = o->conns_list.front();
 	return "";
+}
+
+/* --steer auto|flow|software */
+std::string parse_steer(const char *s, Steer *out)
+{
+	static const struct {
+		const char *name;
+		Steer steer;
+	} kSteers[] = {{"auto", Steer::kAuto}, {"flow", Steer::kFlow}, {"software", Steer::kSoftware}};
+
+	for (const auto &k : kSteers)
+		if (!std::strcmp(s, k.name)) {
+			*out = k.steer;
+			return "";
+		}
+	return std::string("--steer: unknown steering '") + s + "' (auto, flow, software)";
 }
 
 } // namespace
@@ -366,6 +397,18 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kVerify:
 			o->engine.verify = true;
 			break;
+		case kQueues:
+			NUM("queues", 1, kMaxQueues);
+			o->queues.queues = (uint16_t)v;
+			break;
+		case kUdpPort:
+			NUM("udp-port", 1, 65535);
+			o->engine.udp_port = o->queues.udp_base = (uint16_t)v;
+			break;
+		case kSteer:
+			if (std::string e = parse_steer(a, &o->queues.steer); !e.empty())
+				return e;
+			break;
 		case 'h':
 		case kHelp:
 			*help = true;
@@ -379,6 +422,9 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 	}
 	if (optind < argc)
 		return std::string("unexpected argument '") + argv[optind] + "'";
+	if (std::string e = queues_validate(o->queues.udp_base, o->queues.queues); !e.empty())
+		return "--queues " + std::to_string(o->queues.queues) + " --udp-port " +
+		       std::to_string(o->queues.udp_base) + ": " + e;
 	o->engine.cc.mss = o->engine.max_payload();
 	return o->engine.validate();
 }

@@ -32,6 +32,7 @@ struct Options {
 	ImpairParams impair;
 	bool server = false;
 	uint16_t port = 0;
+	QueueSetup queues; /* --queues, --udp-port (also engine.udp_port), --steer: per port */
 	uint32_t local_ip = 0, peer_ip = 0;
 	Mac peer_mac{};
 	bool have_peer_mac = false;

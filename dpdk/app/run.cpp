@@ -71,6 +71,23 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"rtt_last_ns", s.rtt_last_ns}};
 }
 
+/* An endpoint's port and queue, and what its queue received, sent and steered. */
+nlohmann::json endpoint_json(const Endpoint &ep)
+{
+	const EndpointStats &s = ep.stats();
+
+	return {{"id", ep.port()},
+		{"queue", ep.queue()},
+		{"udp_port", ep.udp_port()},
+		{"rx", s.rx_pkts},
+		{"tx", s.tx_pkts},
+		{"tx_full", s.tx_full},
+		{"no_mbuf", s.no_mbuf},
+		{"steered_in", s.steered_in},
+		{"steered_out", s.steered_out},
+		{"steer_drops", s.steer_drops}};
+}
+
 void tel_add(rte_tel_data *d, const nlohmann::json &j)
 {
 	for (auto it = j.begin(); it != j.end(); ++it)
@@ -102,6 +119,11 @@ int tel_stats(const char *, const char *params, rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "malformed", h.snap.engine.malformed);
 	rte_tel_data_add_dict_u64(d, "bad_version", h.snap.engine.bad_version);
 	rte_tel_data_add_dict_u64(d, "tx_full", h.snap.port.tx_full);
+	rte_tel_data_add_dict_u64(d, "queue", h.ep->queue());
+	rte_tel_data_add_dict_u64(d, "queue_rx", h.snap.port.rx_pkts);
+	rte_tel_data_add_dict_u64(d, "steered_in", h.snap.port.steered_in);
+	rte_tel_data_add_dict_u64(d, "steered_out", h.snap.port.steered_out);
+	rte_tel_data_add_dict_u64(d, "steer_drops", h.snap.port.steer_drops);
 	return 0;
 }
 
@@ -117,6 +139,46 @@ int tel_hosts(const char *, const char *, rte_tel_data *d)
 }
 
 } // namespace
+
+ConnStats totals_of(const std::vector<Host *> &host)
+{
+	ConnStats t;
+
+	for (const Host *h : host)
+		t.add(h->ep->engine().totals());
+	return t;
+}
+
+uint64_t msgs_total_of(const std::vector<Host *> &host)
+{
+	uint64_t n = 0;
+
+	for (const Host *h : host)
+		n += h->msgs_total;
+	return n;
+}
+
+nlohmann::json fct_json(const std::vector<Host *> &host)
+{
+	std::vector<uint64_t> v;
+
+	for (const Host *h : host)
+		v.insert(v.end(), h->fct_ns.begin(), h->fct_ns.end());
+	return {{"count", v.size()},
+		{"p50", pct(v, 0.5) / 1e3},
+		{"p99", pct(v, 0.99) / 1e3},
+		{"max", pct(v, 1.0) / 1e3}};
+}
+
+nlohmann::json port_json(uint16_t port, const PortInfo &info)
+{
+	return {{"id", port},
+		{"driver", info.driver},
+		{"queues", info.queues},
+		{"udp_ports", {info.udp_base, queue_udp_port(info.udp_base, (uint16_t)(info.queues - 1))}},
+		{"steering", info.steering},
+		{"rss", info.rss_hf != 0}};
+}
 
 bool signalled()
 {
@@ -165,16 +227,36 @@ void Run::register_telemetry()
 	rte_telemetry_register_cmd("/lumen/hosts", tel_hosts, "lumen-dp hosts (endpoints) of this process");
 }
 
-Host &Run::add(const std::string &name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
-	       const ImpairParams *impair)
+std::vector<Host *> Run::add(const std::string &name, uint16_t port, const PortInfo &info, rte_mempool *pool,
+			     const EngineConfig &cfg, const ImpairParams *impair)
 {
-	auto h = std::make_unique<Host>();
-	h->ep = std::make_unique<Endpoint>(name, port, queue, pool, cfg, impair);
-	hosts_.push_back(std::move(h));
-	return *hosts_.back();
+	std::vector<Host *> queues;
+
+	for (uint16_t q = 0; q < info.queues; q++) {
+		EngineConfig c = cfg;
+		c.udp_port = queue_udp_port(info.udp_base, q);
+		c.seed = cfg.seed + q * 0x9E3779B97F4A7C15ull; /* queues draw apart */
+		auto h = std::make_unique<Host>();
+		h->ep = std::make_unique<Endpoint>(info.queues == 1 ? name : name + "/q" + std::to_string(q), port, q,
+						   pool, c, impair, info.soft.get());
+		hosts_.push_back(std::move(h));
+		queues.push_back(hosts_.back().get());
+	}
+	return queues;
 }
 
-std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id)
+std::string Run::start_client(const std::vector<Host *> &host, uint32_t peer_ip, const Mac &peer_mac,
+			      uint32_t first_conn_id)
+{
+	for (size_t q = 0; q < host.size(); q++) {
+		ConnShare s = conn_share(o_.conns, (uint16_t)host.size(), (uint16_t)q, first_conn_id);
+		if (std::string e = start_queue(*host[q], peer_ip, peer_mac, s.first_id, s.count); !e.empty())
+			return e;
+	}
+	return "";
+}
+
+std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns)
 {
 	Engine &e = h.ep->engine();
 	if (!started_)
@@ -182,8 +264,8 @@ std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, ui
 	uint64_t now = clock_.now_ns();
 	h.msgs_per_conn = o_.msgs;
 	h.msg_size = o_.msg_size;
-	h.msgs_total = (uint64_t)o_.msgs * o_.conns;
-	h.left.assign(o_.conns, o_.msgs);
+	h.msgs_total = (uint64_t)o_.msgs * conns;
+	h.left.assign(conns, o_.msgs);
 	h.first_conn_id = first_conn_id;
 	Host *hp = &h;
 	bool record = !o_.fct_csv.empty();
@@ -199,7 +281,7 @@ std::string Run::start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, ui
 			hp->ep->engine().post(c, hp->msg_size, now_ns);
 		}
 	};
-	for (uint32_t i = 0; i < o_.conns; i++) {
+	for (uint32_t i = 0; i < conns; i++) {
 		Connection *c = e.connect(peer_ip, peer_mac, first_conn_id + i, now);
 		if (!c)
 			return "cannot open connection " + std::to_string(first_conn_id + i) +
@@ -395,11 +477,7 @@ nlohmann::json Run::summary() const
 				      {"no_conn", e.stats().no_conn},
 				      {"conn_refused", e.stats().conn_refused},
 				      {"refused", refused}}},
-				    {"port",
-				     {{"rx", h->ep->stats().rx_pkts},
-				      {"tx", h->ep->stats().tx_pkts},
-				      {"tx_full", h->ep->stats().tx_full},
-				      {"no_mbuf", h->ep->stats().no_mbuf}}},
+				    {"port", endpoint_json(*h->ep)},
 				    {"paths", {{"columns", {"sent", "good", "ecn", "lost"}}, {"rows", paths}}}};
 		nlohmann::json conns = nlohmann::json::array();
 		for (const auto &c : e.connections()) {

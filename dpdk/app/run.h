@@ -22,7 +22,7 @@
 namespace lumen::dp
 {
 
-/* The workload and results of one endpoint, touched only by its lcore
+/* The workload and results of one endpoint (a host, or one queue of a host), touched only by its lcore
  * (snapshot excepted, which the telemetry and progress threads read). */
 struct Host {
 	std::unique_ptr<Endpoint> ep;
@@ -56,12 +56,17 @@ class Run
 	explicit Run(Options &o);
 	~Run();
 
-	/* A host on port/queue; client hosts get connections and messages with start_client. */
-	Host &add(const std::string &name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
-		  const ImpairParams *impair);
-	/* Open o.conns connections to peer (ids from first_conn_id up) and post
-	 * the first depth messages of each. */
-	std::string start_client(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id = 1);
+	/* A host on a port set up by port_setup: an endpoint per queue, queue
+	 * q's engine on UDP port udp_base + q (transport/queues.h), named
+	 * NAME/qQ when there are several; client hosts get connections and
+	 * messages with start_client. */
+	std::vector<Host *> add(const std::string &name, uint16_t port, const PortInfo &info, rte_mempool *pool,
+				const EngineConfig &cfg, const ImpairParams *impair);
+	/* Open o.conns connections to peer, ids from first_conn_id up, split
+	 * over the host's queues (conn_share), and post the first depth
+	 * messages of each. */
+	std::string start_client(const std::vector<Host *> &host, uint32_t peer_ip, const Mac &peer_mac,
+				 uint32_t first_conn_id = 1);
 	/* An extra top-level entry of the JSON summary (a mode's own facts). */
 	void note(const std::string &key, nlohmann::json value)
 	{
@@ -86,6 +91,7 @@ class Run
 	}
 
       private:
+	std::string start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns);
 	static int lcore_main(void *arg);
 	void poll_share(unsigned share, unsigned shares);
 	bool clients_done() const;
@@ -104,6 +110,14 @@ class Run
 	unsigned shares_ = 1;
 	nlohmann::json notes_ = nlohmann::json::object();
 };
+
+/* The counters of a host's queues added up, and its messages to send. */
+ConnStats totals_of(const std::vector<Host *> &host);
+uint64_t msgs_total_of(const std::vector<Host *> &host);
+/* The message completion times of a host's queues: count, p50, p99, max (us). */
+nlohmann::json fct_json(const std::vector<Host *> &host);
+/* A port's queues and steering, for the JSON summary. */
+nlohmann::json port_json(uint16_t port, const PortInfo &info);
 
 /* SIGINT/SIGTERM asked the run to end. */
 bool signalled();
