@@ -5,7 +5,10 @@
 # with the link leaf1-spine1 failing mid-run. It checks the experiment's
 # errors for bad input, then that the run completes and its report holds
 # together: every run delivered intact messages, the failure runs counted
-# packets into the dead link, REPS sent fewer into it than OPS, the plots
+# packets into the dead link, REPS sent fewer into it than OPS (REPS keeps
+# exploring, a quarter of it into the dead link, whenever ECN marks, losses
+# and window growth leave its ring of 8 entropies empty: fewer, not
+# none, and how many fewer depends on the load), the plots
 # and tables exist, and nothing of the testbed is left behind. The numbers
 # themselves are printed, not judged: a 3 s smoke run on a 2-core machine.
 source "$(dirname "$0")/../e2e/lib.sh"
@@ -60,7 +63,7 @@ import json, sys
 runs = {(r["case"], r["policy"]): r for r in json.load(open(sys.argv[1]))["runs"]}
 ops, reps = runs["failure", "ops"]["dead_link"]["packets"], runs["failure", "reps"]["dead_link"]["packets"]
 print(f"dead link: ops {ops}, reps {reps}")
-assert ops > 0 and reps < ops / 2, (ops, reps)
+assert ops > 0 and reps < ops, (ops, reps)
 PY
 e2e_log "took $((SECONDS - t_start)) s"
 e2e_finish
