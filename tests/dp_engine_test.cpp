@@ -423,3 +423,66 @@ TEST(DpEngine, ImpairSpecParsing)
 }
 
 } // namespace
+
+// The RTO fires when the oldest packet in flight has waited an RTO since the
+// cumulative ACK last moved, not before (ACKs that move it push it later),
+// backs off, and does not fire once everything is acknowledged.
+TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
+{
+	Engine a(config(kIpA, kMacA));
+	Connection *c = a.connect(kIpB, kMacB, 1, 0);
+	ASSERT_NE(c, nullptr);
+	for (int i = 0; i < 4; i++)
+		a.post(*c, 100, 0);
+	VecSink sink(1514);
+	ASSERT_EQ(a.tx(sink, 0, 32), 4u);
+	uint16_t sport = (uint16_t)(sink.frames[0][34] << 8 | sink.frames[0][35]);
+
+	lumen_dp_pkt p{};
+	std::memcpy(p.eth_src, kMacB.data(), 6);
+	std::memcpy(p.eth_dst, kMacA.data(), 6);
+	p.ip_src = kIpB;
+	p.ip_dst = kIpA;
+	p.sport = 49151;
+	p.dport = LUMEN_DP_UDP_PORT;
+	p.type = LUMEN_DP_ACK;
+	p.conn_id = 1;
+	p.echo_sport = sport;
+	p.pkts = 1;
+	p.rwnd = 1024;
+	auto ack = [&](uint32_t cum, uint64_t now) {
+		Frame f(256);
+		p.psn = cum;
+		p.echo_psn = cum - 1;
+		p.echo_ts = 0; // every packet went at 0
+		int n = lumen_dp_build(f.data(), (uint32_t)f.size(), &p);
+		ASSERT_GT(n, 0);
+		a.rx(f.data(), (uint32_t)n, now);
+	};
+	uint64_t t = 150'000;
+	ack(1, t);
+	uint64_t due = t + c->rto.rto_ns();
+	a.timers(due - 50'000);
+	t = due - 40'000; // before the first deadline: the next ACK moves it
+	ack(2, t);
+	due = t + c->rto.rto_ns();
+	ASSERT_GT(due, t + 150'000);
+	for (uint64_t now = t; now < due; now += 7'000)
+		a.timers(now);
+	a.timers(due - 1);
+	EXPECT_EQ(a.totals().timeouts, 0u);
+	a.timers(due);
+	EXPECT_EQ(a.totals().timeouts, 1u);
+	// backed off: twice as long, from the timeout
+	uint64_t next = due + c->rto.rto_ns();
+	ASSERT_EQ(c->rto.rto_ns(), 2 * (due - t));
+	a.timers(next - 1);
+	EXPECT_EQ(a.totals().timeouts, 1u);
+	a.timers(next);
+	EXPECT_EQ(a.totals().timeouts, 2u);
+	// everything acknowledged (the lost packets count as sent): no more timeouts
+	ack(4, next + 1000);
+	a.timers(next + 1'000'000'000ull);
+	EXPECT_EQ(a.totals().timeouts, 2u);
+	EXPECT_TRUE(a.idle());
+}
