@@ -208,6 +208,18 @@ Engine::Engine(const EngineConfig &cfg)
 	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
 }
 
+/* Twice the room (8 at first), the messages in order from slot 0. */
+void MessageRing::grow()
+{
+	std::vector<Message> bigger(std::max<size_t>(8, 2 * ring_.size()));
+
+	for (size_t i = 0; i < count_; i++)
+		bigger[i] = (*this)[i];
+	ring_.swap(bigger);
+	head_ = 0;
+	mask_ = ring_.size() - 1;
+}
+
 ConnIndex::ConnIndex(uint64_t salt)
     : slots_(64, Slot{0, nullptr}), mask_(63), salt_(lumen_mix64(salt ^ 0x636F6E6E73ull))
 {

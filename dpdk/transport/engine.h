@@ -64,7 +64,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -155,6 +154,59 @@ struct Message {
 	uint64_t posted_ns;
 };
 
+/* A sender's messages, oldest first: a ring of a power of two that doubles
+ * when full and never shrinks (a connection keeps about as many messages
+ * outstanding all along). Every message is one push and one pop, and
+ * sending indexes it: a std::deque's chunked indexing and its allocation of
+ * a chunk every few messages cost more than the rest of a post. */
+class MessageRing
+{
+      public:
+	bool empty() const
+	{
+		return count_ == 0;
+	}
+	size_t size() const
+	{
+		return count_;
+	}
+	/* 0 <= i < size(): the i-th oldest */
+	Message &operator[](size_t i)
+	{
+		return ring_[(head_ + i) & mask_];
+	}
+	const Message &operator[](size_t i) const
+	{
+		return ring_[(head_ + i) & mask_];
+	}
+	Message &front()
+	{
+		return ring_[head_];
+	}
+	const Message &front() const
+	{
+		return ring_[head_];
+	}
+	void push_back(const Message &m)
+	{
+		if (count_ == ring_.size())
+			grow();
+		ring_[(head_ + count_++) & mask_] = m;
+	}
+	/* not empty() */
+	void pop_front()
+	{
+		head_ = (head_ + 1) & mask_;
+		count_--;
+	}
+
+      private:
+	void grow();
+
+	std::vector<Message> ring_;
+	size_t head_ = 0, count_ = 0, mask_ = 0;
+};
+
 /* An ACK the receiver owes: the echo of one DATA packet (or a NACK). */
 struct AckDue {
 	uint32_t conn;
@@ -187,7 +239,7 @@ struct alignas(64) Connection {
 	lumen_path path{};
 	TimerNode rto_timer{}; /* fires at or before rto_deadline_ns (lazy: see Engine::set_rto) */
 	uint64_t rto_deadline_ns = 0; /* when the RTO expires; 0: nothing in flight, no RTO */
-	std::deque<Message> msgs; /* posted, not yet fully acknowledged, by id */
+	MessageRing msgs; /* posted, not yet fully acknowledged, by id */
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
 	uint64_t next_tx_ns = 0; /* pacing */
