@@ -486,3 +486,33 @@ TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
 	EXPECT_EQ(a.totals().timeouts, 2u);
 	EXPECT_TRUE(a.idle());
 }
+
+// Every DATA frame the engine writes (first segments, last ones, short ones,
+// retransmissions) is byte for byte what lumen_dp_build writes for what it
+// parses to, payload included.
+TEST(DpEngine, DataFramesAreWhatTheBuilderWrites)
+{
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB), impair("drop=5%,seed=9"));
+	uint64_t data = 0, retx = 0;
+	net.on_wire_ab = [&](Frame &f, uint64_t) {
+		lumen_dp_pkt p;
+		ASSERT_EQ(lumen_dp_parse(f.data(), (uint32_t)f.size(), LUMEN_DP_UDP_PORT, &p), 0);
+		if (p.type != LUMEN_DP_DATA)
+			return;
+		data++;
+		retx += (p.flags & LUMEN_DP_F_RETX) != 0;
+		Frame again(f.size() + 16, 0xEE);
+		ASSERT_EQ(lumen_dp_build(again.data(), (uint32_t)again.size(), &p), (int)f.size());
+		again.resize(f.size());
+		EXPECT_EQ(again, f);
+	};
+	post(net, 3, 10, 3000); // 1440, 1440 and 120 bytes
+	Connection *c = net.a.find(kIpB, 2);
+	ASSERT_NE(c, nullptr);
+	for (uint32_t len : {1u, 1440u, 1441u})
+		net.a.post(*c, len, net.now);
+	ASSERT_TRUE(net.run(2'000'000'000ull));
+	EXPECT_GE(data, 3u * 10 * 3 + 4);
+	EXPECT_GT(retx, 0u);
+	EXPECT_EQ(net.b.totals().corrupt, 0u);
+}

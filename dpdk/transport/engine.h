@@ -378,7 +378,10 @@ class Engine
 	bool send_ack(const AckDue &a, FrameSink &sink);
 	Send send_data(Connection &c, FrameSink &sink, uint64_t now_ns);
 	Send send_record(Connection &c, uint32_t psn, bool retx, FrameSink &sink, uint64_t now_ns);
+	void data_template();
 	void fill_addresses(lumen_dp_pkt &p, const Connection &c) const;
+	int build_data(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
+		       uint16_t sport, uint8_t flags, uint64_t now_ns);
 	uint16_t entropy_of(uint16_t sport) const;
 	uint64_t reorder_window(const Connection &c) const;
 
@@ -404,6 +407,10 @@ class Engine
 	 * and patched on the stack defeats store-to-load forwarding). */
 	lumen_dp_pkt data_pkt_, ack_pkt_;
 	uint8_t data_flags_ = 0; /* LUMEN_DP_F_INT with --int-slots */
+	/* The headers of a DATA frame without INT as lumen_dp_build writes
+	 * them, per-packet fields 0: build_data copies and patches it. */
+	static constexpr uint32_t kDataHdrLen = LUMEN_DP_HDR_OFF + LUMEN_DP_DATA_HLEN;
+	std::array<uint8_t, kDataHdrLen> data_tmpl_{};
 };
 
 } // namespace lumen::dp
