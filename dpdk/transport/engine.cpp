@@ -723,28 +723,39 @@ void Engine::fill_addresses(lumen_dp_pkt &p, const Connection &c) const
 	p.conn_id = c.conn_id;
 }
 
+/* build_data with an INT request: the builder writes the option. */
+__attribute__((noinline)) int Engine::build_data_int(uint8_t *buf, uint32_t room, const Connection &c,
+						     const TxRecord &r, uint32_t psn, uint16_t sport, uint8_t flags,
+						     uint64_t now_ns)
+{
+	lumen_dp_pkt &p = data_pkt_;
+
+	fill_addresses(p, c);
+	p.sport = sport;
+	p.flags = flags;
+	p.psn = psn;
+	p.ts_ns = now_ns;
+	p.msg_id = r.msg_id;
+	p.msg_off = r.msg_off;
+	p.msg_len = r.msg_len;
+	p.payload_len = r.len;
+	return lumen_dp_build(buf, room, &p);
+}
+
 /* The DATA frame of psn (record r) into buf; its length, or < 0 when it does
  * not fit. Without INT the headers are the template's with the packet's
  * fields written over them, byte for byte what lumen_dp_build writes
  * (dp_engine_test checks) without its checks, which every packet the engine
  * cuts passes (payload 1..max_payload inside its message), and without
- * storing again what every DATA frame shares. The caller writes the payload. */
-int Engine::build_data(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
-		       uint16_t sport, uint8_t flags, uint64_t now_ns)
+ * storing again what every DATA frame shares. The caller writes the payload.
+ * Inlined into its one caller (the call cost a tenth of it); the builder's
+ * path for INT stays out of line. */
+inline __attribute__((always_inline)) int Engine::build_data(uint8_t *buf, uint32_t room, const Connection &c,
+							     const TxRecord &r, uint32_t psn, uint16_t sport,
+							     uint8_t flags, uint64_t now_ns)
 {
-	if (int_request_len_) {
-		lumen_dp_pkt &p = data_pkt_;
-		fill_addresses(p, c);
-		p.sport = sport;
-		p.flags = flags;
-		p.psn = psn;
-		p.ts_ns = now_ns;
-		p.msg_id = r.msg_id;
-		p.msg_off = r.msg_off;
-		p.msg_len = r.msg_len;
-		p.payload_len = r.len;
-		return lumen_dp_build(buf, room, &p);
-	}
+	if (int_request_len_)
+		return build_data_int(buf, room, c, r, psn, sport, flags, now_ns);
 	uint32_t ip_len = kDataHdrLen - LUMEN_DP_IP_OFF + r.len;
 	if (room < LUMEN_DP_IP_OFF + ip_len)
 		return -LUMEN_DP_ENOSPACE;

@@ -382,6 +382,8 @@ class Engine
 	void fill_addresses(lumen_dp_pkt &p, const Connection &c) const;
 	int build_data(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
 		       uint16_t sport, uint8_t flags, uint64_t now_ns);
+	int build_data_int(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
+			   uint16_t sport, uint8_t flags, uint64_t now_ns);
 	uint16_t entropy_of(uint16_t sport) const;
 	uint64_t reorder_window(const Connection &c) const;
 
