@@ -107,6 +107,17 @@ void prefetch_role(const Connection *c, bool sender)
 		__builtin_prefetch(p + off);
 }
 
+/* A congestion control's state: an ACK or a turn reads most of it, and
+ * DCTCP's is four lines (232 bytes). A prefetch beyond the object is
+ * harmless. */
+void prefetch_cc(const CongestionControl *cc)
+{
+	const char *p = reinterpret_cast<const char *>(cc);
+
+	for (size_t off = 0; off < 256; off += 64)
+		__builtin_prefetch(p + off);
+}
+
 } // namespace
 
 uint8_t Engine::pattern(uint32_t conn_id, uint32_t msg, uint32_t off)
@@ -278,7 +289,7 @@ void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32
 				if (!c.rx_ends.empty())
 					__builtin_prefetch(&c.rx_ends[psn & (cfg_.rx_window - 1)]);
 			} else {
-				__builtin_prefetch(c.cc.get());
+				prefetch_cc(c.cc.get());
 				__builtin_prefetch(&c.tx.at(c.tx.una()));
 				if (!c.msgs.empty())
 					__builtin_prefetch(&c.msgs.front());
@@ -724,10 +735,15 @@ void Engine::prefetch_turn(size_t head) const
 	if (head + kNear < ready_.size()) {
 		const Connection &c = *conns_[ready_[head + kNear]];
 		if (c.has_msgs) {
-			__builtin_prefetch(c.cc.get());
+			prefetch_cc(c.cc.get());
+			/* a turn sends a few packets: their records and messages
+			 * span the next line too */
 			__builtin_prefetch(&c.tx.at(c.tx.nxt()));
+			__builtin_prefetch(&c.tx.at(c.tx.nxt() + 3));
 			if (c.cut < c.msgs.size())
 				__builtin_prefetch(&c.msgs[c.cut]);
+			if (c.cut + 3 < c.msgs.size())
+				__builtin_prefetch(&c.msgs[c.cut + 3]);
 		}
 	}
 }
