@@ -507,3 +507,96 @@ TEST(DpEngine, ImpairSpecParsing)
 }
 
 } // namespace
+
+// The RTO fires when the oldest packet in flight has waited an RTO since the
+// cumulative ACK last moved, not before (ACKs that move it push it later),
+// backs off, and does not fire once everything is acknowledged.
+TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
+{
+	Engine a(config(kIpA, kMacA));
+	Connection *c = a.connect(kIpB, kMacB, 1, 0);
+	ASSERT_NE(c, nullptr);
+	for (int i = 0; i < 4; i++)
+		a.post(*c, 100, 0);
+	VecSink sink(1514);
+	ASSERT_EQ(a.tx(sink, 0, 32), 4u);
+	uint16_t sport = (uint16_t)(sink.frames[0][34] << 8 | sink.frames[0][35]);
+
+	lumen_dp_pkt p{};
+	std::memcpy(p.eth_src, kMacB.data(), 6);
+	std::memcpy(p.eth_dst, kMacA.data(), 6);
+	p.ip_src = kIpB;
+	p.ip_dst = kIpA;
+	p.sport = 49151;
+	p.dport = LUMEN_DP_UDP_PORT;
+	p.type = LUMEN_DP_ACK;
+	p.conn_id = 1;
+	p.echo_sport = sport;
+	p.pkts = 1;
+	p.rwnd = 1024;
+	auto ack = [&](uint32_t cum, uint64_t now) {
+		Frame f(256);
+		p.psn = cum;
+		p.echo_psn = cum - 1;
+		p.echo_ts = 0; // every packet went at 0
+		int n = lumen_dp_build(f.data(), (uint32_t)f.size(), &p);
+		ASSERT_GT(n, 0);
+		a.rx(f.data(), (uint32_t)n, now);
+	};
+	uint64_t t = 150'000;
+	ack(1, t);
+	uint64_t due = t + c->rto.rto_ns();
+	a.timers(due - 50'000);
+	t = due - 40'000; // before the first deadline: the next ACK moves it
+	ack(2, t);
+	due = t + c->rto.rto_ns();
+	ASSERT_GT(due, t + 150'000);
+	for (uint64_t now = t; now < due; now += 7'000)
+		a.timers(now);
+	a.timers(due - 1);
+	EXPECT_EQ(a.totals().timeouts, 0u);
+	a.timers(due);
+	EXPECT_EQ(a.totals().timeouts, 1u);
+	// backed off: twice as long, from the timeout
+	uint64_t next = due + c->rto.rto_ns();
+	ASSERT_EQ(c->rto.rto_ns(), 2 * (due - t));
+	a.timers(next - 1);
+	EXPECT_EQ(a.totals().timeouts, 1u);
+	a.timers(next);
+	EXPECT_EQ(a.totals().timeouts, 2u);
+	// everything acknowledged (the lost packets count as sent): no more timeouts
+	ack(4, next + 1000);
+	a.timers(next + 1'000'000'000ull);
+	EXPECT_EQ(a.totals().timeouts, 2u);
+	EXPECT_TRUE(a.idle());
+}
+
+// Every DATA frame the engine writes (first segments, last ones, short ones,
+// retransmissions) is byte for byte what lumen_dp_build writes for what it
+// parses to, payload included.
+TEST(DpEngine, DataFramesAreWhatTheBuilderWrites)
+{
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB), impair("drop=5%,seed=9"));
+	uint64_t data = 0, retx = 0;
+	net.on_wire_ab = [&](Frame &f, uint64_t) {
+		lumen_dp_pkt p;
+		ASSERT_EQ(lumen_dp_parse(f.data(), (uint32_t)f.size(), LUMEN_DP_UDP_PORT, &p), 0);
+		if (p.type != LUMEN_DP_DATA)
+			return;
+		data++;
+		retx += (p.flags & LUMEN_DP_F_RETX) != 0;
+		Frame again(f.size() + 16, 0xEE);
+		ASSERT_EQ(lumen_dp_build(again.data(), (uint32_t)again.size(), &p), (int)f.size());
+		again.resize(f.size());
+		EXPECT_EQ(again, f);
+	};
+	post(net, 3, 10, 3000); // 1440, 1440 and 120 bytes
+	Connection *c = net.a.find(kIpB, 2);
+	ASSERT_NE(c, nullptr);
+	for (uint32_t len : {1u, 1440u, 1441u})
+		net.a.post(*c, len, net.now);
+	ASSERT_TRUE(net.run(2'000'000'000ull));
+	EXPECT_GE(data, 3u * 10 * 3 + 4);
+	EXPECT_GT(retx, 0u);
+	EXPECT_EQ(net.b.totals().corrupt, 0u);
+}

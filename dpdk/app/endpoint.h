@@ -28,7 +28,9 @@
 namespace lumen::dp
 {
 
-/* Nanoseconds from the TSC. */
+/* Nanoseconds from the TSC, as cycles times a 24.40 fixed-point ns per
+ * cycle: a multiplication, where cycles * 1e9 / hz took three 64-bit
+ * divisions (the loops read the clock once or twice per burst). */
 class Clock
 {
       public:
@@ -42,7 +44,8 @@ class Clock
 	}
 
       private:
-	uint64_t hz_;
+	static constexpr unsigned kShift = 40;
+	uint64_t mult_; /* (1e9 << kShift) / hz */
 	uint64_t start_;
 	uint64_t mono_start_;
 };

@@ -335,9 +335,11 @@ bool Run::write_fct_csv() const
 		for (const auto &c : h->ep->engine().connections()) {
 			if (!c || !c->client)
 				continue;
-			for (const Message &m : c->msgs)
+			for (size_t i = 0; i < c->msgs.size(); i++) {
+				const Message &m = c->msgs[i];
 				std::fprintf(f, "%s,%u,%u,%u,%llu,\n", name.c_str(), c->conn_id, m.id, m.len,
 					     (unsigned long long)clock_.mono_ns(m.posted_ns));
+			}
 		}
 	}
 	return std::fclose(f) == 0;

@@ -2,6 +2,7 @@
 #include "transport/engine.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,11 +19,6 @@ constexpr size_t kMaxAcksDue = 4096; /* ACKs waiting for a transmit buffer */
 uint64_t key_of(uint32_t peer_ip, uint32_t conn_id)
 {
 	return (uint64_t)peer_ip << 32 | conn_id;
-}
-
-bool power_of_two(uint32_t v)
-{
-	return v && !(v & (v - 1));
 }
 
 uint64_t pattern_word(uint32_t conn_id, uint32_t msg, uint32_t word)
@@ -64,6 +60,39 @@ bool pattern_check(uint32_t conn_id, uint32_t msg, uint32_t off, const uint8_t *
 	});
 }
 
+/* A big-endian store of v at p, as one store. The byte-wise lumen_dp_put*
+ * on consecutive fields let the compiler assemble them on the stack and
+ * move them with one 16-byte load, which waits for the narrow stores before
+ * it (a store-forwarding stall: half of build_data's time). */
+template <class T> void store_be(uint8_t *p, T v)
+{
+	static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "16, 32 or 64 bits");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if constexpr (sizeof(T) == 2)
+		v = __builtin_bswap16(v);
+	else if constexpr (sizeof(T) == 4)
+		v = __builtin_bswap32(v);
+	else
+		v = __builtin_bswap64(v);
+#endif
+	std::memcpy(p, &v, sizeof(v));
+}
+
+/* e = {msg_id, msg_len} as one 8-byte store of a value built in registers.
+ * Written as two fields, the compiler loaded both from the parsed packet
+ * with 8-byte loads, each over two 4-byte fields the parser had just
+ * stored: a store-forwarding stall, two fifths of on_data's time. */
+void set_ends(Connection::Ends &e, uint32_t msg_id, uint32_t msg_len)
+{
+	static_assert(sizeof(Connection::Ends) == 8 && offsetof(Connection::Ends, msg_len) == 4, "two 32-bit fields");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v = (uint64_t)msg_len << 32 | msg_id;
+#else
+	uint64_t v = (uint64_t)msg_id << 32 | msg_len;
+#endif
+	std::memcpy(&e, &v, sizeof(v));
+}
+
 /* The cache lines of c a sender (DATA out, ACKs in) or a receiver (DATA in,
  * ACKs out) touches per packet: the common head, then its own part. */
 void prefetch_role(const Connection *c, bool sender)
@@ -78,89 +107,18 @@ void prefetch_role(const Connection *c, bool sender)
 		__builtin_prefetch(p + off);
 }
 
+/* A congestion control's state: an ACK or a turn reads most of it, and
+ * DCTCP's is four lines (232 bytes). A prefetch beyond the object is
+ * harmless. */
+void prefetch_cc(const CongestionControl *cc)
+{
+	const char *p = reinterpret_cast<const char *>(cc);
+
+	for (size_t off = 0; off < 256; off += 64)
+		__builtin_prefetch(p + off);
+}
+
 } // namespace
-
-EngineConfig::EngineConfig()
-{
-	lumen_path_params_default(&path);
-}
-
-uint32_t EngineConfig::max_payload() const
-{
-	/* lumen_dp_hdr_len counts from the Ethernet header, the MTU from IP */
-	uint32_t hdr = lumen_dp_hdr_len(LUMEN_DP_DATA, int_slots ? LUMEN_DP_EXT_WORDS_MAX : 0) - LUMEN_DP_ETH_HLEN;
-
-	return mtu > hdr ? mtu - hdr : 0;
-}
-
-std::string EngineConfig::validate() const
-{
-	if (mtu < 576 || mtu > 9000)
-		return "mtu must be 576..9000 bytes";
-	if (int_slots > LUMEN_INT_MAX_HOPS)
-		return "int slots must be 0..5";
-	if (!power_of_two(rx_window) || rx_window < 64 || rx_window > 65536)
-		return "rx window must be a power of two, 64..65536 packets";
-	if (!power_of_two(tx_window) || tx_window < 64 || tx_window > 65536)
-		return "tx window must be a power of two, 64..65536 packets";
-	if (ack_every < 1 || ack_every > 64)
-		return "ack-every must be 1..64";
-	if (path_mode >= LUMEN_PATH_MODES)
-		return "unknown path policy";
-	if (lumen_path_params_validate(&path) != 0)
-		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
-	if ((uint32_t)sport_base + path.entropies > 65536)
-		return "sport base + entropies must not pass port 65535";
-	if (max_conns < 1 || max_conns > (1u << 22))
-		return "max connections must be 1..4194304";
-	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
-		return "timer wheel: slots a power of two, tick 1..1000 us";
-	if (std::string e = cc.validate(); !e.empty())
-		return e;
-	if (cc.mss != max_payload())
-		return "cc mss must equal the payload per packet (" + std::to_string(max_payload()) + ")";
-	const char *e = rto.validate();
-	return e ? e : "";
-}
-
-void ConnStats::add(const ConnStats &o)
-{
-	data_sent += o.data_sent;
-	bytes_sent += o.bytes_sent;
-	retransmits += o.retransmits;
-	acks_rcvd += o.acks_rcvd;
-	acked_pkts += o.acked_pkts;
-	acked_bytes += o.acked_bytes;
-	ecn_echoes += o.ecn_echoes;
-	nacks_rcvd += o.nacks_rcvd;
-	timeouts += o.timeouts;
-	fast_losses += o.fast_losses;
-	bad_acks += o.bad_acks;
-	stale_acks += o.stale_acks;
-	spurious_retx += o.spurious_retx;
-	data_rcvd += o.data_rcvd;
-	dup_rcvd += o.dup_rcvd;
-	beyond_window += o.beyond_window;
-	ce_rcvd += o.ce_rcvd;
-	corrupt += o.corrupt;
-	acks_sent += o.acks_sent;
-	nacks_sent += o.nacks_sent;
-	msgs_sent += o.msgs_sent;
-	msgs_acked += o.msgs_acked;
-	msgs_delivered += o.msgs_delivered;
-	bytes_delivered += o.bytes_delivered;
-	reorder_max = std::max(reorder_max, o.reorder_max);
-	if (o.rtt_min_ns && (!rtt_min_ns || o.rtt_min_ns < rtt_min_ns))
-		rtt_min_ns = o.rtt_min_ns;
-	rtt_last_ns = std::max(rtt_last_ns, o.rtt_last_ns);
-}
-
-Connection::Connection(const EngineConfig &cfg, uint32_t idx)
-    : index(idx), conn_id(0), peer_ip(0), peer_mac{}, client(false), tx(cfg.tx_window), cc(make_cc(cfg.cc)),
-      rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window)
-{
-	rto_timer.owner = idx;
-}
 
 uint8_t Engine::pattern(uint32_t conn_id, uint32_t msg, uint32_t off)
 {
@@ -168,71 +126,6 @@ uint8_t Engine::pattern(uint32_t conn_id, uint32_t msg, uint32_t off)
 
 	pattern_write(conn_id, msg, off, &b, 1);
 	return b;
-}
-
-/* cfg, once validate() found nothing wrong (members are built from it) */
-static const EngineConfig &checked(const EngineConfig &cfg)
-{
-	if (std::string e = cfg.validate(); !e.empty())
-		throw std::invalid_argument(e);
-	return cfg;
-}
-
-Engine::Engine(const EngineConfig &cfg)
-    : cfg_(checked(cfg)), max_payload_(cfg_.max_payload()), by_key_(cfg.seed), wheel_(cfg.tick_ns, cfg.wheel_slots)
-{
-	lumen_rng_seed(&rng_, cfg_.seed);
-	paths_.resize(cfg_.path.entropies);
-	if (cfg_.int_slots) {
-		int n = lumen_int_write_request(int_request_.data(), (uint32_t)int_request_.size(), cfg_.int_slots);
-		if (n < 0)
-			throw std::invalid_argument("int request: " + std::string(lumen_int_strerror(n)));
-		int_request_len_ = (uint32_t)n;
-	}
-	/* what every frame we send shares; the rest is filled per frame */
-	for (lumen_dp_pkt *p : {&data_pkt_, &ack_pkt_}) {
-		*p = lumen_dp_pkt{};
-		std::memcpy(p->eth_src, cfg_.mac.data(), 6);
-		p->ip_src = cfg_.ip;
-		p->dport = cfg_.udp_port;
-	}
-	data_pkt_.type = LUMEN_DP_DATA;
-	data_pkt_.ecn = LUMEN_DP_ECN_ECT0;
-	data_pkt_.payload = nullptr; /* written in place */
-	if (int_request_len_) {
-		data_flags_ = LUMEN_DP_F_INT;
-		data_pkt_.ext = int_request_.data();
-		data_pkt_.ext_len = int_request_len_;
-	}
-	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
-}
-
-ConnIndex::ConnIndex(uint64_t salt)
-    : slots_(64, Slot{0, nullptr}), mask_(63), salt_(lumen_mix64(salt ^ 0x636F6E6E73ull))
-{
-}
-
-size_t ConnIndex::slot_of(uint64_t key) const
-{
-	return (size_t)lumen_mix64(key ^ salt_) & mask_;
-}
-
-void ConnIndex::insert(uint64_t key, Connection *conn)
-{
-	if (2 * (size_ + 1) > slots_.size()) {
-		std::vector<Slot> old(slots_.size() * 2, Slot{0, nullptr});
-		old.swap(slots_);
-		mask_ = slots_.size() - 1;
-		size_ = 0;
-		for (const Slot &s : old)
-			if (s.conn)
-				insert(s.key, s.conn);
-	}
-	size_t i = slot_of(key);
-	while (slots_[i].conn)
-		i = (i + 1) & mask_;
-	slots_[i] = Slot{key, conn};
-	size_++;
 }
 
 Connection *Engine::find(uint32_t peer_ip, uint32_t conn_id)
@@ -292,23 +185,6 @@ uint32_t Engine::post(Connection &c, uint32_t len, uint64_t now_ns)
 	c.stats.msgs_sent++;
 	mark_ready(c);
 	return id;
-}
-
-bool Engine::idle() const
-{
-	for (const auto &c : conns_)
-		if (!c->msgs.empty())
-			return false;
-	return true;
-}
-
-ConnStats Engine::totals() const
-{
-	ConnStats t;
-
-	for (const auto &c : conns_)
-		t.add(c->stats);
-	return t;
 }
 
 uint16_t Engine::entropy_of(uint16_t sport) const
@@ -416,7 +292,7 @@ void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32
 				if (!c.rx_ends.empty())
 					__builtin_prefetch(&c.rx_ends[psn & (cfg_.rx_window - 1)]);
 			} else {
-				__builtin_prefetch(c.cc.get());
+				prefetch_cc(c.cc.get());
 				__builtin_prefetch(&c.tx.at(c.tx.una()));
 				if (!c.msgs.empty())
 					__builtin_prefetch(&c.msgs.front());
@@ -464,19 +340,25 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 		c.stats.reorder_max = std::max(c.stats.reorder_max, depth);
 		now = depth != 0;
 		if (p.flags & LUMEN_DP_F_MSG_LAST)
-			c.rx_ends[p.psn & (cfg_.rx_window - 1)] = Connection::Ends{p.msg_id, p.msg_len};
+			set_ends(c.rx_ends[p.psn & (cfg_.rx_window - 1)], p.msg_id, p.msg_len);
 		deliver(c, cum, c.rx.cum());
 	}
-	/* the echo of this packet, counting every packet since the last ACK */
-	AckDue &a = c.ack;
+	/* The echo of this packet, counting every packet since the last ACK.
+	 * An ACK due now is written where it waits, in acks_, not into c.ack
+	 * and copied from there by ack_due: that copy read the fields just
+	 * stored with wide loads, a store-forwarding stall (90% of ack_due). */
+	c.unacked++;
+	bool due = now || ce || (p.flags & LUMEN_DP_F_ACK_NOW) || c.unacked >= cfg_.ack_every;
+	bool queued = due && acks_.size() < kMaxAcksDue;
+	AckDue &a = queued ? acks_.emplace_back() : c.ack;
 	a.conn = c.index;
 	a.echo_psn = p.psn;
 	a.echo_sport = p.sport;
 	a.echo_ts = p.ts_ns;
 	a.ce = ce;
 	a.nack = false;
-	a.pkts = (uint16_t)std::min<uint32_t>(a.pkts + 1u, UINT16_MAX);
-	a.ce_pkts = (uint16_t)std::min<uint32_t>(a.ce_pkts + ce, UINT16_MAX);
+	a.pkts = (uint16_t)std::min<uint32_t>(c.ack.pkts + 1u, UINT16_MAX);
+	a.ce_pkts = (uint16_t)std::min<uint32_t>(c.ack.ce_pkts + ce, UINT16_MAX);
 	a.int_len = 0;
 	if (p.flags & LUMEN_DP_F_INT) {
 		lumen_int_opt req;
@@ -486,11 +368,15 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 				a.int_len = (uint8_t)n;
 		}
 	}
-	c.unacked++;
-	if (now || ce || (p.flags & LUMEN_DP_F_ACK_NOW) || c.unacked >= cfg_.ack_every)
-		ack_due(c, false);
-	else
+	if (!due) {
 		mark_ready(c); /* flushed by the next tx */
+		return;
+	}
+	if (!queued)
+		stats_.acks_dropped++; /* as ack_due: the next ACK is cumulative */
+	c.ack.pkts = 0;
+	c.ack.ce_pkts = 0;
+	c.unacked = 0;
 }
 
 /* Messages whose last PSN lies in [from, to) are complete, in order. */
@@ -647,19 +533,48 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
 	c.has_msgs = !c.msgs.empty(); /* on_acked may have posted more */
 }
 
+/* The RTO restarts when the cumulative ACK moves; with nothing in flight
+ * there is none. The node is left where it is either way: set_rto. */
 void Engine::rearm_rto(Connection &c, uint64_t now_ns)
 {
 	if (c.tx.una() == c.tx.nxt()) {
-		wheel_.cancel(c.rto_timer);
+		c.rto_deadline_ns = 0; /* the node, if armed, lapses in on_rto_timer */
 		return;
 	}
-	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+	set_rto(c, now_ns + c.rto.rto_ns());
+}
+
+/* Lazy re-arming: most ACKs push the deadline later, and moving the node on
+ * the wheel for each (unlink, link, two cache lines elsewhere) cost more
+ * than the rest of the timer work. The node only ever fires early: it moves
+ * when the deadline comes before it (a shorter RTO) or when it is not
+ * armed, and on_rto_timer moves it to the deadline when it fires before. */
+void Engine::set_rto(Connection &c, uint64_t deadline_ns)
+{
+	c.rto_deadline_ns = deadline_ns;
+	if (!c.rto_timer.armed || c.rto_timer.expiry_ns > deadline_ns)
+		wheel_.arm(c.rto_timer, deadline_ns);
+}
+
+void Engine::on_rto_timer(TimerNode &n, uint64_t now_ns)
+{
+	Connection &c = *conns_[n.owner];
+
+	if (!c.rto_deadline_ns)
+		return; /* everything was acknowledged since it was armed */
+	if (now_ns < c.rto_deadline_ns) {
+		wheel_.arm(n, c.rto_deadline_ns); /* ACKs moved the deadline */
+		return;
+	}
+	on_rto(c, now_ns);
 }
 
 void Engine::on_rto(Connection &c, uint64_t now_ns)
 {
-	if (c.tx.una() == c.tx.nxt())
+	if (c.tx.una() == c.tx.nxt()) {
+		c.rto_deadline_ns = 0;
 		return;
+	}
 	uint16_t e = c.tx.at(c.tx.una()).entropy;
 	c.tx.on_rto();
 	c.stats.timeouts++;
@@ -668,13 +583,13 @@ void Engine::on_rto(Connection &c, uint64_t now_ns)
 	if (e < paths_.size())
 		paths_[e].lost++;
 	c.rto.backoff();
-	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+	set_rto(c, now_ns + c.rto.rto_ns());
 	mark_ready(c);
 }
 
 void Engine::timers(uint64_t now_ns)
 {
-	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto(*conns_[n.owner], now_ns); });
+	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto_timer(n, now_ns); });
 }
 
 /* ---------------------------------------------------------------------- */
@@ -685,6 +600,42 @@ void Engine::fill_addresses(lumen_dp_pkt &p, const Connection &c) const
 	std::memcpy(p.eth_dst, c.peer_mac.data(), 6);
 	p.ip_dst = c.peer_ip;
 	p.conn_id = c.conn_id;
+}
+
+/* The DATA frame of psn (record r) into buf; its length, or < 0 when it does
+ * not fit. Without INT the headers are the template's with the packet's
+ * fields written over them, byte for byte what lumen_dp_build writes
+ * (dp_engine_test checks) without its checks, which every packet the engine
+ * cuts passes (payload 1..max_payload inside its message), and without
+ * storing again what every DATA frame shares. The caller writes the payload.
+ * Inlined into its one caller (the call cost a tenth of it); the builder's
+ * path for INT stays out of line. */
+inline __attribute__((always_inline)) int Engine::build_data(uint8_t *buf, uint32_t room, const Connection &c,
+							     const TxRecord &r, uint32_t psn, uint16_t sport,
+							     uint8_t flags, uint64_t now_ns)
+{
+	if (int_request_len_)
+		return build_data_int(buf, room, c, r, psn, sport, flags, now_ns);
+	uint32_t ip_len = kDataHdrLen - LUMEN_DP_IP_OFF + r.len;
+	if (room < LUMEN_DP_IP_OFF + ip_len)
+		return -LUMEN_DP_ENOSPACE;
+	uint8_t *ip = buf + LUMEN_DP_IP_OFF, *udp = buf + LUMEN_DP_UDP_OFF, *h = buf + LUMEN_DP_HDR_OFF;
+
+	std::memcpy(buf, data_tmpl_.data(), kDataHdrLen);
+	std::memcpy(buf, c.peer_mac.data(), 6);
+	store_be<uint16_t>(ip + 2, (uint16_t)ip_len);
+	store_be<uint16_t>(ip + 10, lumen_dp_ip_csum(data_pkt_.ecn, ip_len, cfg_.ip, c.peer_ip));
+	store_be<uint32_t>(ip + 16, c.peer_ip);
+	store_be<uint16_t>(udp, sport);
+	store_be<uint16_t>(udp + 4, (uint16_t)(ip_len - LUMEN_DP_IP_HLEN));
+	h[2] = flags;
+	store_be<uint32_t>(h + 4, c.conn_id);
+	store_be<uint32_t>(h + 8, psn);
+	store_be<uint64_t>(h + 12, now_ns);
+	store_be<uint32_t>(h + 20, r.msg_id);
+	store_be<uint32_t>(h + 24, r.msg_off);
+	store_be<uint32_t>(h + 28, r.msg_len);
+	return (int)(LUMEN_DP_IP_OFF + ip_len);
 }
 
 bool Engine::send_ack(const AckDue &a, FrameSink &sink)
@@ -753,17 +704,8 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 	r.entropy = e;
 	r.sent_ns = now_ns;
 
-	lumen_dp_pkt &p = data_pkt_; /* the payload is written below, in place */
-	fill_addresses(p, c);
-	p.sport = (uint16_t)(cfg_.sport_base + e);
-	p.flags = data_flags_ | (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
-	p.psn = psn;
-	p.ts_ns = now_ns;
-	p.msg_id = r.msg_id;
-	p.msg_off = r.msg_off;
-	p.msg_len = r.msg_len;
-	p.payload_len = r.len;
-	int n = lumen_dp_build(buf, room, &p);
+	uint8_t flags = data_flags_ | (retx ? LUMEN_DP_F_RETX : 0) | (r.msg_last ? LUMEN_DP_F_MSG_LAST : 0);
+	int n = build_data(buf, room, c, r, psn, (uint16_t)(cfg_.sport_base + e), flags, now_ns);
 	if (n < 0)
 		return Send::kNoBuffer; /* a buffer smaller than the MTU: the shell's bug */
 	if (cfg_.verify)
@@ -778,8 +720,8 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 	c.stats.bytes_sent += r.len;
 	paths_[e].sent++;
 	stats_.tx_frames++;
-	if (!c.rto_timer.armed)
-		wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
+	if (!c.rto_deadline_ns) /* the first packet in flight starts the RTO */
+		set_rto(c, now_ns + c.rto.rto_ns());
 	return Send::kSent;
 }
 
@@ -843,10 +785,15 @@ void Engine::prefetch_turn(size_t head) const
 	if (head + kNear < ready_.size()) {
 		const Connection &c = *conns_[ready_[head + kNear]];
 		if (c.has_msgs) {
-			__builtin_prefetch(c.cc.get());
+			prefetch_cc(c.cc.get());
+			/* a turn sends a few packets: their records and messages
+			 * span the next line too */
 			__builtin_prefetch(&c.tx.at(c.tx.nxt()));
+			__builtin_prefetch(&c.tx.at(c.tx.nxt() + 3));
 			if (c.cut < c.msgs.size())
 				__builtin_prefetch(&c.msgs[c.cut]);
+			if (c.cut + 3 < c.msgs.size())
+				__builtin_prefetch(&c.msgs[c.cut + 3]);
 		}
 	}
 }

@@ -64,7 +64,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -155,6 +154,59 @@ struct Message {
 	uint64_t posted_ns;
 };
 
+/* A sender's messages, oldest first: a ring of a power of two that doubles
+ * when full and never shrinks (a connection keeps about as many messages
+ * outstanding all along). Every message is one push and one pop, and
+ * sending indexes it: a std::deque's chunked indexing and its allocation of
+ * a chunk every few messages cost more than the rest of a post. */
+class MessageRing
+{
+      public:
+	bool empty() const
+	{
+		return count_ == 0;
+	}
+	size_t size() const
+	{
+		return count_;
+	}
+	/* 0 <= i < size(): the i-th oldest */
+	Message &operator[](size_t i)
+	{
+		return ring_[(head_ + i) & mask_];
+	}
+	const Message &operator[](size_t i) const
+	{
+		return ring_[(head_ + i) & mask_];
+	}
+	Message &front()
+	{
+		return ring_[head_];
+	}
+	const Message &front() const
+	{
+		return ring_[head_];
+	}
+	void push_back(const Message &m)
+	{
+		if (count_ == ring_.size())
+			grow();
+		ring_[(head_ + count_++) & mask_] = m;
+	}
+	/* not empty() */
+	void pop_front()
+	{
+		head_ = (head_ + 1) & mask_;
+		count_--;
+	}
+
+      private:
+	void grow();
+
+	std::vector<Message> ring_;
+	size_t head_ = 0, count_ = 0, mask_ = 0;
+};
+
 /* An ACK the receiver owes: the echo of one DATA packet (or a NACK). */
 struct AckDue {
 	uint32_t conn;
@@ -185,8 +237,9 @@ struct alignas(64) Connection {
 	std::unique_ptr<CongestionControl> cc;
 	RtoEstimator rto;
 	lumen_path path{};
-	TimerNode rto_timer{};
-	std::deque<Message> msgs; /* posted, not yet fully acknowledged, by id */
+	TimerNode rto_timer{}; /* fires at or before rto_deadline_ns (lazy: see Engine::set_rto) */
+	uint64_t rto_deadline_ns = 0; /* when the RTO expires; 0: nothing in flight, no RTO */
+	MessageRing msgs; /* posted, not yet fully acknowledged, by id */
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
 	uint64_t next_tx_ns = 0; /* pacing */
@@ -322,6 +375,8 @@ class Engine
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
+	void set_rto(Connection &c, uint64_t deadline_ns);
+	void on_rto_timer(TimerNode &n, uint64_t now_ns);
 	enum class Send {
 		kSent,
 		kBlocked,
@@ -331,7 +386,12 @@ class Engine
 	bool send_ack(const AckDue &a, FrameSink &sink);
 	Send send_data(Connection &c, FrameSink &sink, uint64_t now_ns);
 	Send send_record(Connection &c, uint32_t psn, bool retx, FrameSink &sink, uint64_t now_ns);
+	void data_template();
 	void fill_addresses(lumen_dp_pkt &p, const Connection &c) const;
+	int build_data(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
+		       uint16_t sport, uint8_t flags, uint64_t now_ns);
+	int build_data_int(uint8_t *buf, uint32_t room, const Connection &c, const TxRecord &r, uint32_t psn,
+			   uint16_t sport, uint8_t flags, uint64_t now_ns);
 	uint16_t entropy_of(uint16_t sport) const;
 	uint64_t reorder_window(const Connection &c) const;
 
@@ -357,6 +417,10 @@ class Engine
 	 * and patched on the stack defeats store-to-load forwarding). */
 	lumen_dp_pkt data_pkt_, ack_pkt_;
 	uint8_t data_flags_ = 0; /* LUMEN_DP_F_INT with --int-slots */
+	/* The headers of a DATA frame without INT as lumen_dp_build writes
+	 * them, per-packet fields 0: build_data copies and patches it. */
+	static constexpr uint32_t kDataHdrLen = LUMEN_DP_HDR_OFF + LUMEN_DP_DATA_HLEN;
+	std::array<uint8_t, kDataHdrLen> data_tmpl_{};
 };
 
 } // namespace lumen::dp

@@ -79,7 +79,8 @@ void RxWindow::advance()
 		high_ = cum_;
 }
 
-RxWindow::Arrival RxWindow::on_data(uint32_t psn, bool msg_last)
+// Every other arrival (on_data took the PSN expected with nothing beyond).
+RxWindow::Arrival RxWindow::on_data_slow(uint32_t psn, bool msg_last)
 {
 	uint32_t d = psn - cum_;
 

@@ -66,8 +66,19 @@ class RxWindow
 	void reset(uint32_t first_psn);
 
 	// Record the arrival of psn; msg_last: this PSN ends a message (kept
-	// from the first arrival: a duplicate does not change it).
-	Arrival on_data(uint32_t psn, bool msg_last);
+	// from the first arrival: a duplicate does not change it). Inline for
+	// the common case, the PSN expected with nothing received beyond it:
+	// no bit is set (cum would clear it at once), cum moves on.
+	Arrival on_data(uint32_t psn, bool msg_last)
+	{
+		if (psn == cum_ && high_ == cum_) {
+			cum_++;
+			high_ = cum_;
+			completed_ += msg_last;
+			return Arrival::kNew;
+		}
+		return on_data_slow(psn, msg_last);
+	}
 
 	// Next PSN expected: every PSN before it has arrived.
 	uint32_t cum() const
@@ -114,6 +125,7 @@ class RxWindow
 
 		return (bits_[pos >> 6] >> (pos & 63)) & 1;
 	}
+	Arrival on_data_slow(uint32_t psn, bool msg_last);
 	void advance();
 
 	uint32_t capacity_;

@@ -155,6 +155,9 @@ template <class F> uint32_t TimerWheel::run_list(TimerNode &list, F &on_expire)
 	while (pending.next != &pending) {
 		TimerNode &node = *pending.next;
 
+		/* each node lives in its own connection, rarely in the cache:
+		 * ask for the next while this one is handled */
+		__builtin_prefetch(node.next);
 		stats_.nodes_visited++;
 		unlink(node);
 		if (node.expiry_ns > now_) {

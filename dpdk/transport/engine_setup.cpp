@@ -1,0 +1,238 @@
+/* engine_setup.cpp - lumen-dp's engine: its configuration, counters and
+ * tables (connections, their index, a sender's messages) and the frame
+ * template of its DATA packets, apart from the per-packet paths of
+ * engine.cpp (see engine.h). */
+#include "transport/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace lumen::dp
+{
+
+namespace
+{
+
+bool power_of_two(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+} // namespace
+
+EngineConfig::EngineConfig()
+{
+	lumen_path_params_default(&path);
+}
+
+uint32_t EngineConfig::max_payload() const
+{
+	/* lumen_dp_hdr_len counts from the Ethernet header, the MTU from IP */
+	uint32_t hdr = lumen_dp_hdr_len(LUMEN_DP_DATA, int_slots ? LUMEN_DP_EXT_WORDS_MAX : 0) - LUMEN_DP_ETH_HLEN;
+
+	return mtu > hdr ? mtu - hdr : 0;
+}
+
+std::string EngineConfig::validate() const
+{
+	if (mtu < 576 || mtu > 9000)
+		return "mtu must be 576..9000 bytes";
+	if (int_slots > LUMEN_INT_MAX_HOPS)
+		return "int slots must be 0..5";
+	if (!power_of_two(rx_window) || rx_window < 64 || rx_window > 65536)
+		return "rx window must be a power of two, 64..65536 packets";
+	if (!power_of_two(tx_window) || tx_window < 64 || tx_window > 65536)
+		return "tx window must be a power of two, 64..65536 packets";
+	if (ack_every < 1 || ack_every > 64)
+		return "ack-every must be 1..64";
+	if (path_mode >= LUMEN_PATH_MODES)
+		return "unknown path policy";
+	if (lumen_path_params_validate(&path) != 0)
+		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
+	if ((uint32_t)sport_base + path.entropies > 65536)
+		return "sport base + entropies must not pass port 65535";
+	if (max_conns < 1 || max_conns > (1u << 22))
+		return "max connections must be 1..4194304";
+	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
+		return "timer wheel: slots a power of two, tick 1..1000 us";
+	if (std::string e = cc.validate(); !e.empty())
+		return e;
+	if (cc.mss != max_payload())
+		return "cc mss must equal the payload per packet (" + std::to_string(max_payload()) + ")";
+	const char *e = rto.validate();
+	return e ? e : "";
+}
+
+void ConnStats::add(const ConnStats &o)
+{
+	data_sent += o.data_sent;
+	bytes_sent += o.bytes_sent;
+	retransmits += o.retransmits;
+	acks_rcvd += o.acks_rcvd;
+	acked_pkts += o.acked_pkts;
+	acked_bytes += o.acked_bytes;
+	ecn_echoes += o.ecn_echoes;
+	nacks_rcvd += o.nacks_rcvd;
+	timeouts += o.timeouts;
+	fast_losses += o.fast_losses;
+	bad_acks += o.bad_acks;
+	stale_acks += o.stale_acks;
+	spurious_retx += o.spurious_retx;
+	data_rcvd += o.data_rcvd;
+	dup_rcvd += o.dup_rcvd;
+	beyond_window += o.beyond_window;
+	ce_rcvd += o.ce_rcvd;
+	corrupt += o.corrupt;
+	acks_sent += o.acks_sent;
+	nacks_sent += o.nacks_sent;
+	msgs_sent += o.msgs_sent;
+	msgs_acked += o.msgs_acked;
+	msgs_delivered += o.msgs_delivered;
+	bytes_delivered += o.bytes_delivered;
+	reorder_max = std::max(reorder_max, o.reorder_max);
+	if (o.rtt_min_ns && (!rtt_min_ns || o.rtt_min_ns < rtt_min_ns))
+		rtt_min_ns = o.rtt_min_ns;
+	rtt_last_ns = std::max(rtt_last_ns, o.rtt_last_ns);
+}
+
+Connection::Connection(const EngineConfig &cfg, uint32_t idx)
+    : index(idx), conn_id(0), peer_ip(0), peer_mac{}, client(false), tx(cfg.tx_window), cc(make_cc(cfg.cc)),
+      rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window)
+{
+	rto_timer.owner = idx;
+}
+
+/* Twice the room (8 at first), the messages in order from slot 0. */
+void MessageRing::grow()
+{
+	std::vector<Message> bigger(std::max<size_t>(8, 2 * ring_.size()));
+
+	for (size_t i = 0; i < count_; i++)
+		bigger[i] = (*this)[i];
+	ring_.swap(bigger);
+	head_ = 0;
+	mask_ = ring_.size() - 1;
+}
+
+ConnIndex::ConnIndex(uint64_t salt)
+    : slots_(64, Slot{0, nullptr}), mask_(63), salt_(lumen_mix64(salt ^ 0x636F6E6E73ull))
+{
+}
+
+size_t ConnIndex::slot_of(uint64_t key) const
+{
+	return (size_t)lumen_mix64(key ^ salt_) & mask_;
+}
+
+void ConnIndex::insert(uint64_t key, Connection *conn)
+{
+	if (2 * (size_ + 1) > slots_.size()) {
+		std::vector<Slot> old(slots_.size() * 2, Slot{0, nullptr});
+		old.swap(slots_);
+		mask_ = slots_.size() - 1;
+		size_ = 0;
+		for (const Slot &s : old)
+			if (s.conn)
+				insert(s.key, s.conn);
+	}
+	size_t i = slot_of(key);
+	while (slots_[i].conn)
+		i = (i + 1) & mask_;
+	slots_[i] = Slot{key, conn};
+	size_++;
+}
+
+bool Engine::idle() const
+{
+	for (const auto &c : conns_)
+		if (!c->msgs.empty())
+			return false;
+	return true;
+}
+
+ConnStats Engine::totals() const
+{
+	ConnStats t;
+
+	for (const auto &c : conns_)
+		t.add(c->stats);
+	return t;
+}
+
+/* cfg, once validate() found nothing wrong (members are built from it) */
+static const EngineConfig &checked(const EngineConfig &cfg)
+{
+	if (std::string e = cfg.validate(); !e.empty())
+		throw std::invalid_argument(e);
+	return cfg;
+}
+
+Engine::Engine(const EngineConfig &cfg)
+    : cfg_(checked(cfg)), max_payload_(cfg_.max_payload()), by_key_(cfg.seed), wheel_(cfg.tick_ns, cfg.wheel_slots)
+{
+	lumen_rng_seed(&rng_, cfg_.seed);
+	paths_.resize(cfg_.path.entropies);
+	if (cfg_.int_slots) {
+		int n = lumen_int_write_request(int_request_.data(), (uint32_t)int_request_.size(), cfg_.int_slots);
+		if (n < 0)
+			throw std::invalid_argument("int request: " + std::string(lumen_int_strerror(n)));
+		int_request_len_ = (uint32_t)n;
+	}
+	/* what every frame we send shares; the rest is filled per frame */
+	for (lumen_dp_pkt *p : {&data_pkt_, &ack_pkt_}) {
+		*p = lumen_dp_pkt{};
+		std::memcpy(p->eth_src, cfg_.mac.data(), 6);
+		p->ip_src = cfg_.ip;
+		p->dport = cfg_.udp_port;
+	}
+	data_pkt_.type = LUMEN_DP_DATA;
+	data_pkt_.ecn = LUMEN_DP_ECN_ECT0;
+	data_pkt_.payload = nullptr; /* written in place */
+	if (int_request_len_) {
+		data_flags_ = LUMEN_DP_F_INT;
+		data_pkt_.ext = int_request_.data();
+		data_pkt_.ext_len = int_request_len_;
+	}
+	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
+	data_template();
+}
+
+/* What every DATA frame without INT shares, written by the builder itself:
+ * a one-byte packet of a one-byte message to no one, whose per-packet
+ * fields build_data overwrites. */
+void Engine::data_template()
+{
+	lumen_dp_pkt t = data_pkt_;
+	uint8_t frame[kDataHdrLen + 1];
+
+	t.ext = nullptr;
+	t.ext_len = 0;
+	t.flags = 0;
+	t.payload_len = 1;
+	t.msg_len = 1;
+	if (lumen_dp_build(frame, sizeof(frame), &t) != (int)sizeof(frame))
+		throw std::logic_error("the DATA template does not build");
+	std::memcpy(data_tmpl_.data(), frame, kDataHdrLen);
+}
+
+/* build_data with an INT request: the builder writes the option. */
+__attribute__((noinline)) int Engine::build_data_int(uint8_t *buf, uint32_t room, const Connection &c,
+						     const TxRecord &r, uint32_t psn, uint16_t sport, uint8_t flags,
+						     uint64_t now_ns)
+{
+	lumen_dp_pkt &p = data_pkt_;
+
+	fill_addresses(p, c);
+	p.sport = sport;
+	p.flags = flags;
+	p.psn = psn;
+	p.ts_ns = now_ns;
+	p.msg_id = r.msg_id;
+	p.msg_off = r.msg_off;
+	p.msg_len = r.msg_len;
+	p.payload_len = r.len;
+	return lumen_dp_build(buf, room, &p);
+}
+
+} // namespace lumen::dp
