@@ -534,47 +534,23 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
 }
 
 /* The RTO restarts when the cumulative ACK moves; with nothing in flight
- * there is none. The node is left where it is either way: set_rto. */
+ * there is none. Moving the node on every such ACK costs less than leaving
+ * it in place and moving it when it fires early (a lazy timer): with
+ * 10,000 connections the node is in the cache now and not then (tx -13%
+ * measured with the lazy one; no gain with one connection). */
 void Engine::rearm_rto(Connection &c, uint64_t now_ns)
 {
 	if (c.tx.una() == c.tx.nxt()) {
-		c.rto_deadline_ns = 0; /* the node, if armed, lapses in on_rto_timer */
+		wheel_.cancel(c.rto_timer);
 		return;
 	}
-	set_rto(c, now_ns + c.rto.rto_ns());
-}
-
-/* Lazy re-arming: most ACKs push the deadline later, and moving the node on
- * the wheel for each (unlink, link, two cache lines elsewhere) cost more
- * than the rest of the timer work. The node only ever fires early: it moves
- * when the deadline comes before it (a shorter RTO) or when it is not
- * armed, and on_rto_timer moves it to the deadline when it fires before. */
-void Engine::set_rto(Connection &c, uint64_t deadline_ns)
-{
-	c.rto_deadline_ns = deadline_ns;
-	if (!c.rto_timer.armed || c.rto_timer.expiry_ns > deadline_ns)
-		wheel_.arm(c.rto_timer, deadline_ns);
-}
-
-void Engine::on_rto_timer(TimerNode &n, uint64_t now_ns)
-{
-	Connection &c = *conns_[n.owner];
-
-	if (!c.rto_deadline_ns)
-		return; /* everything was acknowledged since it was armed */
-	if (now_ns < c.rto_deadline_ns) {
-		wheel_.arm(n, c.rto_deadline_ns); /* ACKs moved the deadline */
-		return;
-	}
-	on_rto(c, now_ns);
+	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
 }
 
 void Engine::on_rto(Connection &c, uint64_t now_ns)
 {
-	if (c.tx.una() == c.tx.nxt()) {
-		c.rto_deadline_ns = 0;
+	if (c.tx.una() == c.tx.nxt())
 		return;
-	}
 	uint16_t e = c.tx.at(c.tx.una()).entropy;
 	c.tx.on_rto();
 	c.stats.timeouts++;
@@ -583,13 +559,13 @@ void Engine::on_rto(Connection &c, uint64_t now_ns)
 	if (e < paths_.size())
 		paths_[e].lost++;
 	c.rto.backoff();
-	set_rto(c, now_ns + c.rto.rto_ns());
+	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
 	mark_ready(c);
 }
 
 void Engine::timers(uint64_t now_ns)
 {
-	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto_timer(n, now_ns); });
+	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto(*conns_[n.owner], now_ns); });
 }
 
 /* ---------------------------------------------------------------------- */
@@ -720,8 +696,8 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 	c.stats.bytes_sent += r.len;
 	paths_[e].sent++;
 	stats_.tx_frames++;
-	if (!c.rto_deadline_ns) /* the first packet in flight starts the RTO */
-		set_rto(c, now_ns + c.rto.rto_ns());
+	if (!c.rto_timer.armed)
+		wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
 	return Send::kSent;
 }
 

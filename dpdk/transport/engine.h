@@ -237,8 +237,7 @@ struct alignas(64) Connection {
 	std::unique_ptr<CongestionControl> cc;
 	RtoEstimator rto;
 	lumen_path path{};
-	TimerNode rto_timer{}; /* fires at or before rto_deadline_ns (lazy: see Engine::set_rto) */
-	uint64_t rto_deadline_ns = 0; /* when the RTO expires; 0: nothing in flight, no RTO */
+	TimerNode rto_timer{};
 	MessageRing msgs; /* posted, not yet fully acknowledged, by id */
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
@@ -375,8 +374,6 @@ class Engine
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
-	void set_rto(Connection &c, uint64_t deadline_ns);
-	void on_rto_timer(TimerNode &n, uint64_t now_ns);
 	enum class Send {
 		kSent,
 		kBlocked,
