@@ -13,36 +13,15 @@
 #include "transport/engine.h"
 #include "transport/impair.h"
 
+#include "dp_test_frames.h"
+
 using namespace lumen::dp;
 
 namespace
 {
 
-using Frame = std::vector<uint8_t>;
-
-class VecSink : public FrameSink
-{
-      public:
-	explicit VecSink(uint32_t room) : room_(room)
-	{
-	}
-	uint8_t *next(uint32_t *room) override
-	{
-		buf_.assign(room_, 0);
-		*room = room_;
-		return buf_.data();
-	}
-	void done(uint32_t len) override
-	{
-		buf_.resize(len);
-		frames.push_back(buf_);
-	}
-	std::vector<Frame> frames;
-
-      private:
-	uint32_t room_;
-	Frame buf_;
-};
+using test::Frame;
+using test::VecSink;
 
 const Mac kMacA{2, 0, 0, 0, 0, 1}, kMacB{2, 0, 0, 0, 0, 2};
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
@@ -154,6 +133,20 @@ struct Net {
 		return false;
 	}
 };
+
+// An ACK from b to a, to fill in and build by hand.
+lumen_dp_pkt ack_from_b()
+{
+	lumen_dp_pkt p{};
+	std::memcpy(p.eth_src, kMacB.data(), 6);
+	std::memcpy(p.eth_dst, kMacA.data(), 6);
+	p.ip_src = kIpB;
+	p.ip_dst = kIpA;
+	p.sport = 49151;
+	p.dport = LUMEN_DP_UDP_PORT;
+	p.type = LUMEN_DP_ACK;
+	return p;
+}
 
 ImpairParams impair(const std::string &spec)
 {
@@ -397,14 +390,7 @@ TEST(DpEngine, HostileFramesChangeNothing)
 	EXPECT_GE(net.b.stats().malformed, 2u);
 	EXPECT_EQ(net.b.stats().bad_version, 1u);
 	// an ACK from a stranger, and one acknowledging what was never sent
-	lumen_dp_pkt p{};
-	std::memcpy(p.eth_src, kMacB.data(), 6);
-	std::memcpy(p.eth_dst, kMacA.data(), 6);
-	p.ip_src = kIpB;
-	p.ip_dst = kIpA;
-	p.sport = 49151;
-	p.dport = LUMEN_DP_UDP_PORT;
-	p.type = LUMEN_DP_ACK;
+	lumen_dp_pkt p = ack_from_b();
 	p.conn_id = 77;
 	p.psn = 5;
 	Frame ack(256);
@@ -522,14 +508,7 @@ TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
 	ASSERT_EQ(a.tx(sink, 0, 32), 4u);
 	uint16_t sport = (uint16_t)(sink.frames[0][34] << 8 | sink.frames[0][35]);
 
-	lumen_dp_pkt p{};
-	std::memcpy(p.eth_src, kMacB.data(), 6);
-	std::memcpy(p.eth_dst, kMacA.data(), 6);
-	p.ip_src = kIpB;
-	p.ip_dst = kIpA;
-	p.sport = 49151;
-	p.dport = LUMEN_DP_UDP_PORT;
-	p.type = LUMEN_DP_ACK;
+	lumen_dp_pkt p = ack_from_b();
 	p.conn_id = 1;
 	p.echo_sport = sport;
 	p.pkts = 1;

@@ -14,12 +14,15 @@
 #include "transport/engine.h"
 #include "transport/queues.h"
 
+#include "dp_test_frames.h"
+
 using namespace lumen::dp;
 
 namespace
 {
 
-using Frame = std::vector<uint8_t>;
+using test::Frame;
+using test::VecSink;
 
 TEST(DpQueues, PortOfQueueAndBack)
 {
@@ -132,26 +135,6 @@ struct QueuedHost {
 			q.push_back(std::make_unique<Engine>(c));
 		}
 	}
-};
-
-class VecSink : public FrameSink
-{
-      public:
-	uint8_t *next(uint32_t *room) override
-	{
-		buf_.assign(2048, 0);
-		*room = 2048;
-		return buf_.data();
-	}
-	void done(uint32_t len) override
-	{
-		buf_.resize(len);
-		frames.push_back(buf_);
-	}
-	std::vector<Frame> frames;
-
-      private:
-	Frame buf_;
 };
 
 // Frames from one host to the other, each to the queue its destination port
