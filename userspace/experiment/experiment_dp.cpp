@@ -178,6 +178,7 @@ constexpr std::uint64_t kSampleNs = 10 * kMs;
 constexpr std::uint64_t kStartLeadNs = 3 * kSec; // EAL and 2 x hosts af_packet ports
 constexpr std::uint64_t kGraceNs = 30 * kSec;
 constexpr std::uint64_t kQuietNs = 500 * kMs; // "stopped sending into the dead link"
+constexpr unsigned kLeafSpineHops = 3; // switch egress ports between hosts on different leaves
 
 struct Layout {
 	std::vector<std::size_t> spine_ports; // spine -> leaf
@@ -300,6 +301,12 @@ std::vector<std::string> lumen_dp_argv(const DpPlan &plan, const Testbed &tb, co
 				     std::string("--json"),	raw + ".json",
 				     std::string("--fct-csv"),	raw + ".csv"})
 		a.push_back(s);
+	// PowerTCP runs on INT: DATA asks the switch ports on its way (leaf
+	// uplink, spine, leaf downlink) for a hop record each
+	if (dp.cc == "powertcp") {
+		a.push_back("--int-slots");
+		a.push_back(std::to_string(kLeafSpineHops));
+	}
 	return a;
 }
 
