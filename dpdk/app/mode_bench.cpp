@@ -45,7 +45,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -638,17 +637,7 @@ int run_bench(Options &o)
 			      {"tx_record", sizeof(TxRecord)}}},
 			    {"interrupted", signalled()},
 			    {"cases", cases}};
-	if (o.json == "-") {
-		std::printf("%s\n", s.dump(2).c_str());
-		return rc;
-	}
-	std::ofstream f(o.json);
-	f << s.dump(2) << "\n";
-	if (!f) {
-		std::fprintf(stderr, "lumen-dp bench: cannot write %s\n", o.json.c_str());
-		return 1;
-	}
-	return rc;
+	return write_json(s, o.json, "lumen-dp bench") ? rc : 1;
 }
 
 } // namespace lumen::dp

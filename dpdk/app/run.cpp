@@ -577,17 +577,20 @@ int Run::report(const char *mode) const
 	}
 	if (o_.json.empty())
 		return rc;
-	if (o_.json == "-") {
+	return write_json(s, o_.json, "lumen-dp") ? rc : 1;
+}
+
+bool write_json(const nlohmann::json &s, const std::string &path, const char *who)
+{
+	if (path == "-") {
 		std::printf("%s\n", s.dump(2).c_str());
-		return rc;
+		return true;
 	}
-	std::ofstream f(o_.json);
+	std::ofstream f(path);
 	f << s.dump(2) << "\n";
-	if (!f) {
-		std::fprintf(stderr, "lumen-dp: cannot write %s\n", o_.json.c_str());
-		return 1;
-	}
-	return rc;
+	if (!f)
+		std::fprintf(stderr, "%s: cannot write %s\n", who, path.c_str());
+	return (bool)f;
 }
 
 } // namespace lumen::dp

@@ -119,6 +119,10 @@ nlohmann::json fct_json(const std::vector<Host *> &host);
 /* A port's queues and steering, for the JSON summary. */
 nlohmann::json port_json(uint16_t port, const PortInfo &info);
 
+/* The summary to path ("-": stdout); false, said on stderr as `who`, when
+ * it cannot be written. */
+bool write_json(const nlohmann::json &s, const std::string &path, const char *who);
+
 /* SIGINT/SIGTERM asked the run to end. */
 bool signalled();
 void install_signals();

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 namespace lumen
@@ -170,19 +171,29 @@ PhaseSpec parse_phase(const json &p, const Where &w, bool swept)
 	return ph;
 }
 
-std::vector<std::string> get_algorithms(const json &v, const Where &w)
+// A non-empty JSON list of names, each checked by `check` (which fails at
+// its Where), none twice.
+std::vector<std::string> get_names(const json &v, const Where &w, const std::string &expected,
+				   const std::function<void(const std::string &, const Where &)> &check)
 {
 	if (!v.is_array() || v.empty())
-		w.fail("expected a non-empty list of congestion control names");
+		w.fail("expected a non-empty list of " + expected);
 	std::vector<std::string> out;
 	for (std::size_t i = 0; i < v.size(); i++) {
 		std::string a = get_string(v[i], w.at(i));
-		check_algorithm_name(a, w.at(i).source + ": " + w.at(i).path);
+		check(a, w.at(i));
 		if (std::find(out.begin(), out.end(), a) != out.end())
 			w.at(i).fail("'" + a + "' is listed twice");
 		out.push_back(a);
 	}
 	return out;
+}
+
+std::vector<std::string> get_algorithms(const json &v, const Where &w)
+{
+	return get_names(v, w, "congestion control names", [](const std::string &a, const Where &at) {
+		check_algorithm_name(a, at.source + ": " + at.path);
+	});
 }
 
 std::vector<double> get_loads(const json &v, const Where &w)
@@ -238,18 +249,11 @@ const std::vector<std::string> kPathPolicies = {"ecmp", "ops", "reps", "reps-fre
 
 std::vector<std::string> get_path_policies(const json &v, const Where &w)
 {
-	if (!v.is_array() || v.empty())
-		w.fail("expected a non-empty list of path policies (ecmp, ops, reps, reps-freeze)");
-	std::vector<std::string> out;
-	for (std::size_t i = 0; i < v.size(); i++) {
-		std::string a = get_string(v[i], w.at(i));
-		if (!is_path_policy(a))
-			w.at(i).fail("unknown path policy '" + a + "' (ecmp, ops, reps, reps-freeze)");
-		if (std::find(out.begin(), out.end(), a) != out.end())
-			w.at(i).fail("'" + a + "' is listed twice");
-		out.push_back(a);
-	}
-	return out;
+	return get_names(v, w, "path policies (ecmp, ops, reps, reps-freeze)",
+			 [](const std::string &a, const Where &at) {
+				 if (!is_path_policy(a))
+					 at.fail("unknown path policy '" + a + "' (ecmp, ops, reps, reps-freeze)");
+			 });
 }
 
 // "leaf<L>-spine<S>" of the topology -> (L, S)
@@ -385,22 +389,30 @@ void check_algorithm_name(const std::string &name, const std::string &what)
 				 "bpf_powertcp, bpf_theta_ptcp)");
 }
 
-std::vector<std::string> parse_algorithm_list(const std::string &text)
+// "a,b,c": each name checked, none twice; `what` names the list in the error.
+static std::vector<std::string>
+parse_name_list(const std::string &text, const std::function<void(const std::string &)> &check, const std::string &what)
 {
 	std::vector<std::string> out;
 	std::size_t pos = 0;
 	while (true) {
 		std::size_t comma = text.find(',', pos);
 		std::string a = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-		check_algorithm_name(a, "--algos");
+		check(a);
 		if (std::find(out.begin(), out.end(), a) != out.end())
-			throw UsageError("--algos: '" + a + "' is listed twice");
+			throw UsageError(what + ": '" + a + "' is listed twice");
 		out.push_back(a);
 		if (comma == std::string::npos)
 			break;
 		pos = comma + 1;
 	}
 	return out;
+}
+
+std::vector<std::string> parse_algorithm_list(const std::string &text)
+{
+	return parse_name_list(
+		text, [](const std::string &a) { check_algorithm_name(a, "--algos"); }, "--algos");
 }
 
 bool is_bpf_algorithm(const std::string &name)
@@ -554,21 +566,13 @@ bool is_path_policy(const std::string &name)
 
 std::vector<std::string> parse_path_policy_list(const std::string &text)
 {
-	std::vector<std::string> out;
-	std::size_t start = 0;
-	while (start <= text.size()) {
-		std::size_t comma = text.find(',', start);
-		std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-		if (!is_path_policy(name))
-			throw UsageError("unknown path policy '" + name + "' (ecmp, ops, reps, reps-freeze)");
-		if (std::find(out.begin(), out.end(), name) != out.end())
-			throw UsageError("path policy '" + name + "' is listed twice");
-		out.push_back(name);
-		if (comma == std::string::npos)
-			break;
-		start = comma + 1;
-	}
-	return out;
+	return parse_name_list(
+		text,
+		[](const std::string &name) {
+			if (!is_path_policy(name))
+				throw UsageError("unknown path policy '" + name + "' (ecmp, ops, reps, reps-freeze)");
+		},
+		"path policy");
 }
 
 std::vector<ExperimentCase> experiment_cases(const ExperimentSpec &spec)
