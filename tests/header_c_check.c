@@ -7,6 +7,7 @@
  * point, signed division, 128-bit arithmetic).
  */
 #include "lumen/dp_wire.h"
+#include "lumen/optical.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
 #include "lumen/tcp_option.h"
@@ -34,6 +35,10 @@ struct lumen_check_port {
 	__u32 rate_mbps;
 };
 
+__u64 lumen_check_departure(const struct lumen_slot_timing *t, __u64 now_ns, __u64 margin_ns, __u64 wire_ns,
+			    __u32 waits);
+int lumen_check_rotor(const struct lumen_slot_timing *t, __u64 now_ns, __u32 src, __u32 dst, __u32 dst_now);
+__u64 lumen_check_wire_ns(__u32 len, __u32 rate_mbps);
 int lumen_check_switch(__u8 *buf, __u32 len, const struct lumen_check_port *port);
 int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req);
 int lumen_check_request(__u8 *buf, __u32 len, __u32 slots);
@@ -137,4 +142,26 @@ int lumen_check_dp_mark_ce(__u8 *frame, __u32 len)
 __u32 lumen_check_dp_hdr_len(__u32 type, __u32 ext_words)
 {
 	return lumen_dp_hdr_len(type, ext_words);
+}
+
+/* optical.h: a slot schedule's departure times and the rotor switch's
+ * verdict (waits: now's in the low 16 bits, the next slot's above) */
+__u64 lumen_check_departure(const struct lumen_slot_timing *t, __u64 now_ns, __u64 margin_ns, __u64 wire_ns,
+			    __u32 waits)
+{
+	return lumen_slot_departure(t, now_ns, margin_ns, wire_ns, waits & 0xffffu, waits >> 16);
+}
+
+int lumen_check_rotor(const struct lumen_slot_timing *t, __u64 now_ns, __u32 src, __u32 dst, __u32 dst_now)
+{
+	struct lumen_slot_pos pos;
+
+	if (lumen_slot_at(t, now_ns, &pos))
+		return LUMEN_ROTOR_NOT_STARTED;
+	return (int)lumen_rotor_check(&pos, src, dst, dst_now);
+}
+
+__u64 lumen_check_wire_ns(__u32 len, __u32 rate_mbps)
+{
+	return lumen_wire_ns(len, rate_mbps);
 }

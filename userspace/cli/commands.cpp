@@ -13,8 +13,8 @@ namespace lumen
 const std::vector<Command> &commands()
 {
 	static const std::vector<Command> table = {
-		kCcCommand,  kDelaylineCommand, kExperimentCommand, kHostCommand,
-		kIntCommand, kSwitchCommand,	kTestbedCommand,    kTrafficCommand,
+		kCcCommand,    kDelaylineCommand, kExperimentCommand, kHostCommand,    kIntCommand,
+		kSchedCommand, kSwitchCommand,	  kTestbedCommand,    kTrafficCommand,
 	};
 	return table;
 }
