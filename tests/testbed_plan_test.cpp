@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -301,6 +302,46 @@ TEST(TestbedPlan, InvalidSpecsAreRefused)
 {
 	EXPECT_THROW(plan_testbed(leafspine(8, 4, 16)), UsageError);
 	EXPECT_THROW(plan_testbed(dumbbell(0, 1)), UsageError);
+}
+
+TEST(TestbedPlan, RotorHostsKnowEachOtherAndHaveNoPorts)
+{
+	TopologySpec spec;
+	spec.kind = TopologyKind::Rotor;
+	spec.name = "ro";
+	spec.nodes = 5;
+	TestbedPlan p = plan_testbed(spec);
+	EXPECT_TRUE(p.ports.empty());
+	EXPECT_TRUE(p.routes.empty());
+	EXPECT_TRUE(p.rtt_from.empty()); /* no base RTT through circuits */
+	EXPECT_EQ(p.rotor_node, "rotor");
+	EXPECT_EQ(p.node("rotor").netns, "lt-ro-rotor");
+	ASSERT_EQ(p.rotor_ports.size(), 5u);
+	ASSERT_EQ(p.rotor_addrs.size(), 5u);
+	ASSERT_EQ(p.links.size(), 5u);
+	for (std::uint32_t i = 0; i < 5; i++) {
+		const std::string h = "h" + std::to_string(i + 1);
+		EXPECT_EQ(p.rotor_ports[i], std::make_pair(h, i));
+		EXPECT_EQ(p.rotor_addrs[i], (10u << 24) | (i + 1));
+		EXPECT_EQ(p.node(h).addr, "10.0.0." + std::to_string(i + 1));
+		EXPECT_EQ(p.links[i].a.node, "rotor");
+		EXPECT_EQ(p.links[i].a.dev, h);
+		EXPECT_EQ(p.links[i].a.cidr, ""); /* the rotor has no address */
+		EXPECT_EQ(p.links[i].b.cidr, "10.0.0." + std::to_string(i + 1) + "/24");
+	}
+	/* every host has a permanent entry for every other: 5 x 4 */
+	ASSERT_EQ(p.neighbours.size(), 20u);
+	for (const auto &n : p.neighbours) {
+		EXPECT_EQ(n.dev, "eth0");
+		EXPECT_NE(p.node(n.node).addr, n.addr);
+		std::uint32_t j = std::stoul(n.addr.substr(n.addr.rfind('.') + 1));
+		char mac[18];
+		std::snprintf(mac, sizeof(mac), "02:4c:00:00:00:%02x", j);
+		EXPECT_EQ(n.mac, mac);
+	}
+	for (const auto &l : p.links) {
+		EXPECT_FALSE(l.b.mac.empty());
+	}
 }
 
 } // namespace

@@ -304,4 +304,41 @@ TEST(TestbedFlags, FlagsOfAnotherKindAreRefused)
 	EXPECT_TRUE(contains(args_error({"up", "--topology", "dumbbell", "--name", "Big"}), "--name"));
 }
 
+TEST(TestbedSpec, Rotor)
+{
+	TopologySpec r =
+		parse_topology(R"({"name": "ro", "topology": "rotor", "nodes": 6, "slot": "500us", "guard": "50us"})");
+	EXPECT_EQ(r.kind, TopologyKind::Rotor);
+	EXPECT_EQ(r.nodes, 6u);
+	EXPECT_EQ(r.slot_ns, 500'000u);
+	EXPECT_EQ(r.guard_ns, 50'000u);
+	EXPECT_TRUE(r.schedule_file.empty());
+	expect_same(r, parse_topology(topology_to_json(r)));
+	TopologySpec f = parse_topology(R"({"topology": "rotor", "nodes": 3, "schedule": "/tmp/s.json", "guard": 0})");
+	EXPECT_EQ(f.schedule_file, "/tmp/s.json");
+	EXPECT_EQ(f.guard_ns, 0u);
+	expect_same(f, parse_topology(topology_to_json(f)));
+
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "nodes": 65})"), "$.nodes"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "slot": "10ns"})"), "$.slot"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "slot": "1ms", "guard": "2ms"})"),
+			     "$.guard: 2000000 ns must be shorter than the slot"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "schedule": 5})"), "$.schedule: must be the path"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "senders": 2})"), "$.senders: unknown key"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "rotor", "host_stack": "dpdk"})"), "kernel hosts"));
+	EXPECT_TRUE(contains(json_error(R"({"topology": "ring"})"), "(dumbbell, incast, leafspine, rotor)"));
+}
+
+TEST(TestbedFlags, Rotor)
+{
+	TopologySpec r = from_args({"up", "--topology", "rotor", "--nodes", "8", "--slot", "2ms", "--guard", "200us"});
+	EXPECT_EQ(r.nodes, 8u);
+	EXPECT_EQ(r.slot_ns, 2'000'000u);
+	EXPECT_EQ(r.guard_ns, 200'000u);
+	EXPECT_TRUE(contains(args_error({"up", "--topology", "rotor", "--rate", "1gbit"}), "--rate does not apply"));
+	EXPECT_TRUE(contains(args_error({"up", "--topology", "dumbbell", "--nodes", "4"}), "--nodes does not apply"));
+	EXPECT_TRUE(contains(args_error({"up", "--topology", "rotor", "--schedule", ""}), "--schedule needs a file"));
+	EXPECT_TRUE(contains(args_error({"up", "--topology", "rotor", "--slot", "1ms", "--guard", "1ms"}), "guard"));
+}
+
 } // namespace

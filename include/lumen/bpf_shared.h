@@ -15,10 +15,14 @@
  *                      lumen_int_sk on every ACK, runs lumen_ptcp_on_ack().
  *   int_switch.bpf.c   tc programs turning a link into an INT switch port:
  *                      egress (enqueue) and the peer's ingress (dequeue).
+ *   rotor_switch.bpf.c tc ingress of every port of an emulated optical
+ *                      circuit switch: forwards a frame only while the
+ *                      schedule connects its source and destination.
  */
 #ifndef LUMEN_BPF_SHARED_H
 #define LUMEN_BPF_SHARED_H
 
+#include "optical.h"
 #include "powertcp.h"
 
 #define LUMEN_PIN_ROOT "/sys/fs/bpf/lumen"
@@ -43,6 +47,7 @@
 #define LUMEN_PIN_SW_PORTS "lumen_sw_ports" /* the control plane's port records */
 #define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
 #define LUMEN_PIN_SW_STATS "lumen_sw_stats"
+#define LUMEN_PIN_ROTOR_DIR "rotor" /* the rotor switch's maps, in this directory */
 
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
@@ -189,6 +194,59 @@ struct lumen_switch_port_stats {
 	__u64 qlen_max; /* bytes */
 	__u64 qlen_samples; /* one per dequeue */
 	__u64 qlen_hist[LUMEN_SWITCH_QHIST_BUCKETS]; /* bucket b: [2^(b-1), 2^b) bytes, b=0: 0 */
+};
+
+/* ---------------------------------------------------------------------- */
+/* The rotor switch (rotor_switch.bpf.c)                                   */
+
+/*
+ * Maps (created by the loader with the schedule's sizes, pinned under
+ * LUMEN_PIN_ROOT/LUMEN_PIN_ROTOR_DIR):
+ *   rotor_cfg    array[1]: struct lumen_rotor_cfg
+ *   rotor_match  array[uplinks * period * nodes]: __u32 destination of
+ *                source `node` on `uplink` in slot `in_period`, at
+ *                (uplink * period + in_period) * nodes + node (itself: idle)
+ *   rotor_ports  hash ifindex -> struct lumen_rotor_port: who is behind a port
+ *   rotor_out    array[uplinks * nodes]: the ifindex of node's port on uplink
+ *                (uplink * nodes + node)
+ *   rotor_hosts  hash IPv4 address (network order) -> __u32 node
+ *   rotor_stats  per-CPU array[uplinks * nodes]: struct lumen_rotor_stats of
+ *                the frames that came in on a port
+ */
+#define LUMEN_ROTOR_MAX_PORTS 1024 /* nodes * uplinks */
+
+struct lumen_rotor_cfg {
+	struct lumen_slot_timing timing;
+	__u64 version; /* the schedule's */
+	__u32 nodes;
+	__u32 uplinks;
+};
+
+struct lumen_rotor_port {
+	__u32 node;
+	__u32 uplink;
+};
+
+/* What became of the frames that came in on a port (X-macro: index, name,
+ * help). */
+#define LUMEN_ROTOR_COUNTERS(X)                                                                                        \
+	X(FORWARDED, "forwarded", "frames the current slot connected: sent on to their destination")                   \
+	X(GUARD, "guard", "frames in the guard band (the switch reconfigures): dropped")                               \
+	X(WRONG_SLOT, "wrong_slot", "frames whose destination the current slot does not connect: dropped")             \
+	X(NOT_STARTED, "not_started", "frames before the schedule's t0: dropped")                                      \
+	X(UNKNOWN_DST, "unknown_dst", "IPv4 frames to an address no port has: dropped")                                \
+	X(NOT_IPV4, "not_ipv4", "frames that are not IPv4 (ARP, IPv6): dropped; hosts use static neighbours")          \
+	X(NO_PORT, "no_port", "frames on a device the rotor does not know, or with no way out: dropped")
+
+#define LUMEN_ROTOR_COUNTER_ENUM(id, name, help) LUMEN_ROTOR_CNT_##id,
+enum lumen_rotor_counter {
+	LUMEN_ROTOR_COUNTERS(LUMEN_ROTOR_COUNTER_ENUM) LUMEN_ROTOR_NCOUNTERS
+};
+#undef LUMEN_ROTOR_COUNTER_ENUM
+
+struct lumen_rotor_stats {
+	__u64 frames[LUMEN_ROTOR_NCOUNTERS];
+	__u64 forwarded_bytes;
 };
 
 #endif /* LUMEN_BPF_SHARED_H */

@@ -180,4 +180,81 @@ LUMEN_INLINE enum lumen_rotor_verdict lumen_rotor_check(const struct lumen_slot_
 	return LUMEN_ROTOR_FORWARD;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The slot state lumend publishes to senders in userspace (lumen-dp): a   */
+/* shared-memory file, one header then its tables                          */
+
+#define LUMEN_OSCHED_MAGIC 0x4353474cu /* "LGSC" little-endian */
+#define LUMEN_OSCHED_ABI 1u
+#define LUMEN_OSCHED_SHM "/dev/shm/lumen-osched" /* lumend's default */
+
+/* Why senders must keep quiet (bits of lumen_osched_page.quiet); 0: they
+ * may send inside their destinations' windows. */
+#define LUMEN_QUIET_NO_SCHEDULE 0x1u /* none loaded yet */
+#define LUMEN_QUIET_CLOCK 0x2u /* the clock's error bound exceeds the margin */
+#define LUMEN_QUIET_STOPPED 0x4u /* lumend stopped (its last word) */
+#define LUMEN_QUIET_VERSION 0x8u /* this host missed a schedule change */
+
+/*
+ * The header. Writers (lumend only) bump seq to odd, write, bump it to even;
+ * readers retry while seq is odd or changed (lumen_osched_read_*). The
+ * tables follow the header at the given offsets, for the schedule version
+ * `version`:
+ *   waits[in_period * nodes + dst]   __u16: slots from in_period until one
+ *                                    in which this node (self) reaches dst
+ *                                    (0: that slot; LUMEN_SLOT_NEVER)
+ *   dsts[in_period * uplinks + p]    __u16: where self's uplink p leads
+ *                                    (self: idle)
+ */
+struct lumen_osched_page {
+	__u32 magic; /* LUMEN_OSCHED_MAGIC */
+	__u32 abi; /* LUMEN_OSCHED_ABI */
+	__u32 seq; /* seqlock: odd while lumend writes */
+	__u32 quiet; /* LUMEN_QUIET_* */
+	__u64 version; /* the schedule in force */
+	struct lumen_slot_timing timing;
+	__u32 self; /* this host's node */
+	__u32 nodes;
+	__u32 uplinks;
+	__u32 rate_mbps; /* one uplink's rate (0: unknown) */
+	__u64 margin_ns; /* clock error margin: senders shrink windows by it */
+	__u64 slot; /* the last slot boundary the slot engine published */
+	__u64 boundary_ns; /* when it did (CLOCK_TAI) */
+	__u64 late; /* boundaries published late (after the slot began + margin) */
+	__u64 missed; /* boundaries not published at all (the engine slept through) */
+	__u32 waits_off; /* byte offsets from the page start */
+	__u32 dsts_off;
+	__u64 size; /* bytes of the whole file */
+};
+
+#ifdef LUMEN_USERSPACE
+/* Seqlock for userspace readers of the page (lumen-dp). */
+LUMEN_INLINE __u32 lumen_osched_read_begin(const struct lumen_osched_page *pg)
+{
+	__u32 s;
+
+	while ((s = __atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE)) & 1u)
+		;
+	return s;
+}
+
+/* 1 when what was read since lumen_osched_read_begin() returned s may be torn. */
+LUMEN_INLINE int lumen_osched_read_retry(const struct lumen_osched_page *pg, __u32 s)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&pg->seq, __ATOMIC_RELAXED) != s;
+}
+
+LUMEN_INLINE void lumen_osched_write_begin(struct lumen_osched_page *pg)
+{
+	__atomic_store_n(&pg->seq, pg->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+LUMEN_INLINE void lumen_osched_write_end(struct lumen_osched_page *pg)
+{
+	__atomic_store_n(&pg->seq, pg->seq + 1, __ATOMIC_RELEASE);
+}
+#endif
+
 #endif /* LUMEN_OPTICAL_H */

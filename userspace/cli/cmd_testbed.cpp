@@ -31,11 +31,12 @@ using nlohmann::json;
 
 const char kUsage[] =
 	R"(usage: lumen testbed up FILE.json [--name N] [--json]
-       lumen testbed up --topology dumbbell|incast|leafspine [--name N]
+       lumen testbed up --topology dumbbell|incast|leafspine|rotor [--name N]
                         [--senders N] [--receivers N] [--leaves N] [--spines N]
                         [--hosts-per-leaf N] [--rate R] [--host-rate R] [--fabric-rate R]
                         [--buffer B] [--ecn-threshold B] [--no-int] [--delay D]
-                        [--host-stack kernel|dpdk] [--json]
+                        [--host-stack kernel|dpdk] [--nodes N] [--slot D] [--guard D]
+                        [--schedule FILE] [--json]
        lumen testbed down (NAME | --all)
        lumen testbed status [NAME] [--json]
        lumen testbed exec NAME HOST [--] COMMAND [ARG...]
@@ -61,6 +62,12 @@ up
                        leaf linked to every one of --spines (1..4, default 2);
                        a leaf spreads flows to other leaves over all spines
                        (ECMP, hashed on L4 ports).
+                       rotor: --nodes hosts h1..hN (2..64, default 4) on
+                       one emulated optical circuit switch that forwards a
+                       frame only while the schedule connects its source
+                       and destination: --schedule FILE (lumen sched), or
+                       round robin with --slot (1ms) and --guard (100us);
+                       no base RTT (docs/optical.md)
   --name N             1 to 8 of a-z, 0-9 (default: lumen; with FILE.json,
                        overrides the file's name)
   --rate R             dumbbell/incast: the bottleneck rate; leafspine: every
@@ -160,7 +167,11 @@ void print_testbed(const TestbedStatus &s)
 {
 	std::printf("testbed %s: %s, %s; base RTT %s; setup %.2f s\n", s.name.c_str(), topology_kind_name(s.spec.kind),
 		    s.state.c_str(), fmt_us(s.base_rtt_ns).c_str(), double(s.setup_ns) / 1e9);
-	std::printf("cgroup %s\n\n", s.cgroup.c_str());
+	std::printf("cgroup %s\n", s.cgroup.c_str());
+	if (!s.schedule_path.empty())
+		std::printf("rotor switch schedule %s ('lumen rotor stats' counts its frames)\n",
+			    s.schedule_path.c_str());
+	std::printf("\n");
 	std::vector<std::vector<std::string>> hosts = {{"HOST", "NETNS", "ADDRESS", "ROLE"}};
 	if (s.spec.dpdk_hosts)
 		hosts[0].insert(hosts[0].end(), {"DEVICE", "MAC", "GATEWAY MAC"});
@@ -248,6 +259,7 @@ json testbed_json(const TestbedStatus &s)
 		    {"complete", s.complete},
 		    {"cgroup", s.cgroup},
 		    {"base_rtt_ns", s.base_rtt_ns},
+		    {"schedule", s.schedule_path},
 		    {"setup_ns", s.setup_ns},
 		    {"netns_expected", s.netns_expected},
 		    {"netns_present", s.netns_present},
@@ -259,10 +271,10 @@ json testbed_json(const TestbedStatus &s)
 // ---------------------------------------------------------------------
 // subcommands
 
-const std::vector<std::string> kTopologyFlags = {"--topology",	  "--senders",	      "--receivers", "--leaves",
-						 "--spines",	  "--hosts-per-leaf", "--rate",	     "--host-rate",
-						 "--fabric-rate", "--buffer",	      "--no-int",    "--ecn-threshold",
-						 "--delay",	  "--host-stack"};
+const std::vector<std::string> kTopologyFlags = {
+	"--topology", "--senders",    "--receivers",   "--leaves", "--spines", "--hosts-per-leaf",
+	"--rate",     "--host-rate",  "--fabric-rate", "--buffer", "--no-int", "--ecn-threshold",
+	"--delay",    "--host-stack", "--nodes",       "--slot",   "--guard",  "--schedule"};
 
 std::string read_description(const std::string &path)
 {

@@ -14,7 +14,7 @@ const std::vector<Command> &commands()
 {
 	static const std::vector<Command> table = {
 		kCcCommand,    kDelaylineCommand, kExperimentCommand, kHostCommand,    kIntCommand,
-		kSchedCommand, kSwitchCommand,	  kTestbedCommand,    kTrafficCommand,
+		kRotorCommand, kSchedCommand,	  kSwitchCommand,     kTestbedCommand, kTrafficCommand,
 	};
 	return table;
 }

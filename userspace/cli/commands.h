@@ -34,6 +34,7 @@ extern const Command kDelaylineCommand;
 extern const Command kExperimentCommand;
 extern const Command kHostCommand;
 extern const Command kIntCommand;
+extern const Command kRotorCommand;
 extern const Command kSchedCommand;
 extern const Command kSwitchCommand;
 extern const Command kTestbedCommand;

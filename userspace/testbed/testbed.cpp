@@ -408,6 +408,7 @@ std::optional<TestbedStatus> testbed_status(const std::string &name)
 			s.ports.push_back(port_from_json(p));
 		s.cgroup = doc->value("cgroup", "");
 		s.base_rtt_ns = doc->value("base_rtt_ns", std::uint64_t(0));
+		s.schedule_path = doc->value("schedule", "");
 		s.setup_ns = doc->value("setup_ns", std::uint64_t(0));
 		for (const auto &ns : journal_names(*doc, "netns", "name")) {
 			s.netns_expected++;

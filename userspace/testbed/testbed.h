@@ -34,7 +34,8 @@ struct LinkSpec {
 enum class TopologyKind {
 	Dumbbell,
 	Incast,
-	LeafSpine
+	LeafSpine,
+	Rotor
 };
 
 // The declarative description: parse_topology() reads it from JSON text,
@@ -65,6 +66,17 @@ struct TopologySpec {
 	// each switch has a permanent neighbour entry for its DPDK hosts (nothing
 	// answers ARP for them)
 	bool dpdk_hosts = false;
+	// rotor: `nodes` hosts h1..hN on one subnet, each linked to an emulated
+	// optical circuit switch (bpf/rotor_switch.bpf.c) that forwards a frame
+	// only while the schedule connects its source and destination: the
+	// schedule file `schedule` (lumen sched; its nodes must be `nodes`), or
+	// else round robin with slots of slot_ns and guards of guard_ns,
+	// starting at the period boundary before the testbed comes up. Hosts
+	// know each other's MAC (no ARP through circuits).
+	std::uint32_t nodes = 4;
+	std::uint64_t slot_ns = 1'000'000;
+	std::uint64_t guard_ns = 100'000;
+	std::string schedule_file;
 };
 
 // Throws UsageError naming the bad key (JSON path) and the accepted values;
@@ -78,7 +90,7 @@ struct Args;
 TopologySpec topology_from_args(const Args &args);
 // Checks ranges and combinations (both parsers call it; so does create()).
 void validate_topology(const TopologySpec &spec);
-const char *topology_kind_name(TopologyKind kind); // "dumbbell", "incast", "leafspine"
+const char *topology_kind_name(TopologyKind kind); // "dumbbell", "incast", "leafspine", "rotor"
 
 struct TestbedHost {
 	std::string name; // "s1", "r1", "h3" (leafspine: h<leaf>_<i>)
@@ -183,6 +195,7 @@ struct TestbedStatus {
 	std::uint64_t setup_ns = 0; // how long `up` took
 	std::uint32_t netns_expected = 0, netns_present = 0; // journalled namespaces / still there
 	std::vector<TestbedDelayLine> delay_lines;
+	std::string schedule_path; // rotor: the schedule the rotor switch follows
 };
 // nullopt when no testbed of that name is recorded.
 std::optional<TestbedStatus> testbed_status(const std::string &name);

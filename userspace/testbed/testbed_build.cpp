@@ -14,7 +14,9 @@
 #include "base/process.h"
 #include "base/system.h"
 #include "base/units.h"
+#include "bpfctl/rotor.h"
 #include "bpfctl/switch_port.h"
+#include "sched/schedule.h"
 #include "testbed/testbed_plan.h"
 
 #include <nlohmann/json.hpp>
@@ -440,8 +442,60 @@ void start_delay_lines(Creation &c, Testbed::State &st)
 	c.stage_end();
 }
 
+// The rotor's schedule: the testbed's file, or round robin from the
+// period boundary before now (CLOCK_TAI, the rotor program's clock), so
+// the circuits turn at once. Kept in the testbed's directory for the hosts'
+// gating and lumend to follow.
+sched::Schedule rotor_schedule(const TopologySpec &spec)
+{
+	if (!spec.schedule_file.empty()) {
+		sched::Schedule s = sched::load(spec.schedule_file);
+		if (s.nodes != spec.nodes)
+			throw UsageError(spec.schedule_file + ": a schedule of " + std::to_string(s.nodes) +
+					 " nodes for a rotor testbed of " + std::to_string(spec.nodes));
+		return s;
+	}
+	timespec ts{};
+	if (clock_gettime(CLOCK_TAI, &ts) != 0)
+		throw Error("CLOCK_TAI is not readable");
+	sched::Timing t;
+	t.slot_ns = spec.slot_ns;
+	t.guard_ns = spec.guard_ns;
+	sched::Schedule s = sched::round_robin(spec.nodes, 1, false, t);
+	std::uint64_t now = (std::uint64_t)ts.tv_sec * kSec + (std::uint64_t)ts.tv_nsec;
+	std::uint64_t period_ns = (std::uint64_t)s.period * s.slot_ns;
+	s.t0_ns = now - now % period_ns;
+	return s;
+}
+
+void attach_rotor_switch(Creation &c, Testbed::State &st)
+{
+	if (st.plan.rotor_node.empty())
+		return;
+	c.stage_begin("rotor switch");
+	c.step("rotor switch", [&] {
+		sched::Schedule s = rotor_schedule(st.spec);
+		make_dirs(delay_dir(st.spec.name));
+		const std::string path = delay_dir(st.spec.name) + "/schedule.json";
+		sched::save(s, path);
+		RotorRequest req;
+		req.netns = st.plan.node(st.plan.rotor_node).netns;
+		for (const auto &[dev, node] : st.plan.rotor_ports)
+			req.ports.push_back({dev, node, 0});
+		req.host_addrs = st.plan.rotor_addrs;
+		req.schedule = s;
+		c.journal({{"kind", "rotor"}});
+		attach_rotor(req);
+		c.doc()["schedule"] = path;
+		c.save();
+	});
+	c.stage_end();
+}
+
 void measure_base_rtt(Creation &c, Testbed::State &st)
 {
+	if (st.plan.rtt_from.empty())
+		return; /* a rotor: a reply waits for its own circuit */
 	// DPDK hosts answer no ping: from the first host's switch to the
 	// second's gateway address (testbed_plan.h)
 	const bool dpdk = !st.plan.rtt_switch.empty();
@@ -473,6 +527,7 @@ void build(Creation &c, Testbed::State &st)
 	create_links(c, st.plan);
 	configure_nodes(c, st.plan);
 	attach_ports(c, st);
+	attach_rotor_switch(c, st);
 	start_delay_lines(c, st);
 	measure_base_rtt(c, st);
 }

@@ -14,6 +14,7 @@
 #include "base/process.h"
 #include "base/system.h"
 #include "base/units.h"
+#include "bpfctl/rotor.h"
 #include "bpfctl/switch_port.h"
 #include "testbed/testbed_plan.h"
 
@@ -500,6 +501,14 @@ std::vector<std::string> teardown(const json &doc)
 		std::string failure = delete_netns(ns);
 		if (!failure.empty())
 			failures.push_back(failure);
+	}
+	// the rotor's maps (its filters went with its namespace)
+	if (!journal_names(doc, "rotor", "kind").empty()) {
+		try {
+			detach_rotor();
+		} catch (const Error &e) {
+			failures.push_back(std::string("cannot remove the rotor switch: ") + e.what());
+		}
 	}
 	std::string failure = remove_delay_dir(name);
 	if (!failure.empty())

@@ -104,6 +104,41 @@ class PlanBuilder
 		}
 	}
 
+	// A rotor switch: a node with no addresses whose devices, one per
+	// host, the rotor program forwards between (rotor_switch.bpf.c).
+	void add_rotor(const std::string &name)
+	{
+		plan_.nodes.push_back({name, testbed_netns(plan_.testbed, name), true, "rotor", ""});
+		add_common_sysctls(name, {});
+		plan_.rotor_node = name;
+	}
+
+	// A host on the rotor's subnet 10.0.0.0/24 (node index i: 10.0.0.<i+1>,
+	// MAC 02:4c:00:00:00:<i+1>); its circuit link is not an INT port.
+	void add_rotor_host(const std::string &name, std::uint32_t index)
+	{
+		const std::string addr = ipv4(10, 0, 0, index + 1);
+		plan_.nodes.push_back({name, testbed_netns(plan_.testbed, name), false, "host", addr});
+		add_common_sysctls(name, {});
+		plan_.links.push_back({{plan_.rotor_node, name, "", ""},
+				       {name, "eth0", cidr(addr, 24), host_mac(0, 0, index + 1)},
+				       LinkSpec{},
+				       false,
+				       ""});
+		plan_.rotor_ports.push_back({name, index});
+		plan_.rotor_addrs.push_back((10u << 24) | (index + 1));
+	}
+
+	// Every rotor host knows every other's MAC: ARP cannot cross circuits.
+	void add_rotor_neighbours()
+	{
+		for (const auto &[a, i] : plan_.rotor_ports)
+			for (const auto &[b, j] : plan_.rotor_ports)
+				if (i != j)
+					plan_.neighbours.push_back(
+						{a, ipv4(10, 0, 0, j + 1), host_mac(0, 0, j + 1), "eth0"});
+	}
+
 	TestbedPlan take()
 	{
 		return std::move(plan_);
@@ -262,6 +297,18 @@ TestbedPlan plan_leafspine(const TopologySpec &spec)
 	return b.take();
 }
 
+// Hosts h1..hN on one circuit switch; no routes (one subnet), no base
+// RTT (a ping's reply waits for its own circuit).
+TestbedPlan plan_rotor(const TopologySpec &spec)
+{
+	PlanBuilder b(spec.name, false);
+	b.add_rotor("rotor");
+	for (std::uint32_t i = 0; i < spec.nodes; i++)
+		b.add_rotor_host(indexed("h", i + 1), i);
+	b.add_rotor_neighbours();
+	return b.take();
+}
+
 } // namespace
 
 std::string testbed_netns_prefix(const std::string &testbed)
@@ -289,6 +336,8 @@ std::uint32_t topology_port_count(const TopologySpec &spec)
 		return spec.senders + 1;
 	case TopologyKind::LeafSpine:
 		return spec.leaves * spec.hosts_per_leaf + 2 * spec.leaves * spec.spines;
+	case TopologyKind::Rotor:
+		return 0; /* circuits, no INT switch ports */
 	}
 	return 0;
 }
@@ -303,6 +352,8 @@ TestbedPlan plan_testbed(const TopologySpec &spec)
 		return plan_incast(spec);
 	case TopologyKind::LeafSpine:
 		return plan_leafspine(spec);
+	case TopologyKind::Rotor:
+		return plan_rotor(spec);
 	}
 	throw Error("unknown topology kind");
 }

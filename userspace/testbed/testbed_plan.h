@@ -13,6 +13,8 @@
 //              sw1 <-> sw2 10.0.0.1/30 <-> 10.0.0.2/30 (the bottleneck)
 //   incast     as the dumbbell, one switch "sw", one receiver r1
 //   leafspine  host h<l>_<i> 10.l.i.1/24, gateway 10.l.i.254 on leaf<l>
+//   rotor      host h<i> 10.0.0.i/24, MAC 02:4c:00:00:00:<i>, on the rotor
+//              switch's device h<i> (no address: the rotor program forwards)
 //   DPDK hosts (host_stack "dpdk"): the same addresses, used by the DPDK
 //              stack; the host device "<host>" in node "dpdk" has MAC
 //              02:4c:00:<b>:<c>:01 and its gateway 02:4c:00:<b>:<c>:fe,
@@ -114,6 +116,12 @@ struct TestbedPlan {
 	std::vector<PlanNeighbour> neighbours;
 	std::string rtt_switch, rtt_addr;
 	std::string rtt_source; // rtt_from's gateway address: the replies' route back
+	// rotor: the rotor switch's node, its ports (device, node index: the
+	// devices are named after the hosts) and the hosts' addresses by node
+	// index (host byte order); "" / empty for other topologies
+	std::string rotor_node;
+	std::vector<std::pair<std::string, std::uint32_t>> rotor_ports;
+	std::vector<std::uint32_t> rotor_addrs;
 
 	const PlanNode &node(const std::string &name) const; // throws Error if unknown
 	std::vector<TestbedHost> hosts() const; // not the delay nodes

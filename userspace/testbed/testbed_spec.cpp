@@ -36,7 +36,9 @@ constexpr std::uint64_t kMinDelayNs = 1000;
 struct CountRange {
 	std::uint32_t min, max;
 };
-constexpr CountRange kSenders{1, 64}, kReceivers{1, 64}, kLeaves{2, 8}, kSpines{1, 4}, kHostsPerLeaf{1, 16};
+constexpr CountRange kSenders{1, 64}, kReceivers{1, 64}, kLeaves{2, 8}, kSpines{1, 4}, kHostsPerLeaf{1, 16},
+	kRotorNodes{2, 64};
+constexpr std::uint64_t kMinSlotNs = 1000, kMaxSlotNs = 10'000'000'000ull; // rotor slots: 1us .. 10s
 
 const std::vector<std::string> kLinkKeys = {"rate", "buffer", "ecn_threshold", "int", "delay"};
 
@@ -58,6 +60,8 @@ std::vector<std::string> kind_keys(TopologyKind kind)
 		return {"senders", "host_link", "bottleneck"};
 	case TopologyKind::LeafSpine:
 		return {"leaves", "spines", "hosts_per_leaf", "host_link", "fabric_link"};
+	case TopologyKind::Rotor:
+		return {"nodes", "slot", "guard", "schedule"};
 	}
 	return {};
 }
@@ -78,7 +82,9 @@ TopologyKind parse_kind(const std::string &text, const std::string &what)
 		return TopologyKind::Incast;
 	if (text == "leafspine")
 		return TopologyKind::LeafSpine;
-	throw UsageError(what + ": unknown topology '" + text + "' (dumbbell, incast, leafspine)");
+	if (text == "rotor")
+		return TopologyKind::Rotor;
+	throw UsageError(what + ": unknown topology '" + text + "' (dumbbell, incast, leafspine, rotor)");
 }
 
 void check_name(const std::string &name, const std::string &what)
@@ -128,7 +134,16 @@ void validate_with_prefix(const TopologySpec &s, const std::string &key)
 	if (s.dpdk_hosts && s.host_link.delay_ns)
 		throw UsageError(key + "host_link.delay: DPDK hosts (host_stack dpdk) cannot have delayed links; "
 				       "delay the fabric or bottleneck link instead");
-	if (s.kind == TopologyKind::LeafSpine) {
+	if (s.kind == TopologyKind::Rotor) {
+		check_count(s.nodes, key + "nodes", kRotorNodes);
+		if (s.slot_ns < kMinSlotNs || s.slot_ns > kMaxSlotNs)
+			throw UsageError(key + "slot: " + std::to_string(s.slot_ns) + " ns is outside [1us, 10s]");
+		if (s.guard_ns >= s.slot_ns)
+			throw UsageError(key + "guard: " + std::to_string(s.guard_ns) +
+					 " ns must be shorter than the slot (" + std::to_string(s.slot_ns) + " ns)");
+		if (s.dpdk_hosts)
+			throw UsageError(key + "host_stack: a rotor testbed has kernel hosts");
+	} else if (s.kind == TopologyKind::LeafSpine) {
 		check_count(s.leaves, key + "leaves", kLeaves);
 		check_count(s.spines, key + "spines", kSpines);
 		check_count(s.hosts_per_leaf, key + "hosts_per_leaf", kHostsPerLeaf);
@@ -208,13 +223,11 @@ std::uint64_t json_bytes(const json &v, const std::string &path)
 	return parse_bytes(scalar_text(v, path, "256k"), path, kMaxBuffer);
 }
 
+std::uint64_t json_duration_upto(const json &v, const std::string &path, std::uint64_t max);
+
 std::uint64_t json_duration(const json &v, const std::string &path)
 {
-	if (v.is_number_unsigned() && v.get<std::uint64_t>() == 0)
-		return 0;
-	if (v.is_string() && v.get<std::string>() == "0")
-		return 0;
-	return parse_duration_ns(scalar_text(v, path, "50us"), path, kMaxDelayNs);
+	return json_duration_upto(v, path, kMaxDelayNs);
 }
 
 // Reads a link object; returns whether it set the rate.
@@ -240,6 +253,16 @@ bool json_link(const json &v, const std::string &path, LinkSpec *link)
 		link->delay_ns = json_duration(v["delay"], path_of(path, "delay"));
 	check_link(*link, path + ".");
 	return has_rate;
+}
+
+// A duration that may be 0, up to max: ns, or a string with units.
+std::uint64_t json_duration_upto(const json &v, const std::string &path, std::uint64_t max)
+{
+	if (v.is_number_unsigned() && v.get<std::uint64_t>() == 0)
+		return 0;
+	if (v.is_string() && v.get<std::string>() == "0")
+		return 0;
+	return parse_duration_ns(scalar_text(v, path, "100us"), path, max);
 }
 
 // "0" or whole nanoseconds ("1000000ns"): parse_topology() reads it back
@@ -307,6 +330,8 @@ const char *topology_kind_name(TopologyKind kind)
 		return "incast";
 	case TopologyKind::LeafSpine:
 		return "leafspine";
+	case TopologyKind::Rotor:
+		return "rotor";
 	}
 	return "?";
 }
@@ -326,9 +351,9 @@ TopologySpec parse_topology(const std::string &json_text)
 	}
 	require_object(doc, "$");
 	if (!doc.contains("topology"))
-		throw UsageError("$.topology: missing (dumbbell, incast, leafspine)");
+		throw UsageError("$.topology: missing (dumbbell, incast, leafspine, rotor)");
 	if (!doc["topology"].is_string())
-		throw UsageError("$.topology: must be a string (dumbbell, incast, leafspine)");
+		throw UsageError("$.topology: must be a string (dumbbell, incast, leafspine, rotor)");
 
 	TopologySpec spec;
 	spec.kind = parse_kind(doc["topology"].get<std::string>(), "$.topology");
@@ -361,6 +386,23 @@ TopologySpec parse_topology(const std::string &json_text)
 	if (doc.contains("hosts_per_leaf"))
 		spec.hosts_per_leaf = json_count(doc["hosts_per_leaf"], "$.hosts_per_leaf", kHostsPerLeaf);
 
+	if (spec.kind == TopologyKind::Rotor) {
+		if (doc.contains("nodes"))
+			spec.nodes = json_count(doc["nodes"], "$.nodes", kRotorNodes);
+		if (doc.contains("slot"))
+			spec.slot_ns =
+				parse_duration_ns(scalar_text(doc["slot"], "$.slot", "1ms"), "$.slot", kMaxSlotNs);
+		if (doc.contains("guard"))
+			spec.guard_ns = json_duration_upto(doc["guard"], "$.guard", kMaxSlotNs);
+		if (doc.contains("schedule")) {
+			if (!doc["schedule"].is_string() || doc["schedule"].get<std::string>().empty())
+				throw UsageError(
+					"$.schedule: must be the path of a schedule file (lumen sched generate)");
+			spec.schedule_file = doc["schedule"].get<std::string>();
+		}
+		validate_with_prefix(spec, "$.");
+		return spec;
+	}
 	// a host link without a rate is as fast as the bottleneck (fabric) link
 	const char *core_key = spec.kind == TopologyKind::LeafSpine ? "fabric_link" : "bottleneck";
 	LinkSpec *core = spec.kind == TopologyKind::LeafSpine ? &spec.fabric_link : &spec.bottleneck;
@@ -377,6 +419,14 @@ TopologySpec parse_topology(const std::string &json_text)
 std::string topology_to_json(const TopologySpec &spec)
 {
 	json doc = {{"name", spec.name}, {"topology", topology_kind_name(spec.kind)}};
+	if (spec.kind == TopologyKind::Rotor) {
+		doc["nodes"] = spec.nodes;
+		doc["slot"] = std::to_string(spec.slot_ns) + "ns";
+		doc["guard"] = delay_text(spec.guard_ns);
+		if (!spec.schedule_file.empty())
+			doc["schedule"] = spec.schedule_file;
+		return doc.dump(2);
+	}
 	if (spec.kind == TopologyKind::LeafSpine) {
 		doc["leaves"] = spec.leaves;
 		doc["spines"] = spec.spines;
@@ -397,13 +447,33 @@ std::string topology_to_json(const TopologySpec &spec)
 TopologySpec topology_from_args(const Args &a)
 {
 	if (!a.has("--topology"))
-		throw UsageError("up needs FILE.json or --topology dumbbell|incast|leafspine");
+		throw UsageError("up needs FILE.json or --topology dumbbell|incast|leafspine|rotor");
 	TopologySpec spec;
 	spec.kind = parse_kind(*a.get("--topology"), "--topology");
 	if (a.has("--name")) {
 		spec.name = *a.get("--name");
 		check_name(spec.name, "--name");
 	}
+	if (spec.kind == TopologyKind::Rotor) {
+		refuse_flags(a,
+			     {"--senders", "--receivers", "--leaves", "--spines", "--hosts-per-leaf", "--rate",
+			      "--host-rate", "--fabric-rate", "--buffer", "--ecn-threshold", "--no-int", "--delay",
+			      "--host-stack"},
+			     spec.kind);
+		spec.nodes = flag_count(a, "--nodes", kRotorNodes).value_or(spec.nodes);
+		if (a.has("--slot"))
+			spec.slot_ns = parse_duration_ns(*a.get("--slot"), "--slot", kMaxSlotNs);
+		if (a.has("--guard"))
+			spec.guard_ns = parse_duration_ns(*a.get("--guard"), "--guard", kMaxSlotNs);
+		if (a.has("--schedule")) {
+			spec.schedule_file = *a.get("--schedule");
+			if (spec.schedule_file.empty())
+				throw UsageError("--schedule needs a file");
+		}
+		validate_with_prefix(spec, "");
+		return spec;
+	}
+	refuse_flags(a, {"--nodes", "--slot", "--guard", "--schedule"}, spec.kind);
 	const std::optional<std::uint32_t> rate = flag_rate(a, "--rate");
 	const std::optional<std::uint32_t> host_rate = flag_rate(a, "--host-rate");
 	if (spec.kind == TopologyKind::LeafSpine) {

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * bpf/rotor_switch.bpf.c - an emulated optical circuit switch (a rotor
+ * switch: RotorNet, Sirius) for lumen's namespace testbeds.
+ *
+ * The switch is one network namespace with a port (a veth end) per node and
+ * uplink. A real rotor switch has no buffers and no lookups: in each slot
+ * its mirrors connect each input to one output, and light that arrives for
+ * any other output, or while the mirrors move (the guard), is lost. This
+ * program, on the tc ingress hook of every port, does the same to a frame:
+ *
+ *   1. which port it came in on (rotor_ports: ifindex -> node, uplink);
+ *   2. where it goes: its IPv4 destination's node (rotor_hosts); a frame
+ *      that is not IPv4 is dropped (the hosts hold static neighbour
+ *      entries: there is no ARP through a circuit switch);
+ *   3. when it is: the slot of bpf_ktime_get_tai_ns() in the schedule
+ *      (include/lumen/optical.h, the same function the hosts' gating and
+ *      lumend use, on the same clock), and the node the current slot's
+ *      matching connects the source to on that uplink (rotor_match);
+ *   4. forwarded (bpf_redirect out of the destination's port on the same
+ *      uplink) only if that node is its destination and the slot is outside
+ *      its guard; dropped otherwise.
+ *
+ * Every frame is counted in rotor_stats under its source port by verdict
+ * (forwarded, guard, wrong slot, before t0, unknown destination, not IPv4,
+ * no port), so a test sees every violation a sender commits. The schedule's
+ * tables are written by the loader (userspace/bpfctl/rotor.cpp) before the
+ * filters are attached, sized for the schedule.
+ */
+#include "lumen_bpf.h"
+
+#define TC_ACT_SHOT 2
+#define ETH_P_IP_BE 0x0008 /* htons(0x0800) on a little-endian host */
+#define ROTOR_ETH_HLEN 14
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lumen_rotor_cfg);
+} rotor_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the loader sets uplinks * period * nodes */
+	__type(key, __u32);
+	__type(value, __u32);
+} rotor_match SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LUMEN_ROTOR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct lumen_rotor_port);
+} rotor_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LUMEN_ROTOR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} rotor_out SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LUMEN_ROTOR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} rotor_hosts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LUMEN_ROTOR_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct lumen_rotor_stats);
+} rotor_stats SEC(".maps");
+
+static __always_inline int verdict(struct lumen_rotor_stats *st, __u32 counter, int action, __u32 len)
+{
+	if (st && counter < LUMEN_ROTOR_NCOUNTERS) {
+		st->frames[counter]++;
+		if (counter == LUMEN_ROTOR_CNT_FORWARDED)
+			st->forwarded_bytes += len;
+	}
+	return action;
+}
+
+SEC("tc")
+int lumen_rotor_ingress(struct __sk_buff *skb)
+{
+	__u32 zero = 0, ifindex = skb->ingress_ifindex, daddr, key, *dst_node, *dst_now, *out;
+	struct lumen_rotor_port *port = bpf_map_lookup_elem(&rotor_ports, &ifindex);
+	struct lumen_rotor_cfg *cfg = bpf_map_lookup_elem(&rotor_cfg, &zero);
+	struct lumen_rotor_stats *st = NULL;
+	struct lumen_slot_pos pos;
+	__u16 proto;
+
+	if (!port || !cfg || port->node >= cfg->nodes || port->uplink >= cfg->uplinks)
+		return TC_ACT_SHOT; /* not ours: nothing to count it under */
+	key = port->uplink * cfg->nodes + port->node;
+	st = bpf_map_lookup_elem(&rotor_stats, &key);
+	if (bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != ETH_P_IP_BE)
+		return verdict(st, LUMEN_ROTOR_CNT_NOT_IPV4, TC_ACT_SHOT, skb->len);
+	if (bpf_skb_load_bytes(skb, ROTOR_ETH_HLEN + 16, &daddr, sizeof(daddr)))
+		return verdict(st, LUMEN_ROTOR_CNT_NOT_IPV4, TC_ACT_SHOT, skb->len);
+	dst_node = bpf_map_lookup_elem(&rotor_hosts, &daddr);
+	if (!dst_node || *dst_node >= cfg->nodes)
+		return verdict(st, LUMEN_ROTOR_CNT_UNKNOWN_DST, TC_ACT_SHOT, skb->len);
+	if (lumen_slot_at(&cfg->timing, bpf_ktime_get_tai_ns(), &pos))
+		return verdict(st, LUMEN_ROTOR_CNT_NOT_STARTED, TC_ACT_SHOT, skb->len);
+	key = (port->uplink * cfg->timing.period + pos.in_period) * cfg->nodes + port->node;
+	dst_now = bpf_map_lookup_elem(&rotor_match, &key);
+	if (!dst_now)
+		return verdict(st, LUMEN_ROTOR_CNT_NO_PORT, TC_ACT_SHOT, skb->len);
+	switch (lumen_rotor_check(&pos, port->node, *dst_node, *dst_now)) {
+	case LUMEN_ROTOR_FORWARD:
+		break;
+	case LUMEN_ROTOR_GUARD:
+		return verdict(st, LUMEN_ROTOR_CNT_GUARD, TC_ACT_SHOT, skb->len);
+	default:
+		return verdict(st, LUMEN_ROTOR_CNT_WRONG_SLOT, TC_ACT_SHOT, skb->len);
+	}
+	key = port->uplink * cfg->nodes + *dst_node;
+	out = bpf_map_lookup_elem(&rotor_out, &key);
+	if (!out || !*out)
+		return verdict(st, LUMEN_ROTOR_CNT_NO_PORT, TC_ACT_SHOT, skb->len);
+	verdict(st, LUMEN_ROTOR_CNT_FORWARDED, 0, skb->len);
+	return bpf_redirect(*out, 0);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
