@@ -25,6 +25,10 @@
 #include "optical.h"
 #include "powertcp.h"
 
+#ifdef LUMEN_USERSPACE
+#include <linux/bpf.h> /* struct bpf_spin_lock */
+#endif
+
 #define LUMEN_PIN_ROOT "/sys/fs/bpf/lumen"
 
 /*
@@ -48,6 +52,7 @@
 #define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
 #define LUMEN_PIN_SW_STATS "lumen_sw_stats"
 #define LUMEN_PIN_ROTOR_DIR "rotor" /* the rotor switch's maps, in this directory */
+#define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats} */
 
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
@@ -247,6 +252,60 @@ enum lumen_rotor_counter {
 struct lumen_rotor_stats {
 	__u64 frames[LUMEN_ROTOR_NCOUNTERS];
 	__u64 forwarded_bytes;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Direct-hop gating in the kernel (optical_gate.bpf.c)                    */
+
+/*
+ * On a host's device towards a rotor switch, tc egress: each IPv4 packet to
+ * a node of the schedule gets the departure time (EDT, skb->tstamp, honoured
+ * by the fq qdisc above the device) of the next window in which this host
+ * reaches its destination and the packet fits, after the packets already
+ * given that window (a per-destination wire clock at the link's rate).
+ * Maps (sized by the loader):
+ *   gate_cfg    array[1]: struct lumen_gate_cfg
+ *   gate_waits  array[period * nodes]: __u32 slots until self reaches dst,
+ *               at in_period * nodes + dst (LUMEN_SLOT_NEVER)
+ *   gate_hosts  hash IPv4 address (network order) -> __u32 node
+ *   gate_clock  array[nodes]: struct lumen_gate_clock, the wire clocks
+ *   gate_stats  per-CPU array[nodes]: struct lumen_gate_stats, by destination
+ */
+#define LUMEN_GATE_MAX_NODES 4096
+
+struct lumen_gate_cfg {
+	struct lumen_slot_timing timing;
+	__u64 version;
+	__u64 margin_ns; /* windows shrink by this on each side */
+	__u32 self; /* this host's node */
+	__u32 nodes;
+	__u32 rate_mbps; /* the link's rate, for wire times (> 0) */
+	__u32 quiet; /* nonzero: hold everything (LUMEN_QUIET_*): dropped and counted */
+};
+
+struct lumen_gate_clock {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 free_tai_ns; /* when the wire to this destination is free again */
+};
+
+#define LUMEN_GATE_COUNTERS(X)                                                                                         \
+	X(NOW, "now", "packets sent at once: their window was open and had room")                                      \
+	X(HELD, "held", "packets given a later departure (a later window, or later in this one)")                      \
+	X(NEVER, "never", "packets no window can carry (no circuit to the node, or longer than a window): dropped")    \
+	X(QUIET, "quiet", "packets while the gate is quiet (clock or schedule not trusted): dropped")                  \
+	X(OTHER, "other", "packets not to a node of the schedule (not IPv4, another address): passed untouched")
+
+#define LUMEN_GATE_COUNTER_ENUM(id, name, help) LUMEN_GATE_CNT_##id,
+enum lumen_gate_counter {
+	LUMEN_GATE_COUNTERS(LUMEN_GATE_COUNTER_ENUM) LUMEN_GATE_NCOUNTERS
+};
+#undef LUMEN_GATE_COUNTER_ENUM
+
+struct lumen_gate_stats {
+	__u64 packets[LUMEN_GATE_NCOUNTERS];
+	__u64 held_ns; /* total time packets were held */
+	__u64 held_max_ns;
 };
 
 #endif /* LUMEN_BPF_SHARED_H */

@@ -13,7 +13,7 @@ namespace lumen
 const std::vector<Command> &commands()
 {
 	static const std::vector<Command> table = {
-		kCcCommand,    kDelaylineCommand, kExperimentCommand, kHostCommand,    kIntCommand,
+		kCcCommand,    kDelaylineCommand, kExperimentCommand, kGateCommand,    kHostCommand,	kIntCommand,
 		kRotorCommand, kSchedCommand,	  kSwitchCommand,     kTestbedCommand, kTrafficCommand,
 	};
 	return table;

@@ -32,6 +32,7 @@ const Command *find_command(const std::string &name);
 extern const Command kCcCommand;
 extern const Command kDelaylineCommand;
 extern const Command kExperimentCommand;
+extern const Command kGateCommand;
 extern const Command kHostCommand;
 extern const Command kIntCommand;
 extern const Command kRotorCommand;

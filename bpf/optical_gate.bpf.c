@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * bpf/optical_gate.bpf.c - direct-hop gating for the kernel's traffic on a
+ * host of a reconfigurable (optical circuit) network.
+ *
+ * A host may send to another only while the circuit switch connects them,
+ * outside the guard (include/lumen/optical.h). On the tc egress hook of the
+ * host's device towards the switch, this program gives every IPv4 packet
+ * to a node of the schedule its departure time, the Earliest Departure Time
+ * model: skb->tstamp, which the fq qdisc above the device honours by
+ * holding the packet until then. So packets wait for their circuit; none is
+ * dropped for want of one (unless no slot of the period ever connects the
+ * pair, or the packet is longer than a window).
+ *
+ * The departure is lumen_slot_departure(): the earliest time, from a base,
+ * at which the packet's wire time fits inside a window of a slot that
+ * connects this host to the destination, shrunk by the clock margin on both
+ * sides. The base is the later of now and the destination's wire clock:
+ * when the wire to that destination is free again after the packets
+ * already given departures. So a window carries at most what fits in it at
+ * the link's rate (its byte budget, preamble and gap included), and the
+ * rest waits for the next window. Both clocks are CLOCK_TAI (the
+ * schedule's); skb->tstamp is CLOCK_MONOTONIC, converted with the
+ * difference of the two read now. A packet that already carries a later
+ * departure (TCP's pacing) keeps it as its base.
+ *
+ * Packets that are not IPv4 or not to a node of the schedule pass
+ * untouched (counted as other): the switch drops them anyway, and gating
+ * them would stall ARP-less control traffic for nothing.
+ */
+#include "lumen_bpf.h"
+
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define ETH_P_IP_BE 0x0008
+#define GATE_ETH_HLEN 14
+#define SKB_TSTAMP_MONO 1 /* BPF_SKB_TSTAMP_DELIVERY_MONO (BPF_SKB_CLOCK_MONOTONIC since 6.11) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lumen_gate_cfg);
+} gate_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the loader sets period * nodes */
+	__type(key, __u32);
+	__type(value, __u32);
+} gate_waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LUMEN_GATE_MAX_NODES);
+	__type(key, __u32);
+	__type(value, __u32);
+} gate_hosts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the loader sets nodes */
+	__type(key, __u32);
+	__type(value, struct lumen_gate_clock);
+} gate_clock SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1); /* the loader sets nodes */
+	__type(key, __u32);
+	__type(value, struct lumen_gate_stats);
+} gate_stats SEC(".maps");
+
+static __always_inline void count(struct lumen_gate_stats *st, __u32 c, __u64 held)
+{
+	if (!st || c >= LUMEN_GATE_NCOUNTERS)
+		return;
+	st->packets[c]++;
+	st->held_ns += held;
+	if (held > st->held_max_ns)
+		st->held_max_ns = held;
+}
+
+static __always_inline __u32 wait_at(__u32 in_period, __u32 nodes, __u32 dst)
+{
+	__u32 key = in_period * nodes + dst, *w = bpf_map_lookup_elem(&gate_waits, &key);
+
+	return w ? *w : LUMEN_SLOT_NEVER;
+}
+
+SEC("tc")
+int lumen_gate_egress(struct __sk_buff *skb)
+{
+	__u32 zero = 0, daddr, dst, period;
+	struct lumen_gate_cfg *cfg = bpf_map_lookup_elem(&gate_cfg, &zero);
+	struct lumen_gate_stats *st;
+	struct lumen_gate_clock *wire;
+	struct lumen_slot_pos pos;
+	__u64 tai, mono, base, dep, wire_ns;
+	__u32 *node;
+	__u16 proto;
+
+	if (!cfg || bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != ETH_P_IP_BE ||
+	    bpf_skb_load_bytes(skb, GATE_ETH_HLEN + 16, &daddr, sizeof(daddr)))
+		return TC_ACT_OK;
+	node = bpf_map_lookup_elem(&gate_hosts, &daddr);
+	if (!node || *node >= cfg->nodes || *node == cfg->self) {
+		dst = 0;
+		st = bpf_map_lookup_elem(&gate_stats, &dst);
+		count(st, LUMEN_GATE_CNT_OTHER, 0);
+		return TC_ACT_OK;
+	}
+	dst = *node;
+	st = bpf_map_lookup_elem(&gate_stats, &dst);
+	if (cfg->quiet) {
+		count(st, LUMEN_GATE_CNT_QUIET, 0);
+		return TC_ACT_SHOT;
+	}
+	tai = bpf_ktime_get_tai_ns();
+	mono = bpf_ktime_get_ns();
+	base = tai;
+	if (skb->tstamp > mono) /* already paced later: keep that as the base */
+		base = tai + (skb->tstamp - mono);
+	wire_ns = lumen_wire_ns(skb->len, cfg->rate_mbps);
+	wire = bpf_map_lookup_elem(&gate_clock, &dst);
+	if (!wire)
+		return TC_ACT_OK;
+	period = cfg->timing.period;
+	bpf_spin_lock(&wire->lock);
+	if (wire->free_tai_ns > base)
+		base = wire->free_tai_ns;
+	bpf_spin_unlock(&wire->lock);
+	if (lumen_slot_at(&cfg->timing, base, &pos) || !period) {
+		count(st, LUMEN_GATE_CNT_NEVER, 0);
+		return TC_ACT_SHOT;
+	}
+	dep = lumen_slot_departure(&cfg->timing, base, cfg->margin_ns, wire_ns, wait_at(pos.in_period, cfg->nodes, dst),
+				   wait_at(pos.in_period + 1 < period ? pos.in_period + 1 : 0, cfg->nodes, dst));
+	if (!dep) {
+		count(st, LUMEN_GATE_CNT_NEVER, 0);
+		return TC_ACT_SHOT;
+	}
+	bpf_spin_lock(&wire->lock);
+	if (wire->free_tai_ns < dep + wire_ns)
+		wire->free_tai_ns = dep + wire_ns;
+	bpf_spin_unlock(&wire->lock);
+	if (dep <= tai) {
+		count(st, LUMEN_GATE_CNT_NOW, 0);
+		return TC_ACT_OK;
+	}
+	count(st, LUMEN_GATE_CNT_HELD, dep - tai);
+	bpf_skb_set_tstamp(skb, dep - tai + mono, SKB_TSTAMP_MONO);
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tests/e2e/gate_test.sh - direct-hop gating of the kernel's traffic
+# (bpf/optical_gate.bpf.c, `lumen gate`) through the rotor switch, end to
+# end. Needs sch_fq, which this project's host kernel lacks: it runs in the
+# VM suites (tests/e2e/run_in_vm.sh) and skips elsewhere, saying so.
+#
+#   - bad requests change nothing;
+#   - 4 hosts on a round-robin schedule (period 3 slots of 50 ms, guards of
+#     5 ms): h1, gated, sends 1500 datagrams to h2 as fast as a loop goes,
+#     whatever the time: the gate holds each until a window of h1 -> h2,
+#     so the rotor forwards every one (no guard, no wrong slot) and h2
+#     receives all of them, later;
+#   - h3, not gated, sending the same way, commits violations (the control);
+#   - detach leaves no qdisc, filter or pin.
+source "$(dirname "$0")/lib.sh"
+
+e2e_require_bpf
+e2e_require_tools python3 tc
+TRAFFIC="$(cd "$(dirname "$0")" && pwd)/rotor_traffic.py"
+TMPD="$(mktemp -d)"
+e2e_on_exit "rm -rf '$TMPD'"
+TB="ga$(($$ % 100000))"
+
+# sch_fq: the gate's departures need it
+ip netns add "fqprobe$$"
+e2e_on_exit "ip netns del fqprobe$$"
+ip -n "fqprobe$$" link add fq0 type veth peer name fq1
+if ! ip netns exec "fqprobe$$" tc qdisc add dev fq0 root fq 2>/dev/null; then
+	e2e_skip "this kernel has no sch_fq (the gate's EDT qdisc): run in the VM suites (tests/e2e/run_in_vm.sh)"
+fi
+
+e2e_on_exit "'$LUMEN_BIN' testbed down '$TB'"
+"$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --slot 50ms --guard 5ms >"$TMPD/up.out" 2>&1 ||
+	{ cat "$TMPD/up.out"; exit 1; }
+SCHED="$("$LUMEN_BIN" testbed status "$TB" --json | e2e_json "d['schedule']")"
+H1="lt-$TB-h1"
+
+stat_rotor() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['$2']"; }
+stat_gate() { "$LUMEN_BIN" gate stats --testbed "$TB" --host "$1" --json | e2e_json "d['destinations'][$2]['$3']"; }
+
+e2e_log "bad requests"
+e2e_check "a node not in the schedule refused" e2e_fails 2 "node 9 is not in the schedule" \
+	"$LUMEN_BIN" gate attach eth0 --netns "$H1" --schedule "$SCHED" --node 9 \
+	--addrs 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4 --rate 1gbit
+e2e_check "addresses not one per node refused" e2e_fails 2 "2 addresses for 4 nodes" \
+	"$LUMEN_BIN" gate attach eth0 --netns "$H1" --schedule "$SCHED" --node 0 --addrs 10.0.0.1,10.0.0.2 --rate 1gbit
+e2e_check "a margin that leaves no window refused" e2e_fails 2 "leaves nothing" \
+	"$LUMEN_BIN" gate attach --testbed "$TB" --host h1 --rate 1gbit --margin 30ms
+e2e_check "no rate refused" e2e_fails 2 "needs --rate" "$LUMEN_BIN" gate attach --testbed "$TB" --host h1
+e2e_check "nothing attached by the refusals" bash -c "! ip netns exec '$H1' tc qdisc show dev eth0 | grep -qE 'fq|clsact'"
+
+e2e_log "h1 gated (1 Gbit/s, 2 ms margins), h3 not"
+"$LUMEN_BIN" gate attach --testbed "$TB" --host h1 --rate 1gbit --margin 2ms
+e2e_check "fq is h1's root qdisc" bash -c "ip netns exec '$H1' tc qdisc show dev eth0 | grep -q 'qdisc fq'"
+
+ip netns exec "lt-$TB-h2" python3 "$TRAFFIC" recv 3 >"$TMPD/rx1" &
+RX=$!
+sleep 1
+ip netns exec "$H1" python3 "$TRAFFIC" send 10.0.0.2 1500 0
+wait $RX
+FWD=$(stat_rotor 0 forwarded) GUARD=$(stat_rotor 0 guard) WRONG=$(stat_rotor 0 wrong_slot)
+e2e_log "  rotor: forwarded $FWD, guard $GUARD, wrong slot $WRONG; h2 received $(cat "$TMPD/rx1");" \
+	"gate: now $(stat_gate h1 1 now), held $(stat_gate h1 1 held), held max $(stat_gate h1 1 held_max_ns) ns"
+e2e_check "no violation from the gated host" test "$GUARD" -eq 0 -a "$WRONG" -eq 0
+e2e_check "every datagram forwarded and received" test "$FWD" -eq 1500 -a "$(cat "$TMPD/rx1")" -eq 1500
+e2e_check "the gate held datagrams for their window" test "$(stat_gate h1 1 held)" -gt 0
+e2e_check "none dropped by the gate" test "$(stat_gate h1 1 never)" -eq 0 -a "$(stat_gate h1 1 quiet)" -eq 0
+
+ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" recv 2 >"$TMPD/rx2" &
+RX=$!
+sleep 1
+ip netns exec "lt-$TB-h3" python3 "$TRAFFIC" send 10.0.0.1 1500 0.0005
+wait $RX
+e2e_check "the ungated host commits violations (control)" \
+	test $(($(stat_rotor 2 guard) + $(stat_rotor 2 wrong_slot))) -gt 0
+
+e2e_log "detach"
+e2e_check "detach" "$LUMEN_BIN" gate detach --testbed "$TB" --host h1
+e2e_check "no qdisc or filter left" bash -c "! ip netns exec '$H1' tc qdisc show dev eth0 | grep -qE 'fq|clsact'"
+e2e_check "no pin left" bash -c "! ls /sys/fs/bpf/lumen/gate/ 2>/dev/null | grep -q '$H1'"
+e2e_check "a second detach says there is none" e2e_fails 1 "no gate" \
+	"$LUMEN_BIN" gate detach --testbed "$TB" --host h1
+e2e_finish

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/bpfctl/optical_gate.cpp - loader of the kernel's direct-hop
+// gate (optical_gate.h).
+#include "bpfctl/optical_gate.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "base/error.h"
+#include "base/netns.h"
+#include "base/rollback.h"
+#include "bpfctl/bpf_util.h"
+#include "bpfctl/tc.h"
+#include "optical_gate.skel.h"
+
+namespace lumen
+{
+
+namespace
+{
+
+struct SkelDeleter {
+	void operator()(optical_gate *s) const
+	{
+		optical_gate__destroy(s);
+	}
+};
+
+std::string gate_dir(const std::string &netns, const std::string &dev)
+{
+	return std::string(LUMEN_PIN_GATE_DIR) + "/" + (netns.empty() ? "-" : netns) + "@" + dev;
+}
+
+void update(int fd, std::uint32_t key, const void *value, const char *what)
+{
+	if (bpf_map_update_elem(fd, &key, value, BPF_ANY) != 0)
+		throw Error(std::string("gate: cannot write ") + what + ": " + std::strerror(errno));
+}
+
+// For each slot of the period and each destination: slots until one in
+// which `self` reaches it on any uplink (LUMEN_SLOT_NEVER when none does).
+std::vector<std::uint32_t> waits(const sched::Schedule &s, std::uint32_t self)
+{
+	std::vector<std::uint32_t> w((size_t)s.period * s.nodes, LUMEN_SLOT_NEVER);
+	for (std::uint32_t dst = 0; dst < s.nodes; dst++) {
+		std::vector<bool> open(s.period, false);
+		for (std::uint32_t p = 0; p < s.uplinks; p++)
+			for (std::uint32_t t = 0; t < s.period; t++)
+				if (dst != self && s.to(p, t, self) == dst)
+					open[t] = true;
+		/* walk backwards twice round: the distance to the next open slot */
+		std::uint32_t next = LUMEN_SLOT_NEVER;
+		for (std::uint32_t k = 2 * s.period; k-- > 0;) {
+			std::uint32_t t = k % s.period;
+			if (open[t])
+				next = k;
+			if (k < s.period && next != LUMEN_SLOT_NEVER)
+				w[(size_t)t * s.nodes + dst] = next - k;
+		}
+	}
+	return w;
+}
+
+} // namespace
+
+void check_gate_request(const GateRequest &req)
+{
+	const sched::Schedule &s = req.schedule;
+	sched::validate(s, "gate schedule");
+	check_ifname(req.dev, "gate device");
+	if (s.nodes > LUMEN_GATE_MAX_NODES || s.period > LUMEN_SLOT_MAX_PERIOD ||
+	    (std::uint64_t)s.period * s.nodes > (1u << 24))
+		throw UsageError("gate: the schedule is over the gate's tables (" +
+				 std::to_string(LUMEN_GATE_MAX_NODES) + " nodes, " +
+				 std::to_string(LUMEN_SLOT_MAX_PERIOD) + " slots)");
+	if (req.self >= s.nodes)
+		throw UsageError("gate: node " + std::to_string(req.self) + " is not in the schedule (0.." +
+				 std::to_string(s.nodes - 1) + ")");
+	if (req.host_addrs.size() != s.nodes)
+		throw UsageError("gate: " + std::to_string(req.host_addrs.size()) + " addresses for " +
+				 std::to_string(s.nodes) + " nodes");
+	if (std::set<std::uint32_t>(req.host_addrs.begin(), req.host_addrs.end()).size() != s.nodes)
+		throw UsageError("gate: two nodes have the same address");
+	if (!req.rate_mbps)
+		throw UsageError("gate: the link's rate is needed (wire times)");
+	if (2 * req.margin_ns >= s.slot_ns - s.guard_ns)
+		throw UsageError("gate: a margin of " + std::to_string(req.margin_ns) +
+				 " ns on each side leaves nothing of " + std::to_string(s.slot_ns - s.guard_ns) +
+				 " usable ns");
+}
+
+void attach_gate(const GateRequest &req)
+{
+	check_gate_request(req);
+	require_btf();
+	ensure_pin_root();
+	PinRootLock lock;
+	const std::string dir = gate_dir(req.netns, req.dev);
+	if (pinned(dir + "/cfg"))
+		throw Error("gate: " + req.dev + " has a gate already (" + pin_path(dir) + ")");
+	const sched::Schedule &s = req.schedule;
+	Netns ns = open_netns(req.netns);
+	capture_libbpf_log();
+	std::unique_ptr<optical_gate, SkelDeleter> skel(optical_gate__open());
+	if (!skel)
+		throw Error("gate: cannot open the BPF object: " + libbpf_log_tail());
+	if (bpf_map__set_max_entries(skel->maps.gate_waits, s.period * s.nodes) != 0 ||
+	    bpf_map__set_max_entries(skel->maps.gate_clock, s.nodes) != 0 ||
+	    bpf_map__set_max_entries(skel->maps.gate_stats, s.nodes) != 0)
+		throw Error("gate: cannot size its maps");
+	if (int err = optical_gate__load(skel.get()))
+		throw Error("gate: cannot load the BPF program (" + errno_text(err) + "): " + libbpf_log_tail());
+
+	lumen_gate_cfg cfg{};
+	cfg.timing.t0_ns = s.t0_ns;
+	cfg.timing.slot_ns = s.slot_ns;
+	cfg.timing.guard_ns = s.guard_ns;
+	cfg.timing.period = s.period;
+	cfg.timing.guard_at_start = s.guard_at == sched::GuardAt::kStart;
+	cfg.version = s.version;
+	cfg.margin_ns = req.margin_ns;
+	cfg.self = req.self;
+	cfg.nodes = s.nodes;
+	cfg.rate_mbps = req.rate_mbps;
+	update(bpf_map__fd(skel->maps.gate_cfg), 0, &cfg, "its configuration");
+	std::vector<std::uint32_t> w = waits(s, req.self);
+	for (std::uint32_t k = 0; k < w.size(); k++)
+		update(bpf_map__fd(skel->maps.gate_waits), k, &w[k], "its waits");
+	for (std::uint32_t i = 0; i < s.nodes; i++) {
+		std::uint32_t addr = htonl(req.host_addrs[i]);
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.gate_hosts), &addr, &i, BPF_ANY) != 0)
+			throw Error(std::string("gate: cannot write the addresses: ") + std::strerror(errno));
+	}
+
+	Rollback undo("gate attach");
+	{
+		ProcessResult r = run_tc(ns, {"qdisc", "replace", "dev", req.dev, "root", "fq", "limit", "100000",
+					      "flow_limit", "100000", "horizon", "10s"});
+		if (r.status != 0)
+			throw Error("gate: cannot put the fq qdisc on " + req.dev + " (" + r.output +
+				    "): gating needs sch_fq to hold packets until their departure; this kernel may "
+				    "lack it (run it in a VM: tools/vm-run)");
+		const std::string dev = req.dev;
+		undo.add("remove fq from " + dev, [&ns, dev]() { run_tc(ns, {"qdisc", "del", "dev", dev, "root"}); });
+		NetnsGuard g(ns);
+		unsigned ifx = dev_info(dev, ns).ifindex;
+		if (create_clsact(ifx, dev))
+			undo.add("remove clsact from " + dev, [&ns, ifx]() {
+				NetnsGuard g2(ns);
+				destroy_clsact(ifx);
+			});
+		TcFilter f = attach_filter(ifx, BPF_TC_EGRESS, bpf_program__fd(skel->progs.lumen_gate_egress), dev);
+		undo.add("detach the gate from " + dev, [&ns, ifx, f, dev]() {
+			NetnsGuard g2(ns);
+			detach_filter(ifx, BPF_TC_EGRESS, f, dev);
+		});
+	}
+	for (const std::string &d : {std::string(LUMEN_PIN_GATE_DIR), dir}) {
+		std::string path = pin_path(d);
+		if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+			throw Error("cannot create " + path + ": " + std::strerror(errno));
+	}
+	undo.add("remove " + pin_path(dir), [dir]() { ::rmdir(pin_path(dir).c_str()); });
+	struct Pin {
+		std::string name;
+		bpf_map *map;
+	} pins[] = {{dir + "/cfg", skel->maps.gate_cfg}, {dir + "/stats", skel->maps.gate_stats}};
+	for (const Pin &p : pins) {
+		std::string path = pin_path(p.name);
+		if (bpf_obj_pin(bpf_map__fd(p.map), path.c_str()) != 0)
+			throw Error("cannot pin " + path + ": " + std::strerror(errno));
+		undo.add("unpin " + path, [path]() { ::unlink(path.c_str()); });
+	}
+	undo.commit();
+}
+
+bool detach_gate(const std::string &netns, const std::string &dev)
+{
+	ensure_pin_root();
+	PinRootLock lock;
+	const std::string dir = gate_dir(netns, dev);
+	bool was = pinned(dir + "/cfg");
+	if (netns.empty() || netns_exists(netns)) {
+		Netns ns = open_netns(netns);
+		run_tc(ns, {"qdisc", "del", "dev", dev, "root"});
+		run_tc(ns, {"qdisc", "del", "dev", dev, "clsact"});
+	}
+	remove_pin(dir + "/cfg");
+	remove_pin(dir + "/stats");
+	::rmdir(pin_path(dir).c_str());
+	return was;
+}
+
+GateStatus read_gate(const std::string &netns, const std::string &dev)
+{
+	const std::string dir = gate_dir(netns, dev);
+	if (!pinned(dir + "/cfg"))
+		throw Error("no gate on " + dev + (netns.empty() ? "" : " in " + netns) + " (no " + pin_path(dir) +
+			    ")");
+	Fd cfg_fd = open_pin(dir + "/cfg"), stats = open_pin(dir + "/stats");
+	GateStatus st;
+	std::uint32_t zero = 0;
+	if (bpf_map_lookup_elem(cfg_fd.get(), &zero, &st.cfg) != 0)
+		throw Error(std::string("gate: cannot read its configuration: ") + std::strerror(errno));
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		throw Error("cannot count possible CPUs");
+	std::vector<lumen_gate_stats> per_cpu((size_t)ncpu);
+	st.dsts.assign(st.cfg.nodes, lumen_gate_stats{});
+	for (std::uint32_t k = 0; k < st.cfg.nodes; k++) {
+		if (bpf_map_lookup_elem(stats.get(), &k, per_cpu.data()) != 0)
+			throw Error("gate: cannot read its counters: " + std::string(std::strerror(errno)));
+		for (const lumen_gate_stats &c : per_cpu) {
+			for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++) {
+				st.dsts[k].packets[i] += c.packets[i];
+				st.total.packets[i] += c.packets[i];
+			}
+			st.dsts[k].held_ns += c.held_ns;
+			st.total.held_ns += c.held_ns;
+			st.dsts[k].held_max_ns = std::max(st.dsts[k].held_max_ns, c.held_max_ns);
+			st.total.held_max_ns = std::max(st.total.held_max_ns, c.held_max_ns);
+		}
+	}
+	return st;
+}
+
+const char *gate_counter_name(std::uint32_t i)
+{
+#define LUMEN_GATE_NAME(id, name, help) name,
+	static const char *const names[] = {LUMEN_GATE_COUNTERS(LUMEN_GATE_NAME)};
+#undef LUMEN_GATE_NAME
+	return i < LUMEN_GATE_NCOUNTERS ? names[i] : "?";
+}
+
+} // namespace lumen

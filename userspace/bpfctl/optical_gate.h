@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/bpfctl/optical_gate.h - the control plane of direct-hop gating
+// in the kernel (bpf/optical_gate.bpf.c): on a host's device towards a
+// rotor switch, an fq root qdisc and a tc egress program that gives each
+// packet to a node of the schedule the departure time of its next window.
+// `lumen gate` goes through this API.
+//
+// One gate per (namespace, device); its maps are pinned under
+// LUMEN_PIN_ROOT/LUMEN_PIN_GATE_DIR/<netns>@<dev>/ (cfg, stats), so any
+// process can read its counters and detach it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "lumen/bpf_shared.h"
+}
+
+#include "sched/schedule.h"
+
+namespace lumen
+{
+
+struct GateRequest {
+	std::string netns; // "" = the caller's
+	std::string dev;
+	sched::Schedule schedule;
+	std::uint32_t self = 0; // this host's node
+	std::vector<std::uint32_t> host_addrs; // IPv4, host byte order, by node
+	std::uint32_t rate_mbps = 0; // the link's rate (> 0)
+	std::uint64_t margin_ns = 0; // windows shrink by this on each side
+};
+
+// UsageError for a request that cannot work: self not a node, addresses
+// not one per node or repeated, no rate, a margin that leaves no window, a
+// period or node count over the tables' limits.
+void check_gate_request(const GateRequest &req);
+// Replaces DEV's root qdisc by fq (Error naming sch_fq when the kernel has
+// none) and attaches the program, all or nothing. Error when DEV has a gate.
+void attach_gate(const GateRequest &req);
+// Removes the program, the fq qdisc and the pins; false when there was no gate.
+bool detach_gate(const std::string &netns, const std::string &dev);
+
+struct GateStatus {
+	lumen_gate_cfg cfg{};
+	std::vector<lumen_gate_stats> dsts; // by destination node, summed over CPUs
+	lumen_gate_stats total{};
+};
+// Error when DEV has no gate.
+GateStatus read_gate(const std::string &netns, const std::string &dev);
+const char *gate_counter_name(std::uint32_t i);
+
+} // namespace lumen

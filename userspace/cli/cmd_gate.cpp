@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/cli/cmd_gate.cpp - `lumen gate`: direct-hop gating of a host's
+// kernel traffic on a reconfigurable network (bpfctl/optical_gate.h).
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/args.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "bpfctl/optical_gate.h"
+#include "cli/commands.h"
+#include "sched/schedule.h"
+#include "testbed/testbed.h"
+
+namespace lumen
+{
+namespace
+{
+
+const char kUsage[] =
+	R"(usage: lumen gate attach DEV [--netns NS] --schedule FILE --node I --addrs A,B,... --rate R [--margin D]
+       lumen gate attach --testbed NAME --host H --rate R [--margin D]
+       lumen gate detach DEV [--netns NS] | --testbed NAME --host H
+       lumen gate stats DEV [--netns NS] [--json] | --testbed NAME --host H [--json]
+
+Direct-hop gating of the kernel's traffic on a host of a reconfigurable
+(optical circuit) network, docs/optical.md: DEV's root qdisc becomes fq and
+a tc egress program gives every IPv4 packet to a node of the schedule the
+departure time of the next window in which this host (--node I) reaches its
+destination and the packet fits (windows shrunk by --margin on each side,
+filled at the link's --rate: their byte budget). Packets wait; none is
+dropped for want of a circuit. Needs sch_fq (Debian's kernels have it; this
+machine's host kernel may not: use tools/vm-run).
+
+  --addrs A,B,...   the IPv4 address of node 0, 1, ... (one per node)
+  --rate R          the link's rate, e.g. 1gbit (wire times and budgets)
+  --margin D        clock margin on each side of a window (default 0)
+  --testbed NAME --host H   a host of a rotor testbed: its eth0 and
+                    namespace, its node, the testbed's addresses and schedule
+)";
+
+struct Target {
+	std::string netns, dev;
+	std::string schedule;
+	std::uint32_t node = 0;
+	std::vector<std::uint32_t> addrs;
+	bool from_testbed = false;
+};
+
+std::uint32_t parse_addr(const std::string &text)
+{
+	in_addr a{};
+	if (inet_pton(AF_INET, text.c_str(), &a) != 1)
+		throw UsageError("--addrs: '" + text + "' is not an IPv4 address");
+	return ntohl(a.s_addr);
+}
+
+Target target_of(const Args &a, bool need_schedule)
+{
+	Target t;
+	if (a.has("--testbed")) {
+		if (a.positional.size() != 1 || a.has("--netns") || a.has("--schedule") || a.has("--node") ||
+		    a.has("--addrs"))
+			throw UsageError(
+				"--testbed takes --host H instead of DEV, --netns, --schedule, --node and --addrs");
+		if (!a.has("--host"))
+			throw UsageError("--testbed needs --host H");
+		auto st = testbed_status(*a.get("--testbed"));
+		if (!st || !st->complete)
+			throw UsageError("no complete testbed '" + *a.get("--testbed") + "'");
+		if (st->schedule_path.empty())
+			throw UsageError("testbed '" + st->name + "' is not a rotor testbed (no schedule)");
+		t.from_testbed = true;
+		t.schedule = st->schedule_path;
+		t.dev = "eth0";
+		bool found = false;
+		for (std::uint32_t i = 0; i < st->hosts.size(); i++) {
+			t.addrs.push_back(parse_addr(st->hosts[i].addr));
+			if (st->hosts[i].name == *a.get("--host")) {
+				t.netns = st->hosts[i].netns;
+				t.node = i;
+				found = true;
+			}
+		}
+		if (!found)
+			throw UsageError("testbed '" + st->name + "' has no host '" + *a.get("--host") + "'");
+		return t;
+	}
+	if (a.positional.size() != 2)
+		throw UsageError("give DEV, or --testbed NAME --host H");
+	t.dev = a.positional[1];
+	t.netns = a.get("--netns").value_or("");
+	if (!need_schedule)
+		return t;
+	if (!a.has("--schedule") || !a.has("--node") || !a.has("--addrs"))
+		throw UsageError("attach DEV needs --schedule FILE, --node I and --addrs A,B,...");
+	t.schedule = *a.get("--schedule");
+	t.node = (std::uint32_t)parse_uint(*a.get("--node"), "--node", 0, LUMEN_GATE_MAX_NODES - 1);
+	std::string list = *a.get("--addrs");
+	for (size_t start = 0; start <= list.size();) {
+		size_t comma = list.find(',', start);
+		t.addrs.push_back(parse_addr(list.substr(start, comma == std::string::npos ? comma : comma - start)));
+		if (comma == std::string::npos)
+			break;
+		start = comma + 1;
+	}
+	return t;
+}
+
+int cmd_attach(const Args &a)
+{
+	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--testbed", "--host"});
+	Target t = target_of(a, true);
+	if (!a.has("--rate"))
+		throw UsageError("attach needs --rate R (the link's rate)");
+	GateRequest req;
+	req.netns = t.netns;
+	req.dev = t.dev;
+	req.schedule = sched::load(t.schedule);
+	req.self = t.node;
+	req.host_addrs = t.addrs;
+	req.rate_mbps = parse_rate_mbps(*a.get("--rate"), "--rate");
+	if (a.has("--margin"))
+		req.margin_ns = parse_duration_ns(*a.get("--margin"), "--margin", 10 * kSec);
+	attach_gate(req);
+	std::printf("gate on %s%s: node %u of %u, schedule version %llu, %s, margin %llu ns\n", t.dev.c_str(),
+		    t.netns.empty() ? "" : (" in " + t.netns).c_str(), t.node, req.schedule.nodes,
+		    (unsigned long long)req.schedule.version, format_rate_mbps(req.rate_mbps).c_str(),
+		    (unsigned long long)req.margin_ns);
+	return 0;
+}
+
+int cmd_detach(const Args &a)
+{
+	a.allow_only({"--netns", "--testbed", "--host"});
+	Target t = target_of(a, false);
+	if (!detach_gate(t.netns, t.dev))
+		throw Error("no gate on " + t.dev + (t.netns.empty() ? "" : " in " + t.netns));
+	std::printf("gate on %s removed\n", t.dev.c_str());
+	return 0;
+}
+
+int cmd_stats(const Args &a)
+{
+	a.allow_only({"--netns", "--testbed", "--host", "--json"});
+	Target t = target_of(a, false);
+	GateStatus st = read_gate(t.netns, t.dev);
+	if (a.has("--json")) {
+		nlohmann::json dsts = nlohmann::json::array();
+		auto one = [](const lumen_gate_stats &s) {
+			nlohmann::json j;
+			for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
+				j[gate_counter_name(i)] = s.packets[i];
+			j["held_ns"] = s.held_ns;
+			j["held_max_ns"] = s.held_max_ns;
+			return j;
+		};
+		for (const auto &d : st.dsts)
+			dsts.push_back(one(d));
+		nlohmann::json j = {{"node", st.cfg.self},	     {"nodes", st.cfg.nodes},
+				    {"version", st.cfg.version},     {"rate_mbps", st.cfg.rate_mbps},
+				    {"margin_ns", st.cfg.margin_ns}, {"total", one(st.total)},
+				    {"destinations", dsts}};
+		std::printf("%s\n", j.dump(2).c_str());
+		return 0;
+	}
+	std::printf("gate on %s: node %u of %u, schedule version %llu\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
+		    (unsigned long long)st.cfg.version, "dst");
+	for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
+		std::printf(" %10s", gate_counter_name(i));
+	std::printf(" %12s\n", "held max us");
+	for (std::uint32_t k = 0; k <= st.dsts.size(); k++) {
+		const lumen_gate_stats &s = k < st.dsts.size() ? st.dsts[k] : st.total;
+		if (k < st.dsts.size())
+			std::printf("%6u", k);
+		else
+			std::printf("%6s", "total");
+		for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
+			std::printf(" %10llu", (unsigned long long)s.packets[i]);
+		std::printf(" %12.1f\n", (double)s.held_max_ns / 1e3);
+	}
+	return 0;
+}
+
+int run(const std::vector<std::string> &argv)
+{
+	Args a = Args::parse(argv, {"--json"});
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"attach", cmd_attach}, {"detach", cmd_detach}, {"stats", cmd_stats}}, a);
+}
+
+} // namespace
+
+const Command kGateCommand = {"gate", "direct-hop gating of a host's kernel traffic on an optical circuit schedule",
+			      kUsage, run};
+
+} // namespace lumen
