@@ -13,6 +13,13 @@
                                    CLOCK_TAI, as lumend's gating will
   recv SECONDS                     count datagrams on :9999 until SECONDS pass
                                    without one; prints the count
+  mesh SELF ADDRS RATE_BPS SIZE WARM SECONDS
+                                   send SIZE-byte datagrams to every other
+                                   address of the comma-separated ADDRS at
+                                   RATE_BPS each (payload bits), and count the
+                                   payload bytes received from each source in
+                                   SECONDS after WARM; prints JSON {source
+                                   address: bytes}
 
 The schedule file is read with json only (an independent reader of the
 format of docs/optical.md).
@@ -78,16 +85,70 @@ def recv(seconds):
     print(n, flush=True)
 
 
+def mesh(me, addrs, rate, size, warm, seconds):
+    import select
+    peers = [a for i, a in enumerate(addrs.split(",")) if i != me]
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        rx.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
+    except OSError:
+        pass
+    rx.bind(("0.0.0.0", 9999))
+    rx.setblocking(False)
+    # a socket per destination, with room for what waits for its circuit:
+    # one shared send buffer would fill with one destination's backlog and
+    # starve the others when their windows open
+    tx = {}
+    for p in peers:
+        t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            t.setsockopt(socket.SOL_SOCKET, 32, 64 << 20)  # SO_SNDBUFFORCE
+        except OSError:
+            pass
+        t.setblocking(False)
+        tx[p] = t
+    gap = size * 8 / rate
+    payload = b"m" * size
+    start = time.monotonic()
+    nxt = {p: start for p in peers}
+    got = {}
+    t_from, t_to = start + warm, start + warm + seconds
+    while True:
+        now = time.monotonic()
+        if now >= t_to:
+            break
+        for p in peers:
+            while nxt[p] <= now:
+                try:
+                    tx[p].sendto(payload, (p, 9999))
+                except BlockingIOError:
+                    pass
+                nxt[p] += gap
+        wait = max(0.0, min(min(nxt.values()), t_to) - time.monotonic())
+        r, _, _ = select.select([rx], [], [], wait)
+        while r:
+            try:
+                data, (src, _) = rx.recvfrom(65536)
+            except BlockingIOError:
+                break
+            if t_from <= time.monotonic() < t_to:
+                got[src] = got.get(src, 0) + len(data)
+    print(json.dumps(got), flush=True)
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "send":
         send(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
     elif cmd == "gated":
         gated(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+    elif cmd == "mesh":
+        mesh(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]),
+             float(sys.argv[7]))
     elif cmd == "recv":
         recv(float(sys.argv[2]))
     else:
-        sys.exit("usage: rotor_traffic.py send|gated|recv ...")
+        sys.exit("usage: rotor_traffic.py send|gated|recv|mesh ...")
 
 
 if __name__ == "__main__":
