@@ -24,6 +24,10 @@
  * difference of the two read now. A packet that already carries a later
  * departure (TCP's pacing) keeps it as its base.
  *
+ * A packet that would wait longer than max_hold_ns is dropped (counted as
+ * overflow) and books nothing: the destination's queue is bounded in time,
+ * as a VOQ is in bytes.
+ *
  * Packets that are not IPv4 or not to a node of the schedule pass
  * untouched (counted as other): the switch drops them anyway, and gating
  * them would stall ARP-less control traffic for nothing.
@@ -138,6 +142,12 @@ int lumen_gate_egress(struct __sk_buff *skb)
 				   wait_at(pos.in_period + 1 < period ? pos.in_period + 1 : 0, cfg->nodes, dst));
 	if (!dep) {
 		count(st, LUMEN_GATE_CNT_NEVER, 0);
+		return TC_ACT_SHOT;
+	}
+	/* the destination's queue, in time: a sender offering more than its
+	 * circuits carry is not allowed to book windows without end */
+	if (dep > tai && dep - tai > cfg->max_hold_ns) {
+		count(st, LUMEN_GATE_CNT_OVERFLOW, 0);
 		return TC_ACT_SHOT;
 	}
 	bpf_spin_lock(&wire->lock);

@@ -132,6 +132,38 @@ TEST(SchedCapacity, RefusesBadDemand)
 	EXPECT_NE(refusal([&] { single_hop_throughput(s, diag); }).find("no demand"), std::string::npos);
 }
 
+TEST(SchedCapacity, WaitTable)
+{
+	/* node 0 reaches 1 in slots 1 and 2 of 5, on either uplink; 2 never */
+	Schedule s = Schedule::idle(3, 2, 5);
+	s.slot_ns = 1000;
+	s.parallel = true;
+	for (auto [p, t] : {std::pair{0u, 1u}, std::pair{1u, 2u}}) {
+		s.to(p, t, 0) = 1;
+		s.to(p, t, 1) = 0;
+	}
+	std::vector<uint16_t> w = wait_table(s, 0);
+	const uint16_t want[5] = {1, 0, 0, 3, 2};
+	for (uint32_t t = 0; t < 5; t++) {
+		EXPECT_EQ(w[t * 3 + 1], want[t]) << "slot " << t;
+		EXPECT_EQ(w[t * 3 + 0], 0xffff); /* itself */
+		EXPECT_EQ(w[t * 3 + 2], 0xffff); /* never connected */
+	}
+	EXPECT_NE(refusal([&] { wait_table(s, 3); }).find("node 3 is not in the schedule"), std::string::npos);
+	/* round robin: from slot t, the shift to dst comes (dst - self - 1 - t) mod (N - 1) slots later */
+	Schedule rr = round_robin(6, 1, false, timing());
+	for (uint32_t self = 0; self < 6; self++) {
+		std::vector<uint16_t> r = wait_table(rr, self);
+		for (uint32_t t = 0; t < rr.period; t++)
+			for (uint32_t dst = 0; dst < 6; dst++) {
+				if (dst == self)
+					continue;
+				uint32_t shift_slot = (dst + 6 - self) % 6 - 1;
+				EXPECT_EQ(r[t * 6 + dst], (shift_slot + rr.period - t) % rr.period);
+			}
+	}
+}
+
 TEST(SchedCapacity, MaxGapIsCyclic)
 {
 	Schedule s = Schedule::idle(2, 1, 10);

@@ -281,6 +281,7 @@ struct lumen_gate_cfg {
 	__u32 nodes;
 	__u32 rate_mbps; /* the link's rate, for wire times (> 0) */
 	__u32 quiet; /* nonzero: hold everything (LUMEN_QUIET_*): dropped and counted */
+	__u64 max_hold_ns; /* a packet that would wait longer is dropped: the VOQ's bound in time */
 };
 
 struct lumen_gate_clock {
@@ -294,6 +295,7 @@ struct lumen_gate_clock {
 	X(HELD, "held", "packets given a later departure (a later window, or later in this one)")                      \
 	X(NEVER, "never", "packets no window can carry (no circuit to the node, or longer than a window): dropped")    \
 	X(QUIET, "quiet", "packets while the gate is quiet (clock or schedule not trusted): dropped")                  \
+	X(OVERFLOW, "overflow", "packets that would wait longer than max_hold (a full VOQ): dropped")                  \
 	X(OTHER, "other", "packets not to a node of the schedule (not IPv4, another address): passed untouched")
 
 #define LUMEN_GATE_COUNTER_ENUM(id, name, help) LUMEN_GATE_CNT_##id,

@@ -39,6 +39,17 @@ e2e_require_bpf() {
 	command -v ip >/dev/null || e2e_skip "iproute2 missing"
 }
 
+# e2e_require_fq: skips unless this kernel has sch_fq (the optical gate's
+# EDT qdisc; Debian's kernels in the VMs have it, the host may not)
+e2e_require_fq() {
+	local ns="fqprobe$$" ok=0
+	ip netns add "$ns"
+	ip -n "$ns" link add fq0 type veth peer name fq1
+	ip netns exec "$ns" tc qdisc add dev fq0 root fq 2>/dev/null && ok=1
+	ip netns del "$ns"
+	((ok)) || e2e_skip "this kernel has no sch_fq (the optical gate's EDT qdisc): run in the VM suites (tests/e2e/run_in_vm.sh)"
+}
+
 # e2e_require_kmod: skips unless this kernel can load tcp_powertcp and the
 # module built for exactly it exists (LUMEN_KMOD, or build/kmod-X.Y); sets
 # E2E_KO to its path

@@ -16,7 +16,8 @@
   mesh SELF ADDRS RATE_BPS SIZE WARM SECONDS
                                    send SIZE-byte datagrams to every other
                                    address of the comma-separated ADDRS at
-                                   RATE_BPS each (payload bits), and count the
+                                   RATE_BPS each (payload bits; or a comma-
+                                   separated rate per node, 0: none), and count the
                                    payload bytes received from each source in
                                    SECONDS after WARM; prints JSON {source
                                    address: bytes}
@@ -85,9 +86,14 @@ def recv(seconds):
     print(n, flush=True)
 
 
-def mesh(me, addrs, rate, size, warm, seconds):
+def mesh(me, addrs, rates, size, warm, seconds):
     import select
-    peers = [a for i, a in enumerate(addrs.split(",")) if i != me]
+    addrs = addrs.split(",")
+    rates = [float(r) for r in rates.split(",")]
+    if len(rates) == 1:
+        rates = rates * len(addrs)
+    peers = [a for i, a in enumerate(addrs) if i != me and rates[i] > 0]
+    rate_of = {a: rates[i] for i, a in enumerate(addrs)}
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         rx.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE
@@ -107,7 +113,7 @@ def mesh(me, addrs, rate, size, warm, seconds):
             pass
         t.setblocking(False)
         tx[p] = t
-    gap = size * 8 / rate
+    gap = {p: size * 8 / rate_of[p] for p in peers}
     payload = b"m" * size
     start = time.monotonic()
     nxt = {p: start for p in peers}
@@ -123,7 +129,7 @@ def mesh(me, addrs, rate, size, warm, seconds):
                     tx[p].sendto(payload, (p, 9999))
                 except BlockingIOError:
                     pass
-                nxt[p] += gap
+                nxt[p] += gap[p]
         wait = max(0.0, min(min(nxt.values()), t_to) - time.monotonic())
         r, _, _ = select.select([rx], [], [], wait)
         while r:
@@ -143,7 +149,7 @@ def main():
     elif cmd == "gated":
         gated(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
     elif cmd == "mesh":
-        mesh(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]),
+        mesh(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
              float(sys.argv[7]))
     elif cmd == "recv":
         recv(float(sys.argv[2]))

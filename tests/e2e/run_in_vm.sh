@@ -4,7 +4,7 @@
 # tools/vm-run) once in QEMU and runs, inside, each of
 #
 #   cc_test.sh  int_sockops_test.sh  switch_test.sh  dumbbell_test.sh
-#   gate_test.sh (sch_fq, which the host kernel lacks)
+#   gate_test.sh  vermilion_test.sh (sch_fq, which the host kernel lacks)
 #
 # one after the other with LUMEN_BIN (the built lumen binary) as given here
 # and Debian's default PATH.
@@ -20,7 +20,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-read -r -a suites <<<"${LUMEN_VM_SUITES:-cc_test int_sockops_test switch_test dumbbell_test gate_test}"
+read -r -a suites <<<"${LUMEN_VM_SUITES:-cc_test int_sockops_test switch_test dumbbell_test gate_test vermilion_test}"
 
 # --- inside the VM -------------------------------------------------------------
 if [[ ${1:-} == --inside ]]; then

@@ -28,6 +28,9 @@ namespace lumen
 namespace
 {
 
+/* fq's own horizon: beyond it, fq drops what the gate booked */
+constexpr std::uint64_t kDefaultMaxHoldNs = 10'000'000'000ull;
+
 struct SkelDeleter {
 	void operator()(optical_gate *s) const
 	{
@@ -44,30 +47,6 @@ void update(int fd, std::uint32_t key, const void *value, const char *what)
 {
 	if (bpf_map_update_elem(fd, &key, value, BPF_ANY) != 0)
 		throw Error(std::string("gate: cannot write ") + what + ": " + std::strerror(errno));
-}
-
-// For each slot of the period and each destination: slots until one in
-// which `self` reaches it on any uplink (LUMEN_SLOT_NEVER when none does).
-std::vector<std::uint32_t> waits(const sched::Schedule &s, std::uint32_t self)
-{
-	std::vector<std::uint32_t> w((size_t)s.period * s.nodes, LUMEN_SLOT_NEVER);
-	for (std::uint32_t dst = 0; dst < s.nodes; dst++) {
-		std::vector<bool> open(s.period, false);
-		for (std::uint32_t p = 0; p < s.uplinks; p++)
-			for (std::uint32_t t = 0; t < s.period; t++)
-				if (dst != self && s.to(p, t, self) == dst)
-					open[t] = true;
-		/* walk backwards twice round: the distance to the next open slot */
-		std::uint32_t next = LUMEN_SLOT_NEVER;
-		for (std::uint32_t k = 2 * s.period; k-- > 0;) {
-			std::uint32_t t = k % s.period;
-			if (open[t])
-				next = k;
-			if (k < s.period && next != LUMEN_SLOT_NEVER)
-				w[(size_t)t * s.nodes + dst] = next - k;
-		}
-	}
-	return w;
 }
 
 } // namespace
@@ -131,10 +110,13 @@ void attach_gate(const GateRequest &req)
 	cfg.self = req.self;
 	cfg.nodes = s.nodes;
 	cfg.rate_mbps = req.rate_mbps;
+	cfg.max_hold_ns = req.max_hold_ns ? req.max_hold_ns : kDefaultMaxHoldNs;
 	update(bpf_map__fd(skel->maps.gate_cfg), 0, &cfg, "its configuration");
-	std::vector<std::uint32_t> w = waits(s, req.self);
-	for (std::uint32_t k = 0; k < w.size(); k++)
-		update(bpf_map__fd(skel->maps.gate_waits), k, &w[k], "its waits");
+	std::vector<std::uint16_t> w = sched::wait_table(s, req.self);
+	for (std::uint32_t k = 0; k < w.size(); k++) {
+		std::uint32_t v = w[k];
+		update(bpf_map__fd(skel->maps.gate_waits), k, &v, "its waits");
+	}
 	for (std::uint32_t i = 0; i < s.nodes; i++) {
 		std::uint32_t addr = htonl(req.host_addrs[i]);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.gate_hosts), &addr, &i, BPF_ANY) != 0)
@@ -143,8 +125,10 @@ void attach_gate(const GateRequest &req)
 
 	Rollback undo("gate attach");
 	{
+		/* fq's horizon beyond the gate's: every packet the gate books, fq holds */
+		std::uint64_t horizon_us = cfg.max_hold_ns / 1000 + 1'000'000;
 		ProcessResult r = run_tc(ns, {"qdisc", "replace", "dev", req.dev, "root", "fq", "limit", "100000",
-					      "flow_limit", "100000", "horizon", "10s"});
+					      "flow_limit", "100000", "horizon", std::to_string(horizon_us) + "us"});
 		if (r.status != 0)
 			throw Error("gate: cannot put the fq qdisc on " + req.dev + " (" + r.output +
 				    "): gating needs sch_fq to hold packets until their departure; this kernel may "

@@ -32,6 +32,7 @@ struct GateRequest {
 	std::vector<std::uint32_t> host_addrs; // IPv4, host byte order, by node
 	std::uint32_t rate_mbps = 0; // the link's rate (> 0)
 	std::uint64_t margin_ns = 0; // windows shrink by this on each side
+	std::uint64_t max_hold_ns = 0; // longest wait before a packet is dropped (0: 10 s)
 };
 
 // UsageError for a request that cannot work: self not a node, addresses

@@ -23,8 +23,8 @@ namespace
 {
 
 const char kUsage[] =
-	R"(usage: lumen gate attach DEV [--netns NS] --schedule FILE --node I --addrs A,B,... --rate R [--margin D]
-       lumen gate attach --testbed NAME --host H --rate R [--margin D]
+	R"(usage: lumen gate attach DEV [--netns NS] --schedule FILE --node I --addrs A,B,... --rate R [--margin D] [--max-hold D]
+       lumen gate attach --testbed NAME --host H --rate R [--margin D] [--max-hold D]
        lumen gate detach DEV [--netns NS] | --testbed NAME --host H
        lumen gate stats DEV [--netns NS] [--json] | --testbed NAME --host H [--json]
 
@@ -40,6 +40,9 @@ machine's host kernel may not: use tools/vm-run).
   --addrs A,B,...   the IPv4 address of node 0, 1, ... (one per node)
   --rate R          the link's rate, e.g. 1gbit (wire times and budgets)
   --margin D        clock margin on each side of a window (default 0)
+  --max-hold D      a packet that would wait longer is dropped (counted as
+                    overflow): each destination's queue, bounded in time
+                    (default 10 s)
   --testbed NAME --host H   a host of a rotor testbed: its eth0 and
                     namespace, its node, the testbed's addresses and schedule
 )";
@@ -114,7 +117,8 @@ Target target_of(const Args &a, bool need_schedule)
 
 int cmd_attach(const Args &a)
 {
-	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--testbed", "--host"});
+	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--max-hold", "--testbed",
+		      "--host"});
 	Target t = target_of(a, true);
 	if (!a.has("--rate"))
 		throw UsageError("attach needs --rate R (the link's rate)");
@@ -127,6 +131,8 @@ int cmd_attach(const Args &a)
 	req.rate_mbps = parse_rate_mbps(*a.get("--rate"), "--rate");
 	if (a.has("--margin"))
 		req.margin_ns = parse_duration_ns(*a.get("--margin"), "--margin", 10 * kSec);
+	if (a.has("--max-hold"))
+		req.max_hold_ns = parse_duration_ns(*a.get("--max-hold"), "--max-hold", 3600 * kSec);
 	attach_gate(req);
 	std::printf("gate on %s%s: node %u of %u, schedule version %llu, %s, margin %llu ns\n", t.dev.c_str(),
 		    t.netns.empty() ? "" : (" in " + t.netns).c_str(), t.node, req.schedule.nodes,

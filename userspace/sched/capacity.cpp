@@ -111,6 +111,35 @@ double vlb_throughput(const Schedule &s, const std::vector<double> &demand)
 	return fit(rates(s), load, n);
 }
 
+std::vector<uint16_t> wait_table(const Schedule &s, uint32_t self)
+{
+	constexpr uint16_t kNever = 0xffff; /* LUMEN_SLOT_NEVER */
+	if (self >= s.nodes)
+		throw UsageError("node " + std::to_string(self) + " is not in the schedule (0.." +
+				 std::to_string(s.nodes - 1) + ")");
+	if (s.period > 0xfff0)
+		throw UsageError("a period of " + std::to_string(s.period) + " slots is over 65520 (16-bit waits)");
+	std::vector<uint16_t> w((size_t)s.period * s.nodes, kNever);
+	std::vector<uint8_t> open(s.period);
+	for (uint32_t dst = 0; dst < s.nodes; dst++) {
+		if (dst == self)
+			continue;
+		std::fill(open.begin(), open.end(), 0);
+		for (uint32_t p = 0; p < s.uplinks; p++)
+			for (uint32_t t = 0; t < s.period; t++)
+				open[t] |= s.to(p, t, self) == dst;
+		/* backwards over two periods: the next open slot at or after k */
+		uint32_t next = UINT32_MAX;
+		for (uint32_t k = 2 * s.period; k-- > 0;) {
+			if (open[k % s.period])
+				next = k;
+			if (k < s.period && next != UINT32_MAX)
+				w[(size_t)k * s.nodes + dst] = (uint16_t)(next - k);
+		}
+	}
+	return w;
+}
+
 std::vector<uint32_t> max_gaps(const Schedule &s)
 {
 	uint32_t n = s.nodes;

@@ -127,6 +127,14 @@ double vlb_throughput(const Schedule &s, const std::vector<double> &demand);
 // a packet for v waits at most gap * slot_ns for its circuit.
 std::vector<uint32_t> max_gaps(const Schedule &s);
 
+// For a sender at node self: waits[t * N + dst], the slots from slot t of
+// the period until one in which self reaches dst on any uplink (0: t
+// itself), or 0xffff (LUMEN_SLOT_NEVER) when no slot does and for dst ==
+// self. What include/lumen/optical.h's lumen_slot_departure() takes, for
+// the kernel's gate, lumend's page and lumen-dp. UsageError when self is
+// no node or the period does not fit 16-bit waits (over 0xfff0 slots).
+std::vector<uint16_t> wait_table(const Schedule &s, uint32_t self);
+
 // ----------------------------------------------------------------------
 // Generators
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# tests/e2e/vermilion_test.sh - a Vermilion schedule through the rotor
+# switch, with every host's kernel traffic gated (lumen gate), end to end.
+# Needs sch_fq: runs in the VM suites (tests/e2e/run_in_vm.sh).
+#
+# Demand: a skewed ring on 4 hosts, h(i) -> h(i+1) ten times every other
+# pair, offered at the hose's limit (every host's row sums to its 2 Mbit/s
+# link). Vermilion (k = 3, l = 1: period 12 slots of 80 ms, guards of 8 ms)
+# must give every pair at least (k - l) / k of its demand, times the part
+# of each slot that carries frames (Theorem 3; here the windows lose
+# 2 x 10 ms of margin and a fraction of a frame); round robin on the same
+# demand gives the heavy pairs a third of that, below the bound.
+#
+# The heavy pairs' demand exceeds what they get, so their queues are bounded
+# (--max-hold 2s: what would wait longer is dropped as overflow).
+#
+# Violations at the rotor: 0 in most runs, a few in some (5 of 3,522 frames
+# on 6.1, all wrong_slot, none in a guard; not explained yet, see
+# docs/optical.md), so this suite allows up to 0.5 % of the frames;
+# tests/e2e/gate_test.sh holds the gate to zero.
+source "$(dirname "$0")/lib.sh"
+
+e2e_require_bpf
+e2e_require_tools python3 tc
+e2e_require_fq
+TRAFFIC="$(cd "$(dirname "$0")" && pwd)/rotor_traffic.py"
+TMPD="$(mktemp -d)"
+e2e_on_exit "rm -rf '$TMPD'"
+TB="ve$(($$ % 100000))"
+ADDRS=10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4
+# The emulated guest's timers fire late under load (fq releases a packet
+# several ms after its departure: with 4 ms margins 0.5 % of them crossed
+# into a guard on 6.1): wide margins and a slow link (fewer packets per
+# second for the guest's python senders).
+RATE_MBPS=2 MARGIN_MS=10
+
+cat >"$TMPD/demand.csv" <<'CSV'
+# a skewed ring: h(i) -> h(i+1) ten times every other pair
+0 10 1 1
+1 0 10 1
+1 1 0 10
+10 1 1 0
+CSV
+"$LUMEN_BIN" sched generate vermilion --demand "$TMPD/demand.csv" --k 3 --l 1 --slot 80ms --guard 8ms \
+	--t0 now+1s --out "$TMPD/v.json" >"$TMPD/gen.out"
+"$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 80ms --guard 8ms --t0 now+1s \
+	--out "$TMPD/rr.json" >/dev/null
+e2e_on_exit "'$LUMEN_BIN' testbed down '$TB'"
+"$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --schedule "$TMPD/v.json" >"$TMPD/up.out" 2>&1 ||
+	{ cat "$TMPD/up.out"; exit 1; }
+
+violations() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']"; }
+# the rotor's and the gates' counters, in the log
+counters() {
+	"$LUMEN_BIN" rotor stats | sed 's/^/  /'
+	for i in 1 2 3 4; do "$LUMEN_BIN" gate stats --testbed "$TB" --host "h$i" | tail -n 1 | sed "s/^/  h$i gate /"; done
+}
+
+# run SCHEDULE NAME: gate every host on SCHEDULE, offer the demand for
+# 1.5 + 9.6 s (10 periods of Vermilion), write NAME.txt (per pair: offered,
+# received, their ratio) and print the lowest ratio over pairs
+run() {
+	local sched="$1" name="$2" i
+	for i in 0 1 2 3; do
+		"$LUMEN_BIN" gate detach --testbed "$TB" --host "h$((i + 1))" >/dev/null 2>&1 || true
+		"$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h$((i + 1))" --schedule "$sched" --node "$i" \
+			--addrs "$ADDRS" --rate "${RATE_MBPS}mbit" --margin "${MARGIN_MS}ms" --max-hold 2s >/dev/null
+	done
+	# offered payload rates: rows of the demand scaled to the link's rate of
+	# wire (1000-byte datagrams are 1066 bytes on the wire), by destination
+	python3 - "$TMPD/demand.csv" "$RATE_MBPS" >"$TMPD/rates" <<'PY'
+import sys
+rate = float(sys.argv[2]) * 1e6
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+for i, r in enumerate(rows):
+    total = sum(x for j, x in enumerate(r) if j != i)
+    print(",".join(str(0 if j == i else rate * 1000 / 1066 * x / total) for j, x in enumerate(r)))
+PY
+	for i in 0 1 2 3; do
+		ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" "$(sed -n "$((i + 1))p" "$TMPD/rates")" \
+			1000 1.5 9.6 >"$TMPD/$name.$i" &
+	done
+	wait
+	python3 - "$TMPD" "$name" <<'PY'
+import json, sys
+tmpd, name = sys.argv[1], sys.argv[2]
+rates = [[float(x) for x in l.split(",")] for l in open(f"{tmpd}/rates")]
+worst, lines = 1e9, []
+for dst in range(4):
+    got = json.load(open(f"{tmpd}/{name}.{dst}"))
+    for src in range(4):
+        if src == dst:
+            continue
+        offered = rates[src][dst] * 9.6 / 8
+        b = got.get(f"10.0.0.{src + 1}", 0)
+        worst = min(worst, b / offered)
+        lines.append(f"h{src + 1} -> h{dst + 1}: offered {offered:.0f} B, received {b} B ({b / offered:.3f})")
+open(f"{tmpd}/{name}.txt", "w").write("\n".join(lines) + "\n")
+print(f"{worst:.4f}")
+PY
+}
+
+# the bound, from the schedule file: (k - l) / k of the part of a slot
+# whose frames fit a window shrunk by the margins, at the link's rate
+BOUND="$(python3 - "$TMPD/v.json" "$RATE_MBPS" "$MARGIN_MS" <<'PY'
+import json, math, sys
+s = json.load(open(sys.argv[1]))
+usable = s["slot_ns"] - s["guard_ns"] - 2 * int(sys.argv[3]) * 1_000_000
+wire = math.ceil((1042 + 24) * 8 * 1000 / float(sys.argv[2]))
+print(f"{2 / 3 * (usable // wire) * wire / s['slot_ns']:.4f}")
+PY
+)"
+
+e2e_log "Vermilion (k = 3, l = 1): $(sed -n 1p "$TMPD/gen.out")"
+before="$(violations)"
+V="$(run "$TMPD/v.json" vermilion)"
+sed 's/^/  /' "$TMPD/vermilion.txt"
+e2e_log "  lowest received / offered: $V; bound $BOUND; violations $(($(violations) - before))"
+counters
+e2e_check "Vermilion: violations at most 0.5 % of the frames" \
+	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+e2e_check "Vermilion: every pair gets at least the bound" \
+	python3 -c "import sys; sys.exit(not float('$V') >= 0.95 * float('$BOUND'))"
+
+e2e_log "round robin on the same demand (the rotor and the gates on it)"
+# the gates first: their fq still holds seconds of Vermilion's backlog (the
+# demand exceeds what the heavy pairs get), timed for Vermilion's circuits
+for i in 1 2 3 4; do "$LUMEN_BIN" gate detach --testbed "$TB" --host "h$i" >/dev/null; done
+"$LUMEN_BIN" rotor load "$TMPD/rr.json" >/dev/null
+before="$(violations)"
+R="$(run "$TMPD/rr.json" rr)"
+sed 's/^/  /' "$TMPD/rr.txt"
+e2e_log "  lowest received / offered: $R; violations $(($(violations) - before))"
+counters
+e2e_check "round robin: no violation" test "$(violations)" -eq "$before"
+e2e_check "round robin stays below the bound on this demand" \
+	python3 -c "import sys; sys.exit(not float('$R') < float('$BOUND'))"
+e2e_finish
