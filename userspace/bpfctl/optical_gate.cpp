@@ -100,11 +100,7 @@ void attach_gate(const GateRequest &req)
 		throw Error("gate: cannot load the BPF program (" + errno_text(err) + "): " + libbpf_log_tail());
 
 	lumen_gate_cfg cfg{};
-	cfg.timing.t0_ns = s.t0_ns;
-	cfg.timing.slot_ns = s.slot_ns;
-	cfg.timing.guard_ns = s.guard_ns;
-	cfg.timing.period = s.period;
-	cfg.timing.guard_at_start = s.guard_at == sched::GuardAt::kStart;
+	cfg.timing = sched::slot_timing(s);
 	cfg.version = s.version;
 	cfg.margin_ns = req.margin_ns;
 	cfg.self = req.self;

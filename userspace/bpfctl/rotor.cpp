@@ -46,11 +46,7 @@ void update(int fd, std::uint32_t key, const void *value, const char *what)
 lumen_rotor_cfg cfg_of(const sched::Schedule &s)
 {
 	lumen_rotor_cfg c{};
-	c.timing.t0_ns = s.t0_ns;
-	c.timing.slot_ns = s.slot_ns;
-	c.timing.guard_ns = s.guard_ns;
-	c.timing.period = s.period;
-	c.timing.guard_at_start = s.guard_at == sched::GuardAt::kStart;
+	c.timing = sched::slot_timing(s);
 	c.version = s.version;
 	c.nodes = s.nodes;
 	c.uplinks = s.uplinks;

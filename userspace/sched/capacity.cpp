@@ -111,14 +111,26 @@ double vlb_throughput(const Schedule &s, const std::vector<double> &demand)
 	return fit(rates(s), load, n);
 }
 
+lumen_slot_timing slot_timing(const Schedule &s)
+{
+	lumen_slot_timing t{};
+	t.t0_ns = s.t0_ns;
+	t.slot_ns = s.slot_ns;
+	t.guard_ns = s.guard_ns;
+	t.period = s.period;
+	t.guard_at_start = s.guard_at == GuardAt::kStart;
+	return t;
+}
+
 std::vector<uint16_t> wait_table(const Schedule &s, uint32_t self)
 {
-	constexpr uint16_t kNever = 0xffff; /* LUMEN_SLOT_NEVER */
+	constexpr uint16_t kNever = LUMEN_SLOT_NEVER;
 	if (self >= s.nodes)
 		throw UsageError("node " + std::to_string(self) + " is not in the schedule (0.." +
 				 std::to_string(s.nodes - 1) + ")");
-	if (s.period > 0xfff0)
-		throw UsageError("a period of " + std::to_string(s.period) + " slots is over 65520 (16-bit waits)");
+	if (s.period > LUMEN_SLOT_MAX_PERIOD)
+		throw UsageError("a period of " + std::to_string(s.period) + " slots is over " +
+				 std::to_string(LUMEN_SLOT_MAX_PERIOD) + " (16-bit waits)");
 	std::vector<uint16_t> w((size_t)s.period * s.nodes, kNever);
 	std::vector<uint8_t> open(s.period);
 	for (uint32_t dst = 0; dst < s.nodes; dst++) {

@@ -34,6 +34,10 @@
 
 #include <nlohmann/json.hpp>
 
+extern "C" {
+#include "lumen/optical.h"
+}
+
 namespace lumen::sched
 {
 
@@ -126,6 +130,9 @@ double vlb_throughput(const Schedule &s, const std::vector<double> &demand);
 // reaches v, cyclically over the period (period when once; 0 when never):
 // a packet for v waits at most gap * slot_ns for its circuit.
 std::vector<uint32_t> max_gaps(const Schedule &s);
+
+// The timing every shell computes slots with (include/lumen/optical.h).
+lumen_slot_timing slot_timing(const Schedule &s);
 
 // For a sender at node self: waits[t * N + dst], the slots from slot t of
 // the period until one in which self reaches dst on any uplink (0: t
