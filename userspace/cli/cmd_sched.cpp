@@ -3,13 +3,19 @@
 // userspace/cli/cmd_sched.cpp - `lumen sched`: make, check and look at
 // periodic optical circuit schedules (userspace/sched).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fd.h"
 #include "base/system.h"
 #include "base/units.h"
 #include "cli/commands.h"
@@ -30,6 +36,7 @@ const char kUsage[] =
        lumen sched validate FILE [--json]
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
+       lumen sched status [--control PATH] [--json]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -55,6 +62,10 @@ bench                  how long Vermilion takes on one core: per node count
                        from seeds 1..R, each timed; prints the median and
                        the worst, and the lowest single-hop throughput next
                        to the bound (K-L)/K x duty
+status                 what lumend, the schedule's daemon on this host, says
+                       on its control socket (--control, /run/lumen/lumend.sock):
+                       the schedule in force, the clock, whether senders may
+                       send, the slot boundary errors (docs/lumend.md)
 
 TIMING (generate):
   --slot D             slot length, guard included (100us)
@@ -282,12 +293,115 @@ int cmd_bench(const Args &a)
 	return 0;
 }
 
+// ----------------------------------------------------------------------
+// `lumen sched status`: one request on lumend's control socket
+// (userspace/lumend/control.h: a JSON line each way)
+
+const char kLumendSocket[] = "/run/lumen/lumend.sock"; // lumend's --control default
+
+nlohmann::json ask_lumend(const std::string &path, const std::string &cmd)
+{
+	sockaddr_un sa = {};
+	sa.sun_family = AF_UNIX;
+	if (path.empty() || path.size() >= sizeof(sa.sun_path))
+		throw UsageError("--control: '" + path + "' is no Unix socket path");
+	std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+	Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	if (!fd.valid() || connect(fd.get(), (sockaddr *)&sa, sizeof(sa)) != 0)
+		throw Error("cannot reach lumend at " + path + ": " + std::strerror(errno) + " (is it running?)");
+	timeval tv = {5, 0};
+	setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	write_all(fd.get(), "{\"cmd\":\"" + cmd + "\"}\n", "to lumend at " + path);
+	std::string line;
+	char buf[4096];
+	while (line.find('\n') == std::string::npos) {
+		ssize_t n = recv(fd.get(), buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			throw Error("lumend at " + path + " did not answer" +
+				    (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+		line.append(buf, (size_t)n);
+	}
+	nlohmann::json j = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
+	if (j.is_discarded() || !j.is_object())
+		throw Error("lumend at " + path + " answered no JSON object");
+	if (j.contains("error"))
+		throw Error("lumend: " + j["error"].dump());
+	return j;
+}
+
+std::string ns_words(const nlohmann::json &v)
+{
+	if (!v.is_number())
+		return "unknown";
+	double ns = v.get<double>();
+	char buf[32];
+	if (ns < 1e3)
+		std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
+	else if (ns < 1e6)
+		std::snprintf(buf, sizeof(buf), "%.3g us", ns / 1e3);
+	else if (ns < 1e9)
+		std::snprintf(buf, sizeof(buf), "%.3g ms", ns / 1e6);
+	else
+		std::snprintf(buf, sizeof(buf), "%.3g s", ns / 1e9);
+	return buf;
+}
+
+int cmd_status(const Args &a)
+{
+	a.allow_only({"--control", "--json"});
+	if (a.positional.size() != 1)
+		throw UsageError("status takes no file");
+	nlohmann::json j = ask_lumend(a.get("--control").value_or(kLumendSocket), "status");
+	if (a.has("--json")) {
+		std::printf("%s\n", j.dump(2).c_str());
+		return 0;
+	}
+	nlohmann::json t = j.value("timing", nlohmann::json::object()), c = j.value("clock", nlohmann::json::object());
+	nlohmann::json e = j.value("boundary_error_ns", nlohmann::json::object());
+	std::printf("lumend (pid %d): node %u of %u, schedule version %llu (%s)\n", j.value("pid", 0),
+		    j.value("node", 0u), j.value("nodes", 0u), j.value("version", 0ull),
+		    j.value("schedule_file", std::string("?")).c_str());
+	unsigned stride = j.value("stride", 1u);
+	std::string every = "every boundary";
+	if (stride != 1) // appended: GCC 12's -Wrestrict at -O3 on "literal" + string
+		every = std::string("every ").append(std::to_string(stride)).append("th boundary");
+	std::printf("  slots:  %u of %s, guard %s at the %s; margin %s; published %s\n", t.value("period", 0u),
+		    ns_words(t.value("slot_ns", nlohmann::json())).c_str(),
+		    ns_words(t.value("guard_ns", nlohmann::json())).c_str(),
+		    t.value("guard_at", std::string("end")).c_str(),
+		    ns_words(j.value("margin_ns", nlohmann::json())).c_str(), every.c_str());
+	std::printf("  clock:  %s, error bound %s%s\n", c.value("source", std::string("?")).c_str(),
+		    ns_words(c.value("error_bound_ns", nlohmann::json())).c_str(),
+		    c.value("stated", false) ? " (stated)" : "");
+	if (j.value("gating", false))
+		std::printf("  state:  gating (senders may send in their windows)\n");
+	else {
+		std::string reasons;
+		for (const auto &r : j.value("quiet_reasons", nlohmann::json::array()))
+			reasons += (reasons.empty() ? "" : ", ") + r.get<std::string>();
+		std::printf("  state:  QUIET (%s): %s\n", reasons.c_str(), j.value("why", std::string()).c_str());
+	}
+	std::printf("  slot %llu; boundary error p50 %s, p99 %s, max %s; published %llu, late %llu, missed %llu\n",
+		    j.value("slot", 0ull), ns_words(e.value("p50", nlohmann::json())).c_str(),
+		    ns_words(e.value("p99", nlohmann::json())).c_str(),
+		    ns_words(e.value("max", nlohmann::json())).c_str(), j.value("published", 0ull),
+		    j.value("late", 0ull), j.value("missed", 0ull));
+	return 0;
+}
+
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json", "--self-loops"});
-	return run_subcommand<Args>(
-		a.positional.empty() ? nullptr : &a.positional[0],
-		{{"generate", cmd_generate}, {"validate", cmd_validate}, {"show", cmd_show}, {"bench", cmd_bench}}, a);
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"generate", cmd_generate},
+				     {"validate", cmd_validate},
+				     {"show", cmd_show},
+				     {"bench", cmd_bench},
+				     {"status", cmd_status}},
+				    a);
 }
 
 } // namespace

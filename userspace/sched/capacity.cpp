@@ -124,30 +124,31 @@ lumen_slot_timing slot_timing(const Schedule &s)
 
 std::vector<uint16_t> wait_table(const Schedule &s, uint32_t self)
 {
-	constexpr uint16_t kNever = LUMEN_SLOT_NEVER;
 	if (self >= s.nodes)
 		throw UsageError("node " + std::to_string(self) + " is not in the schedule (0.." +
 				 std::to_string(s.nodes - 1) + ")");
 	if (s.period > LUMEN_SLOT_MAX_PERIOD)
 		throw UsageError("a period of " + std::to_string(s.period) + " slots is over " +
 				 std::to_string(LUMEN_SLOT_MAX_PERIOD) + " (16-bit waits)");
-	std::vector<uint16_t> w((size_t)s.period * s.nodes, kNever);
-	std::vector<uint8_t> open(s.period);
-	for (uint32_t dst = 0; dst < s.nodes; dst++) {
-		if (dst == self)
-			continue;
-		std::fill(open.begin(), open.end(), 0);
-		for (uint32_t p = 0; p < s.uplinks; p++)
-			for (uint32_t t = 0; t < s.period; t++)
-				open[t] |= s.to(p, t, self) == dst;
-		/* backwards over two periods: the next open slot at or after k */
-		uint32_t next = UINT32_MAX;
-		for (uint32_t k = 2 * s.period; k-- > 0;) {
-			if (open[k % s.period])
-				next = k;
-			if (k < s.period && next != UINT32_MAX)
-				w[(size_t)k * s.nodes + dst] = (uint16_t)(next - k);
+	/* Backwards over two periods: next[dst] is the latest-seen (so the
+	 * earliest from here on) unrolled slot in which self reaches dst; the
+	 * second period's pass makes it wrap around for the first one. */
+	const uint32_t n = s.nodes, period = s.period;
+	constexpr uint64_t kNone = UINT64_MAX;
+	std::vector<uint64_t> next(n, kNone);
+	std::vector<uint16_t> w((size_t)period * n, LUMEN_SLOT_NEVER);
+	for (uint64_t u = 2 * (uint64_t)period; u-- > 0;) {
+		uint32_t slot = (uint32_t)(u % period);
+		for (uint32_t p = 0; p < s.uplinks; p++) {
+			uint32_t dst = s.to(p, slot, self);
+			if (dst != self)
+				next[dst] = u;
 		}
+		if (u >= period)
+			continue;
+		for (uint32_t dst = 0; dst < n; dst++)
+			if (next[dst] != kNone)
+				w[(size_t)slot * n + dst] = (uint16_t)(next[dst] - u);
 	}
 	return w;
 }

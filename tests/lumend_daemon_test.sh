@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# tests/lumend_daemon_test.sh - lumend end to end, with `lumen sched`: no
+# root, no PTP hardware; a temporary page and socket, a few seconds.
+#
+#   refusals  bad options and schedule files (exit 2), a PHC that is not
+#             there (exit 1), a second lumend on the same page or socket
+#             (exit 1): a clear message and nothing left behind
+#   page      magic, ABI, the header and the waits table for its node, the
+#             slot advancing, the boundary error sane, gating once the
+#             (stated) clock error checks out
+#   socket    status through `lumen sched status` (--json and words),
+#             stats, schedule and a bad request on the socket itself
+#   SIGHUP    an invalid file and one with another node count are refused
+#             and counted, the old version staying in the page; a valid
+#             version 2 (two uplinks: the tables change shape) replaces it
+#   SIGTERM   exit 0, STOPPED said, page and socket removed
+#   measure   lumend --measure --json prints the boundary error distribution
+# CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
+source "$(dirname "$0")/e2e/lib.sh"
+LUMEND="${LUMEND_BIN:?set LUMEND_BIN to the lumend binary}"
+e2e_require_tools python3
+
+tmp="$(mktemp -d /tmp/lumend-test.XXXXXX)"
+pid=
+e2e_on_exit "rm -rf '$tmp'"
+e2e_on_exit '[[ -z $pid ]] || kill -9 "$pid"'
+
+gen() { # gen FILE NODES UPLINKS VERSION
+	"$LUMEN_BIN" sched generate round-robin --nodes "$2" --uplinks "$3" --slot 200us --guard 20us --t0 now \
+		--version "$4" --out "$1" >/dev/null
+}
+gen "$tmp/s.json" 5 1 1
+gen "$tmp/v2.json" 5 2 2
+gen "$tmp/six.json" 6 1 3
+echo '{"format": "lumen-schedule", "nodes": ' >"$tmp/bad.json"
+
+# page FIELD...: the header fields (and "waits" of the first slot), one per
+# line, from a consistent read of the seqlock
+page() {
+	python3 - "$tmp/page" "$@" <<'EOF'
+import struct, sys
+names = ["magic", "abi", "seq", "quiet", "version", "t0_ns", "slot_ns", "guard_ns", "period", "guard_at_start",
+         "self", "nodes", "uplinks", "rate_mbps", "margin_ns", "slot", "boundary_ns", "late", "missed",
+         "waits_off", "dsts_off", "size"]
+fmt = "<IIIIQQQQIIIIIIQQQQQIIQ"
+assert struct.calcsize(fmt) == 128
+for _ in range(1000):
+    with open(sys.argv[1], "rb") as f:
+        data = f.read()
+    h = dict(zip(names, struct.unpack_from(fmt, data)))
+    again = struct.unpack_from("<I", open(sys.argv[1], "rb").read(12), 8)[0]
+    if h["seq"] % 2 == 0 and again == h["seq"]:
+        break
+h["waits"] = list(struct.unpack_from(f"<{h['nodes']}H", data, h["waits_off"]))
+h["file_size"] = len(data)
+for name in sys.argv[2:]:
+    print(h[name])
+EOF
+}
+# ask JSON: one request on the socket, the answer line
+ask() {
+	python3 - "$tmp/sock" "$1" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf.decode().strip())
+EOF
+}
+stat_of() { ask '{"cmd":"stats"}' | e2e_json "d['$1']"; }
+nothing_left() { ! ls "$tmp"/page* "$tmp"/sock* "$tmp"/other* 2>/dev/null | grep -q .; }
+
+# --- refusals ----------------------------------------------------------------
+base=(--shm "$tmp/page" --control "$tmp/sock")
+e2e_check "no options: exit 2" e2e_fails 2 "--schedule" "$LUMEND"
+e2e_check "no --node: exit 2" e2e_fails 2 "--node" "$LUMEND" --schedule "$tmp/s.json" "${base[@]}"
+e2e_check "a node not in the schedule: exit 2" e2e_fails 2 "node 9 is not in the schedule" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 9 "${base[@]}"
+e2e_check "unknown option: exit 2" e2e_fails 2 "unknown option --frobnicate" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --frobnicate 1
+e2e_check "invalid schedule file: exit 2" e2e_fails 2 "bad.json" \
+	"$LUMEND" --schedule "$tmp/bad.json" --node 1 "${base[@]}"
+e2e_check "margin leaving no window: exit 2" e2e_fails 2 "margin" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --margin 100us "${base[@]}"
+e2e_check "missing PHC: exit 1, names it" e2e_fails 1 "cannot open the PTP hardware clock /dev/ptp99" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --phc /dev/ptp99 --phc-error 100 "${base[@]}"
+e2e_check "refused starts leave nothing behind" nothing_left
+
+# --- running -------------------------------------------------------------------
+"$LUMEND" --schedule "$tmp/s.json" --node 1 "${base[@]}" --clock-error 0 --check-interval 20ms \
+	>"$tmp/log" 2>&1 &
+pid=$!
+e2e_check "lumend starts, its socket answers" e2e_wait_until 50 0.1 test -S "$tmp/sock"
+e2e_check "page: magic and ABI" test "$(page magic abi | tr '\n' ' ')" == "$((0x4353474c)) 1 "
+e2e_check "page: mode 0644" test "$(stat -c %a "$tmp/page")" == 644
+e2e_check "page: node 1 of 5, 1 uplink, version 1" test "$(page self nodes uplinks version | tr '\n' ' ')" == "1 5 1 1 "
+e2e_check "page: margin guard/4 = 5 us, period 4, size $(page size)" \
+	test "$(page margin_ns period size | tr '\n' ' ')" == "5000 4 $(page file_size) "
+# round robin: node 1 reaches 1 + s + 1 in slot s, so from slot 0 it waits
+# (dst - 2) mod 5 slots for dst, and never for itself
+e2e_check "page: waits of slot 0 ($(page waits))" test "$(page waits)" == "[3, 65535, 0, 1, 2]"
+s1="$(page slot)"
+sleep 0.2
+s2="$(page slot)"
+e2e_check "page: the slot advances ($s1 -> $s2, ~1000 in 0.2 s)" test $((s2 - s1)) -ge 300
+err="$(page t0_ns slot_ns slot boundary_ns |
+	python3 -c 'import sys; t0, sl, k, b = map(int, sys.stdin.read().split()); print(b - (t0 + k * sl))')"
+e2e_check "page: boundary error sane (${err} ns, 0..200 us)" test "$err" -ge 0 -a "$err" -lt 200000
+e2e_check "page: gating once the clock checks out" e2e_wait_until 30 0.1 test "$(page quiet)" == 0
+
+# --- socket ---------------------------------------------------------------------
+st="$("$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
+e2e_check "lumen sched status --json: version 1, node 1, gating" \
+	test "$(e2e_json "(d['version'], d['node'], d['gating'], d['clock']['stated'])" <<<"$st")" == "(1, 1, True, True)"
+e2e_check "lumen sched status: words" \
+	bash -c "'$LUMEN_BIN' sched status --control '$tmp/sock' | grep -q 'state:  gating'"
+e2e_check "lumen sched status without lumend: exit 1" e2e_fails 1 "cannot reach lumend at $tmp/nosock" \
+	"$LUMEN_BIN" sched status --control "$tmp/nosock"
+e2e_check "stats: boundaries published ($(stat_of published))" test "$(stat_of published)" -gt 100
+sch="$(ask '{"cmd":"schedule"}')"
+e2e_check "schedule: the file's" test "$(e2e_json "(d['nodes'], d['version'], d['format'])" <<<"$sch")" \
+	== "(5, 1, 'lumen-schedule')"
+e2e_check "unknown command answered with an error" \
+	test "$(ask '{"cmd":"frob"}' | e2e_json "d['error']")" == "unknown command 'frob' (schedule, stats, status)"
+bad="$(ask 'nope')"
+e2e_check "bad JSON answered with an error" test "$(e2e_json "'not JSON' in d['error']" <<<"$bad")" == True
+
+# --- a second lumend on the same page or socket ------------------------------------
+e2e_check "second lumend on the page: exit 1" e2e_fails 1 "in use by another lumend" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 2 --shm "$tmp/page" --control "$tmp/other.sock"
+e2e_check "second lumend on the socket: exit 1" e2e_fails 1 "already answers" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 2 --shm "$tmp/other.page" --control "$tmp/sock"
+e2e_check "... leaving nothing of its own" test -z "$(ls "$tmp"/other* 2>/dev/null)"
+
+# --- SIGHUP ----------------------------------------------------------------------
+cp "$tmp/bad.json" "$tmp/s.json"
+kill -HUP "$pid"
+e2e_check "SIGHUP, invalid file: refused and counted" e2e_wait_until 30 0.1 test "$(stat_of reloads_refused)" == 1
+e2e_check "... version 1 stays in the page" test "$(page version)" == 1
+cp "$tmp/six.json" "$tmp/s.json"
+kill -HUP "$pid"
+e2e_check "SIGHUP, 6 nodes instead of 5: refused" e2e_wait_until 30 0.1 test "$(stat_of reloads_refused)" == 2
+e2e_check "... the log says why" grep -q "6 nodes, the schedule in force has 5" "$tmp/log"
+cp "$tmp/v2.json" "$tmp/s.json"
+kill -HUP "$pid"
+e2e_check "SIGHUP, valid version 2: in the page" e2e_wait_until 30 0.1 test "$(page version)" == 2
+e2e_check "... with its 2 uplinks and period 2" test "$(page uplinks period | tr '\n' ' ')" == "2 2 "
+st="$("$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
+e2e_check "... and in status" test "$(e2e_json "d['version']" <<<"$st")" == 2
+e2e_check "... counted" test "$(stat_of reloads),$(stat_of reloads_applied)" == "1,1"
+s1="$(page slot)"
+sleep 0.1
+e2e_check "... slots go on" test "$(page slot)" -gt "$s1"
+
+# --- SIGTERM --------------------------------------------------------------------------
+# a reader holding the page sees lumend's last word, STOPPED
+python3 - "$tmp/page" >"$tmp/last-word" <<'EOF' &
+import mmap, struct, sys, time
+with open(sys.argv[1], "rb") as f:
+    m = mmap.mmap(f.fileno(), 128, prot=mmap.PROT_READ)
+print("mapped", flush=True)
+deadline = time.time() + 10
+while time.time() < deadline:
+    quiet = struct.unpack_from("<I", m, 12)[0]
+    if quiet & 4:
+        print(quiet)
+        break
+    time.sleep(0.005)
+EOF
+reader=$!
+e2e_wait_until 50 0.1 grep -q mapped "$tmp/last-word"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+e2e_check "SIGTERM: exit 0 (got $rc)" test "$rc" == 0
+wait "$reader" || true
+e2e_check "... STOPPED in the page (quiet $(tail -1 "$tmp/last-word"))" test "$(tail -1 "$tmp/last-word")" == 4
+e2e_check "... page and socket removed" nothing_left
+e2e_check "... the log says so" grep -q "stopping on SIGTERM" "$tmp/log"
+
+# --- measure ---------------------------------------------------------------------------
+gen "$tmp/m.json" 4 1 1
+out="$("$LUMEND" --schedule "$tmp/m.json" --node 0 --measure 0.3 --json)"
+e2e_check "measure: JSON with published boundaries and percentiles" \
+	test "$(e2e_json "d['published'] > 100 and d['boundary_error_ns']['p50'] <= d['boundary_error_ns']['max']" \
+		<<<"$out")" == True
+e2e_check "measure: no page or socket of its own" nothing_left
+
+e2e_finish

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "lumend/clock.h"
+
+#include <fcntl.h>
+#include <sys/timex.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "base/error.h"
+
+namespace lumen::lumend
+{
+
+namespace
+{
+
+// A dynamic POSIX clock's id from its descriptor (linux/posix-timers.h:
+// CLOCKFD = 3), as clock_gettime(2) takes it.
+clockid_t fd_to_clockid(int fd)
+{
+	return (clockid_t)((~(unsigned)fd << 3) | 3u);
+}
+
+bool read_clock(clockid_t id, uint64_t *ns)
+{
+	timespec ts;
+	if (clock_gettime(id, &ts) != 0)
+		return false;
+	*ns = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
+	return true;
+}
+
+uint64_t tai_now()
+{
+	uint64_t ns = 0;
+	read_clock(CLOCK_TAI, &ns);
+	return ns;
+}
+
+// Sleeps on CLOCK_TAI until at_ns; EINTR (a signal for another thread's
+// handler) just sleeps again.
+void sleep_tai(uint64_t at_ns)
+{
+	timespec ts = {(time_t)(at_ns / 1'000'000'000ull), (long)(at_ns % 1'000'000'000ull)};
+	while (clock_nanosleep(CLOCK_TAI, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+	}
+}
+
+} // namespace
+
+Timex read_timex()
+{
+	Timex t;
+	struct timex tx = {};
+	if (adjtimex(&tx) < 0)
+		return t;
+	t.read = true;
+	t.unsync = tx.status & STA_UNSYNC;
+	t.maxerror_us = tx.maxerror;
+	t.esterror_us = tx.esterror;
+	t.tai_offset_s = tx.tai;
+	return t;
+}
+
+std::string ns_text(uint64_t ns)
+{
+	char buf[48];
+	if (ns == UINT64_MAX)
+		return "unknown";
+	if (ns < 1000)
+		std::snprintf(buf, sizeof(buf), "%llu ns", (unsigned long long)ns);
+	else if (ns < 1'000'000)
+		std::snprintf(buf, sizeof(buf), "%.3g us", (double)ns / 1e3);
+	else if (ns < 1'000'000'000)
+		std::snprintf(buf, sizeof(buf), "%.3g ms", (double)ns / 1e6);
+	else
+		std::snprintf(buf, sizeof(buf), "%.3g s", (double)ns / 1e9);
+	return buf;
+}
+
+ClockReading judge_bound(const Timex &tx, int64_t stated_ns, uint64_t margin_ns)
+{
+	ClockReading r;
+	r.timex = tx;
+	if (stated_ns >= 0) {
+		r.stated = true;
+		r.bound_ns = (uint64_t)stated_ns;
+	} else if (!tx.read) {
+		r.why = "adjtimex failed: the clock's error bound is unknown";
+		return r;
+	} else if (tx.unsync) {
+		r.why = "the kernel says the clock is not synchronized (STA_UNSYNC): no ptp4l/phc2sys or chrony "
+			"disciplines it (or state its error with --clock-error NS)";
+		return r;
+	} else {
+		r.bound_ns = tx.maxerror_us < 0 ? UINT64_MAX : (uint64_t)tx.maxerror_us * 1000;
+	}
+	if (r.bound_ns > margin_ns) {
+		r.why = "the clock's error bound " + ns_text(r.bound_ns) +
+			(r.stated ? " (stated)" : " (kernel maxerror)") + " exceeds the margin " + ns_text(margin_ns);
+		return r;
+	}
+	r.ok = true;
+	return r;
+}
+
+Clock Clock::tai(int64_t stated_error_ns)
+{
+	Clock c;
+	c.id_ = CLOCK_TAI;
+	c.stated_ns_ = stated_error_ns;
+	uint64_t ns;
+	if (!read_clock(CLOCK_TAI, &ns))
+		throw Error("CLOCK_TAI cannot be read: " + errno_text(errno));
+	return c;
+}
+
+Clock Clock::phc(const std::string &device, uint64_t error_ns)
+{
+	Clock c;
+	// read-only is enough: only setting and adjusting a PHC need write access
+	c.fd_.reset(open(device.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!c.fd_.valid()) {
+		int err = errno;
+		throw Error("cannot open the PTP hardware clock " + device + ": " + errno_text(err) +
+			    (err == ENOENT ? " (ls /sys/class/ptp; ethtool -T IFACE names an interface's)" : ""));
+	}
+	c.id_ = fd_to_clockid(c.fd_.get());
+	c.device_ = device;
+	c.stated_ns_ = (int64_t)error_ns;
+	uint64_t ns;
+	if (!read_clock(c.id_, &ns))
+		throw Error(device + " is not a readable PTP hardware clock: " + errno_text(errno));
+	return c;
+}
+
+uint64_t Clock::now() const
+{
+	uint64_t ns = 0;
+	read_clock(id_, &ns);
+	return ns;
+}
+
+void Clock::sleep_until(uint64_t at_ns) const
+{
+	if (!is_phc()) {
+		sleep_tai(at_ns);
+		return;
+	}
+	// the offset PHC - TAI, TAI read on both sides of the PHC
+	uint64_t t1 = tai_now(), p = now(), t2 = tai_now();
+	uint64_t tai_mid = t1 + (t2 - t1) / 2;
+	if (p >= at_ns)
+		return;
+	int64_t offset = (int64_t)(p - tai_mid);
+	sleep_tai((uint64_t)((int64_t)at_ns - offset));
+}
+
+ClockReading Clock::check(uint64_t margin_ns) const
+{
+	return judge_bound(is_phc() ? Timex{} : read_timex(), stated_ns_, margin_ns);
+}
+
+uint32_t Clock::drift_ppm() const
+{
+	// the PHC and CLOCK_MONOTONIC each up to ~500 ppm off their nominal rate
+	return is_phc() ? 1000 : 0;
+}
+
+std::string Clock::name() const
+{
+	return is_phc() ? device_ : "CLOCK_TAI";
+}
+
+int64_t JumpDetector::feed(uint64_t mono_before, uint64_t clock_ns, uint64_t mono_after)
+{
+	uint64_t width = mono_after - mono_before, mono = mono_before + width / 2;
+	if (!have_) {
+		have_ = true;
+		mono_ = mono;
+		clock_ = clock_ns;
+		width_ = width;
+		return 0;
+	}
+	bool backwards = clock_ns < clock_;
+	int64_t jump = (int64_t)(clock_ns - clock_) - (int64_t)(mono - mono_);
+	uint64_t allow = tolerance_ns_ + (width + width_) / 2 + (mono - mono_) * drift_ppm_ / 1'000'000;
+	mono_ = mono;
+	clock_ = clock_ns;
+	width_ = width;
+	uint64_t size = jump < 0 ? (uint64_t)-jump : (uint64_t)jump;
+	if (!backwards && size <= allow)
+		return 0;
+	jumps_++;
+	return jump ? jump : -1;
+}
+
+ClockGate::Change ClockGate::go_quiet(const std::string &why)
+{
+	streak_ = 0;
+	why_ = why;
+	if (quiet_)
+		return Change::kNone;
+	quiet_ = true;
+	quiet_events_++;
+	return Change::kQuiet;
+}
+
+ClockGate::Change ClockGate::check(bool ok, const std::string &why)
+{
+	if (!ok)
+		return go_quiet(why);
+	if (!quiet_)
+		return Change::kNone;
+	if (++streak_ < resume_after_) {
+		why_ = "the clock is good again: " + std::to_string(streak_) + " of " + std::to_string(resume_after_) +
+		       " checks in a row before gating resumes";
+		return Change::kNone;
+	}
+	quiet_ = false;
+	streak_ = 0;
+	why_.clear();
+	return Change::kResumed;
+}
+
+ClockGate::Change ClockGate::jump(const std::string &why)
+{
+	return go_quiet(why);
+}
+
+} // namespace lumen::lumend

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/clock.h - the clock lumend keeps slots by, how far it
+// may be off, and when to stop trusting it.
+//
+// Slots are counted on the PTP time scale: CLOCK_TAI, or a PTP hardware
+// clock (PHC, /dev/ptpN) that ptp4l keeps on the grandmaster's time. Every
+// sender shrinks its windows by a margin (optical.h); that only helps while
+// its clock is within the margin of the switch's. So lumend asks, every
+// check interval, for the clock's error bound, and keeps senders quiet
+// (LUMEN_QUIET_CLOCK) while the bound exceeds the margin or the clock has
+// just jumped:
+//
+//   CLOCK_TAI  the kernel's word, adjtimex(2): STA_UNSYNC set means nobody
+//              disciplines the clock (no ptp4l/phc2sys, chrony or ntpd);
+//              maxerror is the discipline's worst-case error in us, which
+//              the kernel grows by 500 ppm every second between updates.
+//              phc2sys resets it to 0 and clears STA_UNSYNC at each update
+//              (once a second by default), so right after an update it
+//              says 0 and just before the next ~500 us: right for "is it
+//              disciplined at all", far too coarse for a us margin. chrony
+//              sets it to its root distance (ms with NTP servers, us with a
+//              PHC refclock). So --clock-error NS states the bound instead
+//              (what phc2sys -m reports as its offset, with room to spare);
+//              a shared clock (namespaces on one machine) is off by 0.
+//   PHC        no kernel word at all: --phc-error NS states the bound (the
+//              offsets ptp4l -m logs), since lumend cannot ask ptp4l
+//              without its management socket.
+//
+// A jump (a step by ptp4l, phc2sys, chrony, date) is caught between checks
+// by reading the clock next to CLOCK_MONOTONIC: both run at the rate the
+// discipline sets (for CLOCK_TAI) and differ only by steps, so an advance
+// that differs from the monotonic one by more than the margin (plus a
+// drift allowance for a PHC, which runs on its own oscillator) is a jump,
+// and so is a read going backwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/fd.h"
+
+namespace lumen::lumend
+{
+
+// What adjtimex(2) says about the system clock (read-only: modes 0).
+struct Timex {
+	bool read = false; // false: adjtimex failed (then the rest is 0)
+	bool unsync = true; // STA_UNSYNC
+	int64_t maxerror_us = 0;
+	int64_t esterror_us = 0;
+	int32_t tai_offset_s = 0; // TAI - UTC; 0: never set (CLOCK_TAI == CLOCK_REALTIME)
+};
+Timex read_timex();
+
+// One check of the clock's error bound.
+struct ClockReading {
+	bool ok = false; // the bound is known and within the margin
+	uint64_t bound_ns = UINT64_MAX; // the bound judged (UINT64_MAX: unknown)
+	bool stated = false; // the bound is --clock-error's or --phc-error's
+	Timex timex; // the kernel's view (CLOCK_TAI only)
+	std::string why; // why not ok, for status and the log ("" when ok)
+};
+
+// The verdict on a bound: pure, so tests need no clock. stated_ns < 0: the
+// bound is the kernel's (maxerror, or unknown while STA_UNSYNC).
+ClockReading judge_bound(const Timex &tx, int64_t stated_ns, uint64_t margin_ns);
+
+// "16 s", "2.5 us", "800 ns": a duration for people.
+std::string ns_text(uint64_t ns);
+
+class Clock
+{
+      public:
+	// CLOCK_TAI; stated_error_ns < 0: its bound is the kernel's.
+	static Clock tai(int64_t stated_error_ns);
+	// A PTP hardware clock: Error naming the device when it cannot be
+	// opened or read.
+	static Clock phc(const std::string &device, uint64_t error_ns);
+
+	uint64_t now() const; // ns on this clock
+	// Sleeps until this clock reads at_ns, or returns at once when it is
+	// past. A PHC cannot be slept on: the sleep is on CLOCK_TAI, shifted by
+	// the PHC - TAI offset measured just before (the two differ by ppm at
+	// most over one sleep), and the caller spins the rest on the PHC.
+	void sleep_until(uint64_t at_ns) const;
+	ClockReading check(uint64_t margin_ns) const;
+	// The drift a jump check must allow between this clock and
+	// CLOCK_MONOTONIC, in ppm (0 for CLOCK_TAI, whose rate is theirs).
+	uint32_t drift_ppm() const;
+	std::string name() const; // "CLOCK_TAI", "/dev/ptp0"
+	bool is_phc() const
+	{
+		return fd_.valid();
+	}
+
+      private:
+	Clock() = default;
+	int id_ = 0; // clockid_t
+	Fd fd_; // the PHC's
+	std::string device_;
+	int64_t stated_ns_ = -1;
+};
+
+// Catches steps of a clock between checks (see the top of this file).
+class JumpDetector
+{
+      public:
+	JumpDetector(uint64_t tolerance_ns, uint32_t drift_ppm) : tolerance_ns_(tolerance_ns), drift_ppm_(drift_ppm)
+	{
+	}
+	// One sample: the clock read between two CLOCK_MONOTONIC reads.
+	// Returns the jump in ns (clock advance minus monotonic advance; 0:
+	// none). Allowed: the tolerance, the drift over the interval, and the
+	// uncertainty of the two samples (how far apart their monotonic reads
+	// were: a preemption between them makes a sample vaguer, not a jump).
+	// A read going backwards is a jump however small.
+	int64_t feed(uint64_t mono_before, uint64_t clock_ns, uint64_t mono_after);
+	void reset()
+	{
+		have_ = false;
+	}
+	void set_tolerance(uint64_t tolerance_ns)
+	{
+		tolerance_ns_ = tolerance_ns;
+	}
+	uint64_t jumps() const
+	{
+		return jumps_;
+	}
+
+      private:
+	uint64_t tolerance_ns_;
+	uint32_t drift_ppm_;
+	bool have_ = false;
+	uint64_t mono_ = 0, clock_ = 0, width_ = 0;
+	uint64_t jumps_ = 0;
+};
+
+// Whether senders may trust the clock: quiet at once on a bad check or a
+// jump, gating again after resume_after good checks in a row. It starts
+// quiet: a daemon that has not checked its clock yet knows nothing.
+class ClockGate
+{
+      public:
+	enum class Change {
+		kNone,
+		kQuiet, // just went quiet
+		kResumed, // just resumed
+	};
+	explicit ClockGate(uint32_t resume_after) : resume_after_(resume_after ? resume_after : 1)
+	{
+	}
+	Change check(bool ok, const std::string &why); // a periodic check
+	Change jump(const std::string &why); // a jump seen between checks
+	bool quiet() const
+	{
+		return quiet_;
+	}
+	const std::string &why() const
+	{
+		return why_;
+	}
+	uint32_t streak() const
+	{
+		return streak_;
+	}
+	uint64_t quiet_events() const
+	{
+		return quiet_events_;
+	}
+
+      private:
+	Change go_quiet(const std::string &why);
+	uint32_t resume_after_;
+	bool quiet_ = true;
+	uint32_t streak_ = 0;
+	uint64_t quiet_events_ = 0;
+	std::string why_ = "starting: no clock check yet";
+};
+
+} // namespace lumen::lumend

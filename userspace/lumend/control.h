@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/control.h - lumend's control socket and its second
+// thread.
+//
+// The protocol: a Unix stream socket (--control, /run/lumen/lumend.sock by
+// default, mode 0660), one JSON request per line, one JSON answer per line,
+// as many as the client likes on one connection:
+//
+//   {"cmd":"status"}     where the daemon stands: schedule, clock, quiet
+//   {"cmd":"stats"}      its counters and the boundary error distribution
+//   {"cmd":"schedule"}   the schedule in force, as its file has it
+//
+// Anything else is answered {"error":"..."} (not JSON, not an object, no
+// "cmd", an unknown key or command), the connection staying open; a line
+// longer than 4096 bytes is answered so and the connection closed.
+//
+// Why a second thread: the slot engine spins up to the boundaries and must
+// not wait for anybody; on a 2-core machine the control thread sleeps in
+// io_uring_submit_and_wait on the other core, and only wakes for a
+// request, a signal (signalfd: SIGHUP reloads, SIGINT/SIGTERM stop) or the
+// stats log tick. It never blocks the engine: statistics come from the
+// engine's snapshot (which the engine hands over with try_lock), and a new
+// schedule is loaded, validated and turned into tables here, and handed
+// over whole, to be applied after the next boundary.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <liburing.h>
+#include <nlohmann/json.hpp>
+
+#include "base/fd.h"
+
+namespace lumen::lumend
+{
+
+using Handlers = std::map<std::string, std::function<nlohmann::json()>>;
+
+constexpr size_t kMaxRequest = 4096;
+
+// One request line to its answer (one line of JSON, no newline). *ok: the
+// request was understood (a handler's own failure still answers an error).
+std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok = nullptr);
+
+struct ControlHooks {
+	Handlers handlers;
+	std::function<void(int signo)> on_signal;
+	std::function<void()> on_tick; // every tick_ns (0: never)
+	uint64_t tick_ns = 0;
+};
+
+class ControlLoop
+{
+      public:
+	// Listens on path ("" : no socket, signals only) and reads signal_fd
+	// (a signalfd). Error when a lumend already answers at path or the
+	// socket cannot be made; a stale socket file is replaced.
+	ControlLoop(const std::string &path, int signal_fd);
+	~ControlLoop(); // closes everything; removes the socket file if still ours
+	ControlLoop(const ControlLoop &) = delete;
+	ControlLoop &operator=(const ControlLoop &) = delete;
+
+	// Serves until stop() (from any thread).
+	void run(const ControlHooks &hooks);
+	void stop();
+
+	uint64_t requests() const
+	{
+		return requests_;
+	}
+	uint64_t bad_requests() const
+	{
+		return bad_requests_;
+	}
+	uint64_t connections() const
+	{
+		return accepted_;
+	}
+
+      private:
+	struct Conn {
+		Fd fd;
+		std::string in, out;
+		char buf[1024];
+		bool closing = false;
+	};
+	void arm_accept();
+	void arm_signal();
+	void arm_wake();
+	void arm_tick(uint64_t ns);
+	void arm_recv(uint32_t id);
+	void arm_send(uint32_t id);
+	void on_accept(int res);
+	void on_recv(uint32_t id, int res, const Handlers &h);
+	void on_send(uint32_t id, int res);
+	void close_conn(uint32_t id);
+	io_uring_sqe *sqe(uint64_t user_data);
+
+	std::string path_;
+	Fd listen_, wake_;
+	int signal_fd_;
+	bool have_ring_ = false;
+	io_uring ring_;
+	uint64_t wake_buf_ = 0;
+	unsigned char sig_buf_[128];
+	__kernel_timespec tick_ts_ = {};
+	std::vector<std::unique_ptr<Conn>> conns_; // by id; null: free
+	uint64_t ino_ = 0, dev_ = 0; // the socket file's
+	uint64_t requests_ = 0, bad_requests_ = 0, accepted_ = 0;
+};
+
+} // namespace lumen::lumend

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "lumend/daemon.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "base/args.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "lumend/control.h"
+
+namespace lumen::lumend
+{
+
+const char kUsage[] =
+	R"(usage: lumend --schedule FILE --node I [--phc DEV --phc-error NS | --clock-error NS]
+              [--margin NS] [--spin NS|auto] [--stride N] [--cpu C] [--fifo P] [--shm PATH]
+              [--control PATH]
+              [--stats-interval S] [--check-interval NS] [--resume-after N]
+       lumend --schedule FILE --node I --measure SECONDS [--json] [...]
+
+Follows a periodic optical circuit schedule (docs/optical.md) on this host,
+node I: publishes every slot boundary, the schedule's tables for this node
+and whether senders may trust the clock in a shared-memory page (struct
+lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
+`lumen sched status` on its control socket. docs/lumend.md has the details.
+
+  --schedule FILE     the schedule file (lumen sched generate); SIGHUP reads
+                      it again: refused (and counted) unless valid with the
+                      same node count, the old one staying in force
+  --node I            this host's node in it
+  --phc DEV           keep time by a PTP hardware clock (/dev/ptpN) instead
+                      of CLOCK_TAI; --phc-error NS is then its error bound
+                      (what ptp4l reports; lumend cannot ask it)
+  --clock-error NS    CLOCK_TAI's error bound, instead of the kernel's word
+                      (adjtimex: STA_UNSYNC, maxerror); 0 for hosts sharing
+                      one clock (namespaces on one machine)
+  --margin NS         the clock error senders allow for on each side of a
+                      window (guard/4); quiet while the bound exceeds it
+  --spin NS|auto      wake this long before a boundary and spin; auto:
+                      twice the sleeps' 90th percentile wake-up latency,
+                      at least 20us (auto)
+  --stride N          publish every Nth boundary (1; below 10us slots, as
+                      many as make 10us)
+  --cpu C             pin the slot engine to CPU C
+  --fifo P            run the slot engine at SCHED_FIFO priority P (1-99):
+                      its wake-ups then preempt ordinary tasks at once;
+                      with a spin as long as the slot it spins all the
+                      time and the kernel's RT throttle stops it 50 ms
+                      in every second (sched_rt_runtime_us)
+  --shm PATH          the page (/dev/shm/lumen-osched)
+  --control PATH      the control socket (/run/lumen/lumend.sock)
+  --stats-interval S  log a stats line every S seconds (0: never; 0)
+  --check-interval NS how often the clock's error bound is read (100ms)
+  --resume-after N    good checks in a row before gating resumes (3)
+  --measure SECONDS   run the engine this long from the schedule's start,
+                      print the boundary error distribution and exit; no
+                      page file or socket unless --shm or --control is given
+  --json              --measure's result as JSON
+
+NS: a number of ns or a duration (2500, 2.5us, 1ms).
+Exit status: 0 stopped by SIGINT/SIGTERM (or --measure done), 1 failure,
+2 a bad option or schedule file.
+)";
+
+namespace
+{
+
+void log(const std::string &line)
+{
+	std::fprintf(stderr, "lumend: %s\n", line.c_str());
+}
+
+// A number of ns, or a duration with its unit.
+uint64_t parse_ns(const std::string &text, const std::string &what, uint64_t max)
+{
+	if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+		return parse_uint(text, what, 0, max);
+	return parse_duration_ns(text, what, max);
+}
+
+// systemd's readiness protocol (sd_notify(3)) without libsystemd: one
+// datagram to $NOTIFY_SOCKET ('@': the abstract namespace)
+void notify(const std::string &state)
+{
+	const char *path = std::getenv("NOTIFY_SOCKET");
+	if (!path || !*path)
+		return;
+	sockaddr_un sa = {};
+	sa.sun_family = AF_UNIX;
+	size_t len = std::strlen(path);
+	if (len >= sizeof(sa.sun_path))
+		return;
+	std::memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = 0;
+	Fd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	if (fd.valid())
+		sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL, (sockaddr *)&sa,
+		       (socklen_t)(offsetof(sockaddr_un, sun_path) + len));
+}
+
+std::string guard_at_name(const lumen_slot_timing &t)
+{
+	return t.guard_at_start ? "start" : "end";
+}
+
+} // namespace
+
+Options parse_options(const std::vector<std::string> &argv)
+{
+	Args a = Args::parse(argv, {"--json"});
+	a.allow_only({"--schedule", "--node", "--phc", "--phc-error", "--clock-error", "--margin", "--spin", "--stride",
+		      "--cpu", "--fifo", "--shm", "--control", "--stats-interval", "--check-interval", "--resume-after",
+		      "--measure", "--json"});
+	if (!a.positional.empty())
+		throw UsageError("unexpected argument '" + a.positional[0] + "'");
+	Options o;
+	if (!a.has("--schedule") || a.get("--schedule")->empty())
+		throw UsageError("give the schedule file: --schedule FILE");
+	o.schedule = *a.get("--schedule");
+	if (!a.has("--node"))
+		throw UsageError("give this host's node in the schedule: --node I");
+	o.node = (uint32_t)parse_uint(*a.get("--node"), "--node", 0, sched::kMaxNodes - 1);
+	if (a.has("--phc")) {
+		o.phc = *a.get("--phc");
+		if (o.phc.empty())
+			throw UsageError("--phc: give a device, e.g. /dev/ptp0");
+		if (!a.has("--phc-error"))
+			throw UsageError("--phc needs --phc-error NS: the PHC's error bound, from ptp4l's offsets "
+					 "(lumend cannot read them)");
+		if (a.has("--clock-error"))
+			throw UsageError("--clock-error is CLOCK_TAI's bound; with --phc give --phc-error");
+		o.phc_error_ns = (int64_t)parse_ns(*a.get("--phc-error"), "--phc-error", 10 * kSec);
+	} else if (a.has("--phc-error")) {
+		throw UsageError("--phc-error needs --phc DEV");
+	}
+	if (a.has("--clock-error"))
+		o.clock_error_ns = (int64_t)parse_ns(*a.get("--clock-error"), "--clock-error", 10 * kSec);
+	if (a.has("--margin"))
+		o.margin_ns = (int64_t)parse_ns(*a.get("--margin"), "--margin", 10 * kSec);
+	if (a.has("--spin") && *a.get("--spin") != "auto") {
+		o.engine.spin_ns = parse_ns(*a.get("--spin"), "--spin", 100 * kMs);
+		o.engine.spin_auto = false;
+	}
+	if (a.has("--stride"))
+		o.engine.stride = (uint32_t)parse_uint(*a.get("--stride"), "--stride", 1, 1'000'000);
+	if (a.has("--cpu"))
+		o.engine.cpu = (int)parse_uint(*a.get("--cpu"), "--cpu", 0, CPU_SETSIZE - 1);
+	if (a.has("--fifo"))
+		o.engine.fifo = (int)parse_uint(*a.get("--fifo"), "--fifo", 1, 99);
+	if (a.has("--shm")) {
+		o.shm = *a.get("--shm");
+		o.shm_given = true;
+		if (o.shm.empty())
+			throw UsageError("--shm: give a path");
+	}
+	if (a.has("--control")) {
+		o.control = *a.get("--control");
+		o.control_given = true;
+		if (o.control.empty())
+			throw UsageError("--control: give a path");
+	}
+	if (a.has("--stats-interval"))
+		o.stats_interval_s = parse_uint(*a.get("--stats-interval"), "--stats-interval", 0, 86400);
+	if (a.has("--check-interval"))
+		o.engine.check_interval_ns = parse_ns(*a.get("--check-interval"), "--check-interval", 60 * kSec);
+	if (o.engine.check_interval_ns < 1'000'000)
+		throw UsageError("--check-interval must be at least 1ms");
+	if (a.has("--resume-after"))
+		o.engine.resume_after = (uint32_t)parse_uint(*a.get("--resume-after"), "--resume-after", 1, 1000);
+	if (a.has("--measure")) {
+		std::string m = *a.get("--measure");
+		char *end = nullptr;
+		double s = std::strtod(m.c_str(), &end);
+		if (m.empty() || *end || !std::isfinite(s) || s <= 0 || s > 3600)
+			throw UsageError("--measure: '" + m + "' is not a number of seconds in (0, 3600]");
+		o.measure_ns = (uint64_t)std::llround(s * 1e9);
+	}
+	o.json = a.has("--json");
+	if (o.json && !o.measure_ns)
+		throw UsageError("--json goes with --measure (the daemon answers JSON on its socket)");
+	o.engine.quiet_log = o.json;
+	return o;
+}
+
+std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path)
+{
+	auto plan = std::make_shared<Plan>();
+	plan->path = path;
+	plan->schedule = sched::load(path);
+	const sched::Schedule &s = plan->schedule;
+	if (o.node >= s.nodes)
+		throw UsageError(path + ": --node " + std::to_string(o.node) + " is not in the schedule (nodes 0.." +
+				 std::to_string(s.nodes - 1) + ")");
+	plan->tables = build_tables(s, o.node);
+	plan->margin_ns = o.margin_ns >= 0 ? (uint64_t)o.margin_ns : s.guard_ns / 4;
+	__u64 open, close;
+	if (lumen_slot_window(&plan->tables.timing, 0, plan->margin_ns, &open, &close) != 0)
+		throw UsageError(path + ": a margin of " + ns_text(plan->margin_ns) + " leaves nothing of the usable " +
+				 ns_text(s.slot_ns - s.guard_ns) + " of a slot (it must be below half of it)");
+	return plan;
+}
+
+std::vector<std::string> quiet_names(uint32_t quiet)
+{
+	static const std::pair<uint32_t, const char *> bits[] = {{LUMEN_QUIET_NO_SCHEDULE, "no-schedule"},
+								 {LUMEN_QUIET_CLOCK, "clock"},
+								 {LUMEN_QUIET_STOPPED, "stopped"},
+								 {LUMEN_QUIET_VERSION, "version"}};
+	std::vector<std::string> out;
+	for (const auto &[bit, name] : bits)
+		if (quiet & bit)
+			out.push_back(name);
+	return out;
+}
+
+nlohmann::json error_json(const Histogram &h)
+{
+	return {{"count", h.count()},
+		{"mean", std::round(h.mean() * 10) / 10},
+		{"p50", h.percentile(0.5)},
+		{"p90", h.percentile(0.9)},
+		{"p99", h.percentile(0.99)},
+		{"p999", h.percentile(0.999)},
+		{"max", h.max()}};
+}
+
+static nlohmann::json clock_json(const Info &info, const EngineStats &st)
+{
+	const ClockReading &r = st.clock;
+	nlohmann::json c = {
+		{"source", info.clock},
+		{"error_bound_ns", r.bound_ns == UINT64_MAX ? nlohmann::json() : nlohmann::json(r.bound_ns)},
+		{"stated", r.stated},
+		{"ok", r.ok},
+		{"checks", st.clock_checks},
+		{"jumps", st.clock_jumps}};
+	if (r.timex.read)
+		c["kernel"] = {{"synced", !r.timex.unsync},
+			       {"maxerror_us", r.timex.maxerror_us},
+			       {"esterror_us", r.timex.esterror_us},
+			       {"tai_offset_s", r.timex.tai_offset_s}};
+	return c;
+}
+
+nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan)
+{
+	const Tables &t = plan.tables;
+	return {{"pid", info.pid},
+		{"node", t.self},
+		{"nodes", t.nodes},
+		{"uplinks", t.uplinks},
+		{"version", st.version},
+		{"schedule_file", plan.path},
+		{"timing",
+		 {{"t0_ns", t.timing.t0_ns},
+		  {"slot_ns", t.timing.slot_ns},
+		  {"guard_ns", t.timing.guard_ns},
+		  {"guard_at", guard_at_name(t.timing)},
+		  {"period", t.timing.period}}},
+		{"margin_ns", st.margin_ns},
+		{"stride", st.stride},
+		{"shm", info.shm},
+		{"control", info.control},
+		{"clock", clock_json(info, st)},
+		{"quiet", st.quiet},
+		{"quiet_reasons", quiet_names(st.quiet)},
+		{"gating", st.quiet == 0},
+		{"why", st.why},
+		{"slot", st.slot},
+		{"boundary_ns", st.boundary_ns},
+		{"last_error_ns", st.last_error_ns},
+		{"published", st.published},
+		{"late", st.late},
+		{"missed", st.missed},
+		{"boundary_error_ns", error_json(st.errors)},
+		{"uptime_s", info.now_ns > st.started_ns ? (double)(info.now_ns - st.started_ns) / 1e9 : 0.0}};
+}
+
+nlohmann::json stats_json(const Info &info, const EngineStats &st)
+{
+	return {{"published", st.published},
+		{"late", st.late},
+		{"missed", st.missed},
+		{"boundary_error_ns", error_json(st.errors)},
+		{"clock_checks", st.clock_checks},
+		{"clock_bad_checks", st.clock_bad_checks},
+		{"clock_jumps", st.clock_jumps},
+		{"last_jump_ns", st.last_jump_ns},
+		{"quiet_events", st.quiet_events},
+		{"reloads", info.reloads},
+		{"reloads_refused", info.reloads_refused},
+		{"reloads_applied", st.applied},
+		{"requests", info.requests},
+		{"bad_requests", info.bad_requests},
+		{"spin", info.spin_auto ? "auto" : "fixed"},
+		{"spin_ns", st.spin_ns},
+		{"wake_latency_ns", {{"p50", st.wake_p50_ns}, {"p90", st.wake_p90_ns}, {"p99", st.wake_p99_ns}}},
+		{"check_interval_ns", info.check_interval_ns},
+		{"resume_after", info.resume_after},
+		{"uptime_s", info.now_ns > st.started_ns ? (double)(info.now_ns - st.started_ns) / 1e9 : 0.0}};
+}
+
+namespace
+{
+
+void print_measure(const Options &o, const Clock &clock, const EngineStats &st, const Plan &plan)
+{
+	const lumen_slot_timing &t = plan.tables.timing;
+	double late_pct = st.published ? 100.0 * (double)st.late / (double)st.published : 0.0;
+	if (o.json) {
+		nlohmann::json j = {{"slot_ns", t.slot_ns},
+				    {"guard_ns", t.guard_ns},
+				    {"margin_ns", st.margin_ns},
+				    {"spin", o.engine.spin_auto ? "auto" : "fixed"},
+				    {"spin_ns", st.spin_ns},
+				    {"wake_latency_ns",
+				     {{"p50", st.wake_p50_ns}, {"p90", st.wake_p90_ns}, {"p99", st.wake_p99_ns}}},
+				    {"stride", st.stride},
+				    {"fifo", o.engine.fifo},
+				    {"seconds", (double)o.measure_ns / 1e9},
+				    {"clock", clock.name()},
+				    {"published", st.published},
+				    {"late", st.late},
+				    {"late_pct", late_pct},
+				    {"missed", st.missed},
+				    {"clock_jumps", st.clock_jumps},
+				    {"boundary_error_ns", error_json(st.errors)}};
+		std::printf("%s\n", j.dump(2).c_str());
+		return;
+	}
+	const Histogram &h = st.errors;
+	std::printf("lumend --measure: %.3g s of %s slots on %s (spin %s%s, stride %u)\n", (double)o.measure_ns / 1e9,
+		    ns_text(t.slot_ns).c_str(), clock.name().c_str(), ns_text(st.spin_ns).c_str(),
+		    o.engine.spin_auto ? " auto" : "", st.stride);
+	if (o.engine.spin_auto)
+		std::printf("sleeps woke late by p50 %s, p90 %s, p99 %s (the last 256)\n",
+			    ns_text(st.wake_p50_ns).c_str(), ns_text(st.wake_p90_ns).c_str(),
+			    ns_text(st.wake_p99_ns).c_str());
+	std::printf("published %llu boundaries; late %llu (%.3f%%, error > margin %s); missed %llu\n",
+		    (unsigned long long)st.published, (unsigned long long)st.late, late_pct,
+		    ns_text(st.margin_ns).c_str(), (unsigned long long)st.missed);
+	std::printf("boundary error: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", ns_text(h.percentile(0.5)).c_str(),
+		    ns_text(h.percentile(0.9)).c_str(), ns_text(h.percentile(0.99)).c_str(),
+		    ns_text(h.percentile(0.999)).c_str(), ns_text(h.max()).c_str());
+}
+
+// Joins the control thread however the engine ends.
+struct Joiner {
+	ControlLoop &loop;
+	std::thread &thread;
+	~Joiner()
+	{
+		if (thread.joinable()) {
+			loop.stop();
+			thread.join();
+		}
+	}
+};
+
+} // namespace
+
+int run(const Options &o)
+{
+	// Signals go to the control thread's signalfd: blocked here, before any
+	// thread starts, so every thread inherits the mask.
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	for (int s : {SIGINT, SIGTERM, SIGHUP})
+		sigaddset(&sigs, s);
+	pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+	signal(SIGPIPE, SIG_IGN);
+	Fd sfd(signalfd(-1, &sigs, SFD_CLOEXEC));
+	if (!sfd.valid())
+		throw Error("signalfd: " + errno_text(errno));
+
+	std::shared_ptr<const Plan> plan = make_plan(o, o.schedule);
+	Clock clock = o.phc.empty() ? Clock::tai(o.clock_error_ns) : Clock::phc(o.phc, (uint64_t)o.phc_error_ns);
+	bool measure = o.measure_ns > 0;
+	// quiet until the engine has checked the clock
+	ShmPage page = measure && !o.shm_given
+			       ? ShmPage::anonymous(plan->tables, plan->margin_ns, LUMEN_QUIET_CLOCK)
+			       : ShmPage::create(o.shm, plan->tables, plan->margin_ns, LUMEN_QUIET_CLOCK);
+	page.remove_on_close();
+	std::string control = measure && !o.control_given ? "" : o.control;
+	ControlLoop loop(control, sfd.get());
+	SlotEngine engine(clock, page, plan, o.engine);
+
+	std::atomic<bool> stop{false};
+	Info info;
+	info.pid = getpid();
+	info.clock = clock.name();
+	info.shm = page.path();
+	info.control = control;
+	info.spin_auto = o.engine.spin_auto;
+	info.check_interval_ns = o.engine.check_interval_ns;
+	info.resume_after = o.engine.resume_after;
+	auto fresh_info = [&] {
+		Info i = info;
+		i.requests = loop.requests();
+		i.bad_requests = loop.bad_requests();
+		i.now_ns = clock.now();
+		return i;
+	};
+
+	ControlHooks hooks;
+	hooks.handlers["status"] = [&] {
+		std::shared_ptr<const Plan> p = engine.plan();
+		return status_json(fresh_info(), engine.snapshot(), *p);
+	};
+	hooks.handlers["stats"] = [&] { return stats_json(fresh_info(), engine.snapshot()); };
+	hooks.handlers["schedule"] = [&] { return sched::to_json(engine.plan()->schedule); };
+	hooks.on_signal = [&](int sig) {
+		if (sig != SIGHUP) {
+			log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+			stop.store(true);
+			return;
+		}
+		std::shared_ptr<const Plan> now = engine.plan();
+		try {
+			std::shared_ptr<const Plan> next = make_plan(o, o.schedule);
+			if (next->schedule.nodes != now->schedule.nodes)
+				throw UsageError(o.schedule + ": " + std::to_string(next->schedule.nodes) +
+						 " nodes, the schedule in force has " +
+						 std::to_string(now->schedule.nodes));
+			info.reloads++;
+			log("SIGHUP: " + o.schedule + " version " + std::to_string(next->schedule.version) +
+			    " read; in force after the next boundary");
+			engine.offer(std::move(next));
+		} catch (const std::exception &e) {
+			info.reloads_refused++;
+			log(std::string("SIGHUP: refused: ") + e.what() + "; version " +
+			    std::to_string(now->schedule.version) + " stays in force");
+		}
+	};
+	if (o.stats_interval_s) {
+		hooks.tick_ns = o.stats_interval_s * kSec;
+		hooks.on_tick = [&] {
+			EngineStats st = engine.snapshot();
+			const Histogram &h = st.errors;
+			log("slot " + std::to_string(st.slot) + ": published " + std::to_string(st.published) +
+			    ", late " + std::to_string(st.late) + ", missed " + std::to_string(st.missed) +
+			    "; error p50 " + ns_text(h.percentile(0.5)) + ", p99 " + ns_text(h.percentile(0.99)) +
+			    ", max " + ns_text(h.max()) + (st.quiet ? "; quiet: " + st.why : "; gating"));
+		};
+	}
+
+	std::exception_ptr control_failed;
+	std::thread thread([&] {
+		try {
+			loop.run(hooks);
+		} catch (...) {
+			control_failed = std::current_exception();
+			stop.store(true);
+		}
+	});
+	{
+		Joiner joiner{loop, thread};
+		uint64_t until = 0;
+		if (measure)
+			until = std::max<uint64_t>(clock.now(), plan->tables.timing.t0_ns) + o.measure_ns;
+		else {
+			log("node " + std::to_string(o.node) + " of " + o.schedule + " (version " +
+			    std::to_string(plan->schedule.version) + "), " + clock.name() + ", page " + page.path() +
+			    ", control " + control);
+			notify("READY=1\nSTATUS=following schedule version " + std::to_string(plan->schedule.version));
+		}
+		engine.run(stop, until);
+		engine.say_stopped();
+		if (!measure)
+			notify("STOPPING=1");
+	}
+	if (control_failed)
+		std::rethrow_exception(control_failed);
+	if (measure)
+		print_measure(o, clock, engine.snapshot(), *engine.plan());
+	return 0;
+}
+
+} // namespace lumen::lumend

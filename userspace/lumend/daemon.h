@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/daemon.h - lumend put together: its options, the start
+// (schedule, clock, page, socket, in that order, each undone if a later one
+// fails), the two threads, reload and shutdown, and what it answers.
+//
+//   main thread     the slot engine (slot_engine.h): sleeps, spins,
+//                   publishes; at the end says LUMEN_QUIET_STOPPED
+//   control thread  the socket, the signals and the stats log line
+//                   (control.h); SIGHUP loads the schedule file again and
+//                   offers it to the engine, SIGINT/SIGTERM stop it
+//
+// Exit status: 0 after SIGINT/SIGTERM or a --measure run, 1 on a failure
+// (a PHC that cannot be read, a page or socket that cannot be made, another
+// lumend on the same paths), 2 on a bad option or schedule file. Whatever
+// failed, the page and the socket it made are removed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lumend/slot_engine.h"
+
+namespace lumen::lumend
+{
+
+extern const char kUsage[];
+
+struct Options {
+	std::string schedule; // --schedule FILE
+	uint32_t node = 0; // --node I
+	std::string phc; // --phc DEV ("": CLOCK_TAI)
+	int64_t phc_error_ns = -1; // --phc-error NS
+	int64_t clock_error_ns = -1; // --clock-error NS (CLOCK_TAI; -1: the kernel's)
+	int64_t margin_ns = -1; // --margin NS (-1: guard_ns / 4)
+	std::string shm = LUMEN_OSCHED_SHM;
+	bool shm_given = false;
+	std::string control = "/run/lumen/lumend.sock";
+	bool control_given = false;
+	uint64_t stats_interval_s = 0; // --stats-interval S (0: no stats log lines)
+	uint64_t measure_ns = 0; // --measure SECONDS (0: run as a daemon)
+	bool json = false;
+	EngineOptions engine;
+};
+
+// UsageError for anything wrong; --help is the caller's.
+Options parse_options(const std::vector<std::string> &argv);
+
+// A schedule file made ready for the engine: loaded, validated, node and
+// margin checked, tables built. UsageError naming the file otherwise.
+std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path);
+
+// What status and stats answer (pure: tests build them from made-up stats).
+struct Info {
+	int pid = 0;
+	std::string clock, shm, control;
+	bool spin_auto = true;
+	uint64_t check_interval_ns = 0;
+	uint32_t resume_after = 0;
+	uint64_t reloads = 0, reloads_refused = 0; // SIGHUPs taken and refused
+	uint64_t requests = 0, bad_requests = 0;
+	uint64_t now_ns = 0; // the clock's, for uptime
+};
+nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan);
+nlohmann::json stats_json(const Info &info, const EngineStats &st);
+// The names of the LUMEN_QUIET_* bits set in quiet.
+std::vector<std::string> quiet_names(uint32_t quiet);
+// The boundary error distribution: count, mean, p50, p90, p99, p999, max.
+nlohmann::json error_json(const Histogram &h);
+
+// The whole daemon (or --measure run); returns the exit status.
+int run(const Options &o);
+
+} // namespace lumen::lumend

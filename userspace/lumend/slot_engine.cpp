@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include "lumend/slot_engine.h"
+
+#include <sched.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/error.h"
+#include "base/system.h"
+
+namespace lumen::lumend
+{
+
+namespace
+{
+
+constexpr uint64_t kSleepPieceNs = 10'000'000; // the longest sleep without looking at stop and offers
+constexpr uint64_t kShareEveryNs = 10'000'000;
+
+// t0 + k * slot_ns; false beyond 2^64 ns
+bool boundary_of(const lumen_slot_timing &t, uint64_t k, uint64_t *ns)
+{
+	if (k > (UINT64_MAX - t.t0_ns) / t.slot_ns)
+		return false;
+	*ns = t.t0_ns + k * t.slot_ns;
+	return true;
+}
+
+inline void cpu_relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	asm volatile("yield");
+#endif
+}
+
+std::string signed_ns_text(int64_t ns)
+{
+	// appended, not "+" + ...: GCC 12 at -O3 warns (-Wrestrict) about its
+	// own inlined operator+ for a literal on the left
+	std::string out(1, ns < 0 ? '-' : '+');
+	return out.append(ns_text(ns < 0 ? (uint64_t)-ns : (uint64_t)ns));
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Histogram
+
+unsigned Histogram::bucket_of(uint64_t ns)
+{
+	if (ns < kExact)
+		return (unsigned)ns;
+	unsigned e = 63u - (unsigned)__builtin_clzll(ns); // 2^e <= ns, e >= 8
+	unsigned sub = (unsigned)(ns >> (e - 5)) & (kSub - 1);
+	return kExact + (e - 8) * kSub + sub;
+}
+
+uint64_t Histogram::upper_of(unsigned bucket)
+{
+	if (bucket < kExact)
+		return bucket;
+	unsigned e = 8 + (bucket - kExact) / kSub, sub = (bucket - kExact) % kSub;
+	uint64_t width = 1ull << (e - 5);
+	uint64_t lower = (1ull << e) + sub * width;
+	return lower + (width - 1);
+}
+
+void Histogram::add(uint64_t ns)
+{
+	n_[bucket_of(ns)]++;
+	count_++;
+	max_ = std::max(max_, ns);
+	sum_ += ns;
+}
+
+uint64_t Histogram::percentile(double q) const
+{
+	if (!count_)
+		return 0;
+	q = std::clamp(q, 0.0, 1.0);
+	uint64_t rank = std::max<uint64_t>(1, (uint64_t)std::ceil(q * (double)count_));
+	uint64_t seen = 0;
+	for (unsigned b = 0; b < kBuckets; b++) {
+		seen += n_[b];
+		if (seen >= rank)
+			return std::min(upper_of(b), max_);
+	}
+	return max_;
+}
+
+// ---------------------------------------------------------------------------
+// SpinTuner
+
+void SpinTuner::add(uint64_t late_ns)
+{
+	w_[n_++] = late_ns;
+	// a first guess after kFirst sleeps, then one per full window
+	if (n_ < (warm_ ? kWindow : kFirst))
+		return;
+	auto rank = [&](unsigned r) {
+		std::nth_element(w_.begin(), w_.begin() + r, w_.begin() + n_);
+		return w_[r];
+	};
+	p99_ = rank(n_ * 99 / 100);
+	p90_ = rank(n_ * 9 / 10);
+	p50_ = rank(n_ / 2);
+	spin_ = std::clamp(2 * p90_, floor_, std::max(floor_, max_));
+	n_ = 0;
+	warm_ = true;
+}
+
+// ---------------------------------------------------------------------------
+// Pure slot arithmetic
+
+uint64_t first_slot_after(const lumen_slot_timing &t, uint64_t now_ns, uint32_t stride)
+{
+	if (now_ns <= t.t0_ns)
+		return 0;
+	uint64_t since = now_ns - t.t0_ns;
+	uint64_t k = since / t.slot_ns + (since % t.slot_ns != 0);
+	return (k + stride - 1) / stride * stride;
+}
+
+CatchUp catch_up(const lumen_slot_timing &t, uint64_t want, uint64_t now_ns, uint32_t stride)
+{
+	uint64_t next;
+	if (!boundary_of(t, want + stride, &next) || now_ns < next)
+		return {want, 0};
+	uint64_t in = (now_ns - t.t0_ns) / t.slot_ns;
+	uint64_t k = in / stride * stride;
+	return {k, (k - want) / stride};
+}
+
+uint32_t auto_stride(uint64_t slot_ns)
+{
+	if (!slot_ns || slot_ns >= kMinPublishNs)
+		return 1;
+	return (uint32_t)((kMinPublishNs + slot_ns - 1) / slot_ns);
+}
+
+// ---------------------------------------------------------------------------
+// The engine
+
+SlotEngine::SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o)
+    : clock_(clock), page_(page), o_(o), plan_(std::move(plan)), timing_(plan_->tables.timing),
+      stride_(o.stride ? o.stride : auto_stride(timing_.slot_ns)), spin_(o.spin_ns, o.spin_max_ns),
+      jumps_(plan_->margin_ns, clock.drift_ppm()), gate_(o.resume_after)
+{
+	st_.version = plan_->tables.version;
+	st_.margin_ns = plan_->margin_ns;
+	st_.stride = stride_;
+	st_.spin_ns = o.spin_ns;
+	st_.quiet = page_.page()->quiet;
+	st_.why = gate_.why();
+	shared_ = st_;
+	shared_plan_ = plan_;
+}
+
+void SlotEngine::log(const std::string &line) const
+{
+	if (!o_.quiet_log)
+		std::fprintf(stderr, "lumend: %s\n", line.c_str());
+}
+
+void SlotEngine::set_quiet(uint32_t bits)
+{
+	if (bits == st_.quiet)
+		return;
+	page_.set_quiet(bits);
+	st_.quiet = bits;
+}
+
+void SlotEngine::apply(std::shared_ptr<const Plan> plan)
+{
+	page_.write_tables(plan->tables, plan->margin_ns);
+	plan_ = std::move(plan);
+	timing_ = plan_->tables.timing;
+	stride_ = o_.stride ? o_.stride : auto_stride(timing_.slot_ns);
+	jumps_.set_tolerance(plan_->margin_ns);
+	st_.version = plan_->tables.version;
+	st_.margin_ns = plan_->margin_ns;
+	st_.stride = stride_;
+	st_.applied++;
+	log("schedule version " + std::to_string(st_.version) + " from " + plan_->path +
+	    " in force: " + std::to_string(timing_.period) + " slots of " + ns_text(timing_.slot_ns) + ", margin " +
+	    ns_text(plan_->margin_ns));
+	share(true);
+}
+
+bool SlotEngine::sample_jump()
+{
+	uint64_t m1 = monotonic_ns(), c = clock_.now(), m2 = monotonic_ns();
+	int64_t j = jumps_.feed(m1, c, m2);
+	if (!j)
+		return false;
+	st_.clock_jumps++;
+	st_.last_jump_ns = j;
+	gate_.jump(clock_.name() + " jumped by " + signed_ns_text(j) + " against CLOCK_MONOTONIC");
+	st_.why = gate_.why();
+	st_.quiet_events = gate_.quiet_events();
+	log(gate_.why() + ": quiet until " + std::to_string(o_.resume_after) + " good checks in a row");
+	set_quiet(LUMEN_QUIET_CLOCK);
+	return true;
+}
+
+void SlotEngine::check_clock()
+{
+	ClockReading r = clock_.check(plan_->margin_ns);
+	st_.clock = r;
+	st_.clock_checks++;
+	st_.clock_bad_checks += !r.ok;
+	ClockGate::Change c = gate_.check(r.ok, r.why);
+	st_.why = gate_.why();
+	st_.quiet_events = gate_.quiet_events();
+	if (c == ClockGate::Change::kQuiet)
+		log("quiet: " + r.why);
+	else if (c == ClockGate::Change::kResumed)
+		log("gating: " + clock_.name() + " error bound " + ns_text(r.bound_ns) + " within the margin " +
+		    ns_text(plan_->margin_ns));
+	set_quiet(gate_.quiet() ? LUMEN_QUIET_CLOCK : 0);
+}
+
+void SlotEngine::share(bool force)
+{
+	uint64_t mono = monotonic_ns();
+	if (!force && mono < next_share_mono_)
+		return;
+	if (force)
+		share_mu_.lock();
+	else if (!share_mu_.try_lock())
+		return;
+	shared_ = st_;
+	shared_plan_ = plan_;
+	share_mu_.unlock();
+	next_share_mono_ = mono + kShareEveryNs;
+}
+
+void SlotEngine::offer(std::shared_ptr<const Plan> plan)
+{
+	std::lock_guard<std::mutex> g(offer_mu_);
+	offered_ = std::move(plan);
+	has_offer_.store(true, std::memory_order_release);
+}
+
+bool SlotEngine::take_offer()
+{
+	if (!has_offer_.load(std::memory_order_acquire))
+		return false;
+	std::unique_lock<std::mutex> g(offer_mu_);
+	std::shared_ptr<const Plan> p = std::move(offered_);
+	has_offer_.store(false, std::memory_order_relaxed);
+	g.unlock();
+	if (!p)
+		return false;
+	apply(std::move(p));
+	return true;
+}
+
+EngineStats SlotEngine::snapshot() const
+{
+	std::lock_guard<std::mutex> g(share_mu_);
+	return shared_;
+}
+
+std::shared_ptr<const Plan> SlotEngine::plan() const
+{
+	std::lock_guard<std::mutex> g(share_mu_);
+	return shared_plan_;
+}
+
+void SlotEngine::say_stopped()
+{
+	set_quiet(st_.quiet | LUMEN_QUIET_STOPPED);
+	share(true);
+}
+
+void SlotEngine::run(const std::atomic<bool> &stop, uint64_t until_ns)
+{
+	// wake-ups as asked: the default 50 us of timer slack would eat the spin
+	prctl(PR_SET_TIMERSLACK, 1ul, 0ul, 0ul, 0ul);
+	if (o_.cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(o_.cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) != 0)
+			log("cannot pin the slot engine to CPU " + std::to_string(o_.cpu) + ": " + errno_text(errno));
+	}
+	if (o_.fifo > 0) {
+		// this thread only: the control thread stays an ordinary one
+		sched_param sp = {};
+		sp.sched_priority = o_.fifo;
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+			log("cannot run the slot engine at SCHED_FIFO " + std::to_string(o_.fifo) + ": " +
+			    errno_text(errno));
+	}
+	uint64_t now = clock_.now();
+	st_.started_ns = now;
+	sample_jump();
+	check_clock();
+	if (gate_.quiet())
+		log("not gating yet: " + gate_.why());
+	next_check_ns_ = monotonic_ns() + o_.check_interval_ns;
+	uint64_t k = first_slot_after(timing_, now, stride_);
+
+	while (!stop.load(std::memory_order_relaxed)) {
+		uint64_t boundary;
+		if (!boundary_of(timing_, k, &boundary)) {
+			log("the schedule's slots run beyond 2^64 ns");
+			break;
+		}
+		if (until_ns && boundary > until_ns)
+			break;
+		uint64_t spin = spin_.spin();
+		uint64_t wake = boundary > spin ? boundary - spin : 0;
+		now = clock_.now();
+		if (now < wake) {
+			bool last = wake <= now + kSleepPieceNs;
+			clock_.sleep_until(last ? wake : now + kSleepPieceNs);
+			if (last && o_.spin_auto) {
+				uint64_t woke = clock_.now();
+				spin_.add(woke > wake ? woke - wake : 0);
+				st_.spin_ns = spin_.spin();
+				st_.wake_p50_ns = spin_.p50();
+				st_.wake_p90_ns = spin_.p90();
+				st_.wake_p99_ns = spin_.p99();
+			}
+			bool restart = sample_jump();
+			restart |= take_offer();
+			if (monotonic_ns() >= next_check_ns_) {
+				check_clock();
+				next_check_ns_ = monotonic_ns() + o_.check_interval_ns;
+			}
+			if (restart)
+				k = first_slot_after(timing_, clock_.now(), stride_);
+			continue;
+		}
+		// (a clock stepped back mid-spin would keep it spinning: back to
+		// the sleep, whose jump check sees the step)
+		while ((now = clock_.now()) < boundary && boundary - now <= spin + kSleepPieceNs)
+			cpu_relax();
+		if (now < boundary)
+			continue;
+
+		// the publish itself: nothing between the spin's end and this
+		CatchUp c = catch_up(timing_, k, now, stride_);
+		if (c.missed && sample_jump()) {
+			k = first_slot_after(timing_, clock_.now(), stride_);
+			continue;
+		}
+		uint64_t at = now;
+		boundary_of(timing_, c.slot, &at);
+		uint64_t err = now - at;
+		st_.missed += c.missed;
+		st_.late += err > plan_->margin_ns;
+		page_.publish(c.slot, now, st_.late, st_.missed);
+		st_.published++;
+		st_.slot = c.slot;
+		st_.boundary_ns = now;
+		st_.last_error_ns = (int64_t)err;
+		st_.errors.add(err);
+		k = c.slot + stride_;
+
+		// housekeeping, in what is left of the slot
+		bool restart = take_offer();
+		restart |= sample_jump();
+		if (restart)
+			k = first_slot_after(timing_, clock_.now(), stride_);
+		if (monotonic_ns() >= next_check_ns_) {
+			check_clock();
+			next_check_ns_ = monotonic_ns() + o_.check_interval_ns;
+		}
+		share(false);
+	}
+	share(true);
+}
+
+} // namespace lumen::lumend

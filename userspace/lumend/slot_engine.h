@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/slot_engine.h - the loop that keeps time with the
+// schedule: it publishes every slot boundary in the page as it passes, and
+// measures how late it was.
+//
+// Per boundary B (t0 + k * slot_ns):
+//
+//   sleep   clock_nanosleep(CLOCK_TAI, TIMER_ABSTIME) to B - spin, in
+//           pieces of at most 10 ms (a stop or a new schedule is seen
+//           within one), with the thread's timer slack at 1 ns (the default
+//           50 us would make every wake-up up to 50 us late);
+//   spin    read the clock until it reads >= B: what the sleep's wake-up
+//           latency leaves of the spin is spent here. The spin is --spin,
+//           or by default sized to the machine (SpinTuner): twice the 90th
+//           percentile wake-up latency of the last 256 sleeps, at least
+//           20 us. A virtual machine's timers wake 30-60 us late (this
+//           one's: docs/lumend.md), bare metal's a few us;
+//   publish slot k and the time read (boundary_ns), under the seqlock;
+//           error = that time - B goes into the histogram; an error above
+//           the margin is a late boundary;
+//   then    apply a new schedule if one is waiting, check the clock for a
+//           jump (every boundary) and its error bound (every check
+//           interval), and hand the statistics to the control thread
+//           (every 10 ms, and never waiting for it: try_lock).
+//
+// When the wake-up comes after the next boundary (the thread was not
+// scheduled in time), the boundaries in between are missed: counted, not
+// published, and the engine publishes the latest one it is in (late) and
+// goes on from there. A clock jump is no miss: the engine counts it,
+// goes quiet and starts again from the boundary after now.
+//
+// Short slots: with spin_ns >= slot_ns the engine never sleeps and spins
+// from one boundary to the next, one core at 100%. Below 10 us
+// (kMinPublishNs) it publishes only every stride-th boundary (slot numbers
+// that are multiples of stride, stride = ceil(10 us / slot_ns), or
+// --stride): a boundary is published, measured and missed only among
+// those. Senders do not need every boundary: they compute the slot from
+// their own clock (lumen_slot_at); the page's slot is lumend's heartbeat,
+// and its quiet word what they must obey.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "lumend/clock.h"
+#include "lumend/shm_page.h"
+#include "sched/schedule.h"
+
+namespace lumen::lumend
+{
+
+constexpr uint64_t kMinPublishNs = 10'000;
+
+// Errors in ns, log-linear: exact below 256 ns, then 32 buckets per power of
+// two (each within 1/32 = 3%). Percentiles answer a bucket's upper end (at
+// most the maximum seen), so they never understate.
+class Histogram
+{
+      public:
+	static constexpr unsigned kExact = 256, kSub = 32, kBuckets = kExact + (64 - 8) * kSub;
+	void add(uint64_t ns);
+	uint64_t count() const
+	{
+		return count_;
+	}
+	uint64_t max() const
+	{
+		return max_;
+	}
+	double mean() const
+	{
+		return count_ ? (double)sum_ / (double)count_ : 0.0;
+	}
+	// The smallest value v with at least q of the samples <= v (q in [0, 1]);
+	// 0 when empty.
+	uint64_t percentile(double q) const;
+	static unsigned bucket_of(uint64_t ns);
+	static uint64_t upper_of(unsigned bucket); // the largest value in it
+
+      private:
+	std::array<uint64_t, kBuckets> n_{};
+	uint64_t count_ = 0, max_ = 0;
+	unsigned __int128 sum_ = 0;
+};
+
+// Sizes the spin to the wake-up latency (see the top of this file): every
+// kWindow sleeps (the first time after kFirst), spin = twice their 90th
+// percentile, within [floor, max]. Not the 99th: on a loaded machine that
+// is the run queue's wait (ms), which spinning does not shorten; the timer
+// latency's own tail is short (a VM's here: p90 38 us, p99 60 us idle).
+class SpinTuner
+{
+      public:
+	static constexpr unsigned kWindow = 256, kFirst = 32;
+	SpinTuner(uint64_t floor_ns, uint64_t max_ns) : floor_(floor_ns), max_(max_ns), spin_(floor_ns)
+	{
+	}
+	void add(uint64_t late_ns); // how late one sleep woke
+	uint64_t spin() const
+	{
+		return spin_;
+	}
+	uint64_t p50() const // of the last full window (0: none yet)
+	{
+		return p50_;
+	}
+	uint64_t p90() const
+	{
+		return p90_;
+	}
+	uint64_t p99() const
+	{
+		return p99_;
+	}
+
+      private:
+	std::array<uint64_t, kWindow> w_{};
+	unsigned n_ = 0;
+	bool warm_ = false;
+	uint64_t floor_, max_, spin_, p50_ = 0, p90_ = 0, p99_ = 0;
+};
+
+// The boundary to publish after waking at now_ns when slot `want` was due:
+// want itself when now is before the boundary after it, else the latest
+// multiple of stride that has begun, the ones skipped being missed.
+struct CatchUp {
+	uint64_t slot = 0;
+	uint64_t missed = 0; // boundaries to publish that were skipped
+};
+CatchUp catch_up(const lumen_slot_timing &t, uint64_t want, uint64_t now_ns, uint32_t stride);
+// The first multiple of stride whose boundary is at or after now_ns.
+uint64_t first_slot_after(const lumen_slot_timing &t, uint64_t now_ns, uint32_t stride);
+// stride for a slot length: 1 from kMinPublishNs up, else enough to publish
+// at most every kMinPublishNs.
+uint32_t auto_stride(uint64_t slot_ns);
+
+// A schedule the engine is to follow, made by the control thread.
+struct Plan {
+	sched::Schedule schedule;
+	Tables tables;
+	uint64_t margin_ns = 0;
+	std::string path; // the file it came from
+};
+
+struct EngineOptions {
+	uint64_t spin_ns = 20'000; // the spin (spin_auto: its floor)
+	bool spin_auto = true; // SpinTuner
+	uint64_t spin_max_ns = 5'000'000; // SpinTuner's ceiling
+	uint32_t stride = 0; // 0: auto_stride
+	uint64_t check_interval_ns = 100'000'000;
+	uint32_t resume_after = 3; // good checks before gating resumes
+	int cpu = -1; // pin the engine's thread to this CPU (-1: no)
+	int fifo = 0; // SCHED_FIFO priority of the engine's thread (0: stay SCHED_OTHER)
+	bool quiet_log = false; // no log lines (--measure --json)
+};
+
+// What the engine has done, copied to the control thread.
+struct EngineStats {
+	uint64_t started_ns = 0; // the clock's, when run() began
+	uint64_t published = 0, late = 0, missed = 0;
+	uint64_t slot = 0, boundary_ns = 0; // the last published
+	int64_t last_error_ns = 0;
+	uint32_t quiet = 0, stride = 1;
+	uint64_t spin_ns = 0; // the spin now
+	uint64_t wake_p50_ns = 0, wake_p90_ns = 0, wake_p99_ns = 0; // sleeps' lateness, the last 256
+	uint64_t version = 0, margin_ns = 0;
+	uint64_t applied = 0; // schedules applied after the first
+	uint64_t clock_checks = 0, clock_bad_checks = 0, clock_jumps = 0, quiet_events = 0;
+	int64_t last_jump_ns = 0;
+	ClockReading clock; // the last check
+	std::string why; // why quiet ("" when not)
+	Histogram errors;
+};
+
+class SlotEngine
+{
+      public:
+	SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o);
+	// Runs until stop is set, or (until_ns > 0) the clock passes until_ns;
+	// then says STOPPED in the page when stopping for good (stopped).
+	void run(const std::atomic<bool> &stop, uint64_t until_ns);
+	void say_stopped();
+	// From the control thread: apply this schedule after the next boundary.
+	void offer(std::shared_ptr<const Plan> plan);
+	// From the control thread: the statistics as of at most ~10 ms ago.
+	EngineStats snapshot() const;
+	std::shared_ptr<const Plan> plan() const; // in force (control thread)
+
+      private:
+	void log(const std::string &line) const;
+	void apply(std::shared_ptr<const Plan> plan);
+	bool take_offer(); // applies an offered schedule; true when it did
+	bool sample_jump(); // true when the clock jumped (quiet, restart)
+	void check_clock();
+	void set_quiet(uint32_t bits);
+	void share(bool force);
+
+	const Clock &clock_;
+	ShmPage &page_;
+	EngineOptions o_;
+	std::shared_ptr<const Plan> plan_;
+	lumen_slot_timing timing_;
+	uint32_t stride_ = 1;
+	SpinTuner spin_;
+	JumpDetector jumps_;
+	ClockGate gate_;
+	EngineStats st_; // the engine's own, shared by share()
+	uint64_t next_check_ns_ = 0, next_share_mono_ = 0;
+
+	mutable std::mutex share_mu_;
+	EngineStats shared_;
+	std::shared_ptr<const Plan> shared_plan_;
+	std::mutex offer_mu_;
+	std::shared_ptr<const Plan> offered_;
+	std::atomic<bool> has_offer_{false};
+};
+
+} // namespace lumen::lumend
