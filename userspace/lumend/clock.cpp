@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/clock.cpp - reading the clock, its error bound and
+// its jumps, and the quiet/resume state machine (clock.h).
 #include "lumend/clock.h"
 
 #include <fcntl.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/control.cpp - the control socket on io_uring, served
+// by a second thread so the slot engine never waits (control.h).
 #include "lumend/control.h"
 
 #include <sys/eventfd.h>

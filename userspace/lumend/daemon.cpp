@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/daemon.cpp - lumend put together: options, start-up in
+// order with undo, the engine and control threads, signals (daemon.h).
 #include "lumend/daemon.h"
 
 #include <pthread.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/shm_page.cpp - the shared-memory slot page: layout,
+// creation, locking, seqlock writes (shm_page.h).
 #include "lumend/shm_page.h"
 
 #include <fcntl.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/lumend/slot_engine.cpp - sleeping, spinning and publishing
+// at slot boundaries, and measuring how late (slot_engine.h).
 #include "lumend/slot_engine.h"
 
 #include <sched.h>
