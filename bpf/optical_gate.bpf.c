@@ -28,6 +28,13 @@
  * overflow) and books nothing: the destination's queue is bounded in time,
  * as a VOQ is in bytes.
  *
+ * The gate holds two schedules (banks) for a change at an instant
+ * (include/lumen/optical.h). A departure is computed in the bank in force
+ * at its base; one that would run past the instant of a committed change is
+ * recomputed in the new bank from that instant on. A packet that would leave
+ * after the instant of a change not committed here is dropped as quiet:
+ * this host does not know which schedule the switch follows then.
+ *
  * Packets that are not IPv4 or not to a node of the schedule pass
  * untouched (counted as other): the switch drops them anyway, and gating
  * them would stall ARP-less control traffic for nothing.
@@ -49,7 +56,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* the loader sets period * nodes */
+	__uint(max_entries, 1); /* the loader sets 2 * table_period * nodes */
 	__type(key, __u32);
 	__type(value, __u32);
 } gate_waits SEC(".maps");
@@ -85,24 +92,44 @@ static __always_inline void count(struct lumen_gate_stats *st, __u32 c, __u64 he
 		st->held_max_ns = held;
 }
 
-static __always_inline __u32 wait_at(__u32 in_period, __u32 nodes, __u32 dst)
+static __always_inline __u32 wait_at(const struct lumen_gate_cfg *cfg, __u32 bank, __u32 in_period, __u32 dst)
 {
-	__u32 key = in_period * nodes + dst, *w = bpf_map_lookup_elem(&gate_waits, &key);
+	__u32 key = (bank * cfg->table_period + in_period) * cfg->nodes + dst, *w;
 
+	if (in_period >= cfg->table_period)
+		return LUMEN_SLOT_NEVER;
+	w = bpf_map_lookup_elem(&gate_waits, &key);
 	return w ? *w : LUMEN_SLOT_NEVER;
+}
+
+/* The departure from base of wire_ns to dst in bank's schedule: 0 when no
+ * window of it can carry the packet (or base is before its t0). */
+static __always_inline __u64 departure(const struct lumen_gate_cfg *cfg, __u32 bank, __u64 base, __u32 dst,
+				       __u64 wire_ns)
+{
+	const struct lumen_slot_timing *t = &cfg->banks[bank & 1].timing;
+	struct lumen_slot_pos pos;
+	__u32 next;
+
+	if (lumen_slot_at(t, base, &pos))
+		return 0;
+	next = pos.in_period + 1 < t->period ? pos.in_period + 1 : 0;
+	return lumen_slot_departure(t, base, cfg->margin_ns, wire_ns, wait_at(cfg, bank & 1, pos.in_period, dst),
+				    wait_at(cfg, bank & 1, next, dst));
 }
 
 SEC("tc")
 int lumen_gate_egress(struct __sk_buff *skb)
 {
-	__u32 zero = 0, daddr, dst, period;
+	__u32 zero = 0, daddr, dst;
 	struct lumen_gate_cfg *cfg = bpf_map_lookup_elem(&gate_cfg, &zero);
+	struct lumen_sched_change change;
 	struct lumen_gate_stats *st;
 	struct lumen_gate_clock *wire;
-	struct lumen_slot_pos pos;
 	__u64 tai, mono, base, dep, wire_ns;
 	__u32 *node;
 	__u16 proto;
+	int bank;
 
 	if (!cfg || bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != ETH_P_IP_BE ||
 	    bpf_skb_load_bytes(skb, GATE_ETH_HLEN + 16, &daddr, sizeof(daddr)))
@@ -120,6 +147,9 @@ int lumen_gate_egress(struct __sk_buff *skb)
 		count(st, LUMEN_GATE_CNT_QUIET, 0);
 		return TC_ACT_SHOT;
 	}
+	bpf_spin_lock(&cfg->lock);
+	change = cfg->change;
+	bpf_spin_unlock(&cfg->lock);
 	tai = bpf_ktime_get_tai_ns();
 	mono = bpf_ktime_get_ns();
 	base = tai;
@@ -129,17 +159,26 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	wire = bpf_map_lookup_elem(&gate_clock, &dst);
 	if (!wire)
 		return TC_ACT_OK;
-	period = cfg->timing.period;
 	bpf_spin_lock(&wire->lock);
 	if (wire->free_tai_ns > base)
 		base = wire->free_tai_ns;
 	bpf_spin_unlock(&wire->lock);
-	if (lumen_slot_at(&cfg->timing, base, &pos) || !period) {
-		count(st, LUMEN_GATE_CNT_NEVER, 0);
+	bank = lumen_change_bank(&change, base);
+	if (bank < 0) {
+		count(st, LUMEN_GATE_CNT_QUIET, 0);
 		return TC_ACT_SHOT;
 	}
-	dep = lumen_slot_departure(&cfg->timing, base, cfg->margin_ns, wire_ns, wait_at(pos.in_period, cfg->nodes, dst),
-				   wait_at(pos.in_period + 1 < period ? pos.in_period + 1 : 0, cfg->nodes, dst));
+	dep = departure(cfg, bank, base, dst, wire_ns);
+	if (change.state != LUMEN_CHANGE_NONE && (__u32)bank == (change.bank & 1) &&
+	    (!dep || dep + wire_ns > change.switch_ns)) {
+		/* no window of the old schedule before the change: the new
+		 * schedule's, if committed, from the instant on */
+		if (change.state != LUMEN_CHANGE_COMMITTED) {
+			count(st, LUMEN_GATE_CNT_QUIET, 0);
+			return TC_ACT_SHOT;
+		}
+		dep = departure(cfg, bank ^ 1, base > change.switch_ns ? base : change.switch_ns, dst, wire_ns);
+	}
 	if (!dep) {
 		count(st, LUMEN_GATE_CNT_NEVER, 0);
 		return TC_ACT_SHOT;

@@ -23,9 +23,14 @@
  *
  * Every frame is counted in rotor_stats under its source port by verdict
  * (forwarded, guard, wrong slot, before t0, unknown destination, not IPv4,
- * no port), so a test sees every violation a sender commits. The schedule's
- * tables are written by the loader (userspace/bpfctl/rotor.cpp) before the
- * filters are attached, sized for the schedule.
+ * no port, changing), so a test sees every violation a sender commits. The
+ * schedule's tables are written by the loader (userspace/bpfctl/rotor.cpp)
+ * before the filters are attached.
+ *
+ * The switch holds two schedules (banks) for a change at an instant
+ * (include/lumen/optical.h): step 3 uses the bank in force at the frame's
+ * time; after the instant of a change it was told of but not committed, it
+ * forwards nothing (counted as changing).
  */
 #include "lumen_bpf.h"
 
@@ -42,7 +47,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* the loader sets uplinks * period * nodes */
+	__uint(max_entries, 1); /* the loader sets 2 * uplinks * table_period * nodes */
 	__type(key, __u32);
 	__type(value, __u32);
 } rotor_match SEC(".maps");
@@ -92,8 +97,11 @@ int lumen_rotor_ingress(struct __sk_buff *skb)
 	struct lumen_rotor_port *port = bpf_map_lookup_elem(&rotor_ports, &ifindex);
 	struct lumen_rotor_cfg *cfg = bpf_map_lookup_elem(&rotor_cfg, &zero);
 	struct lumen_rotor_stats *st = NULL;
+	struct lumen_sched_change change;
 	struct lumen_slot_pos pos;
+	__u64 now;
 	__u16 proto;
+	int bank;
 
 	if (!port || !cfg || port->node >= cfg->nodes || port->uplink >= cfg->uplinks)
 		return TC_ACT_SHOT; /* not ours: nothing to count it under */
@@ -106,9 +114,17 @@ int lumen_rotor_ingress(struct __sk_buff *skb)
 	dst_node = bpf_map_lookup_elem(&rotor_hosts, &daddr);
 	if (!dst_node || *dst_node >= cfg->nodes)
 		return verdict(st, LUMEN_ROTOR_CNT_UNKNOWN_DST, TC_ACT_SHOT, skb->len);
-	if (lumen_slot_at(&cfg->timing, bpf_ktime_get_tai_ns(), &pos))
+	bpf_spin_lock(&cfg->lock);
+	change = cfg->change;
+	bpf_spin_unlock(&cfg->lock);
+	now = bpf_ktime_get_tai_ns();
+	bank = lumen_change_bank(&change, now);
+	if (bank < 0)
+		return verdict(st, LUMEN_ROTOR_CNT_CHANGING, TC_ACT_SHOT, skb->len);
+	if (lumen_slot_at(&cfg->banks[bank & 1].timing, now, &pos) || pos.in_period >= cfg->table_period)
 		return verdict(st, LUMEN_ROTOR_CNT_NOT_STARTED, TC_ACT_SHOT, skb->len);
-	key = (port->uplink * cfg->timing.period + pos.in_period) * cfg->nodes + port->node;
+	key = (((__u32)bank * cfg->uplinks + port->uplink) * cfg->table_period + pos.in_period) * cfg->nodes +
+	      port->node;
 	dst_now = bpf_map_lookup_elem(&rotor_match, &key);
 	if (!dst_now)
 		return verdict(st, LUMEN_ROTOR_CNT_NO_PORT, TC_ACT_SHOT, skb->len);

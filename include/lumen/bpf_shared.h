@@ -52,7 +52,7 @@
 #define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
 #define LUMEN_PIN_SW_STATS "lumen_sw_stats"
 #define LUMEN_PIN_ROTOR_DIR "rotor" /* the rotor switch's maps, in this directory */
-#define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats} */
+#define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats,waits,clock} */
 
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
@@ -208,9 +208,11 @@ struct lumen_switch_port_stats {
  * Maps (created by the loader with the schedule's sizes, pinned under
  * LUMEN_PIN_ROOT/LUMEN_PIN_ROTOR_DIR):
  *   rotor_cfg    array[1]: struct lumen_rotor_cfg
- *   rotor_match  array[uplinks * period * nodes]: __u32 destination of
- *                source `node` on `uplink` in slot `in_period`, at
- *                (uplink * period + in_period) * nodes + node (itself: idle)
+ *   rotor_match  array[2 * uplinks * table_period * nodes]: __u32
+ *                destination of source `node` on `uplink` in slot
+ *                `in_period` of bank b, at
+ *                ((b * uplinks + uplink) * table_period + in_period) * nodes
+ *                + node (itself: idle)
  *   rotor_ports  hash ifindex -> struct lumen_rotor_port: who is behind a port
  *   rotor_out    array[uplinks * nodes]: the ifindex of node's port on uplink
  *                (uplink * nodes + node)
@@ -220,11 +222,16 @@ struct lumen_switch_port_stats {
  */
 #define LUMEN_ROTOR_MAX_PORTS 1024 /* nodes * uplinks */
 
+/* Written whole, with BPF_F_LOCK; the programs read `change` under the lock
+ * and the bank it names without (a bank is written only while no change
+ * refers to it, and a write leaves a bank in use with the same bytes). */
 struct lumen_rotor_cfg {
-	struct lumen_slot_timing timing;
-	__u64 version; /* the schedule's */
+	struct bpf_spin_lock lock;
 	__u32 nodes;
 	__u32 uplinks;
+	__u32 table_period; /* rotor_match's room per bank: the longest period it takes */
+	struct lumen_sched_change change;
+	struct lumen_sched_bank banks[2];
 };
 
 struct lumen_rotor_port {
@@ -241,7 +248,8 @@ struct lumen_rotor_port {
 	X(NOT_STARTED, "not_started", "frames before the schedule's t0: dropped")                                      \
 	X(UNKNOWN_DST, "unknown_dst", "IPv4 frames to an address no port has: dropped")                                \
 	X(NOT_IPV4, "not_ipv4", "frames that are not IPv4 (ARP, IPv6): dropped; hosts use static neighbours")          \
-	X(NO_PORT, "no_port", "frames on a device the rotor does not know, or with no way out: dropped")
+	X(NO_PORT, "no_port", "frames on a device the rotor does not know, or with no way out: dropped")               \
+	X(CHANGING, "changing", "frames after the instant of a schedule change not committed here: dropped")
 
 #define LUMEN_ROTOR_COUNTER_ENUM(id, name, help) LUMEN_ROTOR_CNT_##id,
 enum lumen_rotor_counter {
@@ -265,23 +273,27 @@ struct lumen_rotor_stats {
  * given that window (a per-destination wire clock at the link's rate).
  * Maps (sized by the loader):
  *   gate_cfg    array[1]: struct lumen_gate_cfg
- *   gate_waits  array[period * nodes]: __u32 slots until self reaches dst,
- *               at in_period * nodes + dst (LUMEN_SLOT_NEVER)
+ *   gate_waits  array[2 * table_period * nodes]: __u32 slots until self
+ *               reaches dst in bank b, at (b * table_period + in_period) *
+ *               nodes + dst (LUMEN_SLOT_NEVER)
  *   gate_hosts  hash IPv4 address (network order) -> __u32 node
  *   gate_clock  array[nodes]: struct lumen_gate_clock, the wire clocks
  *   gate_stats  per-CPU array[nodes]: struct lumen_gate_stats, by destination
  */
 #define LUMEN_GATE_MAX_NODES 4096
 
+/* Written whole with BPF_F_LOCK, read as lumen_rotor_cfg is. */
 struct lumen_gate_cfg {
-	struct lumen_slot_timing timing;
-	__u64 version;
+	struct bpf_spin_lock lock;
+	__u32 quiet; /* nonzero: hold everything (LUMEN_QUIET_*): dropped and counted */
 	__u64 margin_ns; /* windows shrink by this on each side */
 	__u32 self; /* this host's node */
 	__u32 nodes;
 	__u32 rate_mbps; /* the link's rate, for wire times (> 0) */
-	__u32 quiet; /* nonzero: hold everything (LUMEN_QUIET_*): dropped and counted */
+	__u32 table_period; /* gate_waits' room per bank */
 	__u64 max_hold_ns; /* a packet that would wait longer is dropped: the VOQ's bound in time */
+	struct lumen_sched_change change;
+	struct lumen_sched_bank banks[2];
 };
 
 struct lumen_gate_clock {
@@ -294,7 +306,8 @@ struct lumen_gate_clock {
 	X(NOW, "now", "packets sent at once: their window was open and had room")                                      \
 	X(HELD, "held", "packets given a later departure (a later window, or later in this one)")                      \
 	X(NEVER, "never", "packets no window can carry (no circuit to the node, or longer than a window): dropped")    \
-	X(QUIET, "quiet", "packets while the gate is quiet (clock or schedule not trusted): dropped")                  \
+	X(QUIET, "quiet",                                                                                              \
+	  "packets while the gate is quiet (clock or schedule not trusted, a change not committed): dropped")          \
 	X(OVERFLOW, "overflow", "packets that would wait longer than max_hold (a full VOQ): dropped")                  \
 	X(OTHER, "other", "packets not to a node of the schedule (not IPv4, another address): passed untouched")
 

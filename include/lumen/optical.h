@@ -181,6 +181,55 @@ LUMEN_INLINE enum lumen_rotor_verdict lumen_rotor_check(const struct lumen_slot_
 }
 
 /* ---------------------------------------------------------------------- */
+/* A schedule change, in two phases, at one instant everywhere             */
+
+/*
+ * Every party that follows a schedule (the rotor switch, each host's gate,
+ * lumend) holds two banks: the schedule in force and the next one. A change
+ * is announced first (the next bank written, state STAGED, with the instant
+ * switch_ns at which it takes over: a period boundary of the schedule in
+ * force, the new schedule's t0) and acknowledged; once every party has it,
+ * it is committed (state COMMITTED). At switch_ns every party that holds
+ * the commit changes banks, on its own clock, with no message in flight.
+ *
+ * A party that has the announcement but not the commit does not know at
+ * switch_ns which schedule the others follow: it keeps quiet from then on
+ * (sends nothing; the switch forwards nothing) until it learns the outcome,
+ * rather than collide. A party that missed the announcement never
+ * acknowledged it, so the change is aborted everywhere.
+ */
+enum lumen_change_state {
+	LUMEN_CHANGE_NONE = 0, /* one schedule: bank */
+	LUMEN_CHANGE_STAGED = 1, /* bank ^ 1 announced for switch_ns, not committed */
+	LUMEN_CHANGE_COMMITTED = 2, /* bank ^ 1 takes over at switch_ns */
+};
+
+struct lumen_sched_change {
+	__u64 switch_ns; /* CLOCK_TAI: when bank ^ 1 takes over */
+	__u32 state; /* enum lumen_change_state */
+	__u32 bank; /* 0 or 1: the bank in force before switch_ns */
+};
+
+/* One of a party's two schedules: what the slot arithmetic needs of it. */
+struct lumen_sched_bank {
+	struct lumen_slot_timing timing;
+	__u64 version; /* the schedule's */
+};
+
+/* The bank in force at t: 0 or 1, or -1 when t is at or after the instant
+ * of a change not (yet) committed: keep quiet. */
+LUMEN_INLINE int lumen_change_bank(const struct lumen_sched_change *c, __u64 t)
+{
+	__u32 bank = c->bank & 1u;
+
+	if (c->state == LUMEN_CHANGE_NONE || t < c->switch_ns)
+		return (int)bank;
+	if (c->state == LUMEN_CHANGE_COMMITTED)
+		return (int)(bank ^ 1u);
+	return -1;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The slot state lumend publishes to senders in userspace (lumen-dp): a   */
 /* shared-memory file, one header then its tables                          */
 

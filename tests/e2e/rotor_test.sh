@@ -83,6 +83,70 @@ e2e_check "a schedule of another shape refused" e2e_fails 2 "5 nodes.*the rotor 
 e2e_check "a schedule of the same shape loaded" "$LUMEN_BIN" rotor load "$TMPD/v2.json"
 e2e_check "its version in force" test "$("$LUMEN_BIN" rotor stats --json | e2e_json "d['version']")" -eq 2
 
+e2e_log "schedule changes at an instant (two phases)"
+# the first period boundary of the schedule in force at least $1 s from now
+boundary() {
+	"$LUMEN_BIN" rotor stats --json | python3 -c "
+import json, sys, time
+d = json.load(sys.stdin); p = d['period'] * d['slot_ns']
+t = time.clock_gettime_ns(time.CLOCK_TAI) + int(float('$1') * 1e9)
+print(d['t0_ns'] + max(0, -(-(t - d['t0_ns']) // p)) * p)"
+}
+wait_until() { python3 -c "import time; time.sleep(max(0, ($1 - time.clock_gettime_ns(time.CLOCK_TAI)) / 1e9 + 0.05))"; }
+rotor_json() { "$LUMEN_BIN" rotor stats --json | e2e_json "$1"; }
+for v in 5 6 7; do
+	"$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 30ms --guard 3ms --version "$v" --t0 0 \
+		--out "$TMPD/v$v.json" >/dev/null
+done
+AT="$(boundary 0.5)"
+e2e_check "commit with nothing staged refused" e2e_fails 2 "no change is staged" "$LUMEN_BIN" rotor commit 5
+e2e_check "an instant in the past refused" e2e_fails 2 "not in the future" \
+	"$LUMEN_BIN" rotor stage "$TMPD/v5.json" --at 1
+e2e_check "an instant off the period's boundaries refused" e2e_fails 2 "not a period boundary" \
+	"$LUMEN_BIN" rotor stage "$TMPD/v5.json" --at $((AT + 1))
+e2e_check "a version not above the one in force refused" e2e_fails 2 "version 2 is not above" \
+	"$LUMEN_BIN" rotor stage "$TMPD/v2.json" --at "$AT"
+e2e_check "nothing staged by the refusals" test "$(rotor_json "d['change']")" = None
+
+OUT="$("$LUMEN_BIN" sched change "$TMPD/v5.json" --testbed "$TB" --lead 300ms --json)"
+AT="$(echo "$OUT" | e2e_json "d['switch_ns']")"
+e2e_log "  sched change: version $(echo "$OUT" | e2e_json "d['from_version']") -> 5 at $AT," \
+	"committed $(( (AT - $(echo "$OUT" | e2e_json "d['committed_ns']")) / 1000000 )) ms before"
+e2e_check "committed, the old schedule still in force before the instant" \
+	test "$(rotor_json "d['change']['state'], d['version']")" = "('committed', 2)"
+wait_until "$AT"
+e2e_check "the new schedule in force from the instant on" \
+	test "$(rotor_json "d['version'], d['slot_ns'], d['t0_ns'], d['change']")" = "(5, 30000000, $AT, None)"
+e2e_check "the testbed's schedule file is the new one, from the instant" \
+	test "$(e2e_json "d['version'], d['t0_ns']" <"$SCHED")" = "(5, $AT)"
+before="$(stat_of 2 forwarded)"
+ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" recv 1.5 >"$TMPD/rx3" &
+RX=$!
+sleep 0.3
+ip netns exec "lt-$TB-h3" python3 "$TRAFFIC" gated "$SCHED" 2 10.0.0.1 200 0.001
+wait $RX
+e2e_check "a sender following the new schedule: no violation, all 200 received" \
+	test "$(stat_of 2 guard)" -eq 0 -a "$(stat_of 2 wrong_slot)" -eq 0 -a "$(cat "$TMPD/rx3")" -eq 200 \
+	-a "$(stat_of 2 forwarded)" -eq $((before + 200))
+
+AT="$(boundary 0.3)"
+"$LUMEN_BIN" rotor stage "$TMPD/v6.json" --at "$AT" >/dev/null
+e2e_check "a second change while one is staged refused" e2e_fails 2 "is under way" \
+	"$LUMEN_BIN" rotor stage "$TMPD/v7.json" --at "$AT"
+e2e_check "commit of another version refused" e2e_fails 2 "to version 6, not 7" "$LUMEN_BIN" rotor commit 7
+wait_until "$AT"
+e2e_check "staged, not committed, past the instant: quiet" test "$(rotor_json "d['quiet']")" = True
+ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" send 10.0.0.2 200 0.001
+e2e_check "quiet: every frame dropped as changing" test "$(stat_of 0 changing)" -eq 200
+"$LUMEN_BIN" rotor commit 6 >/dev/null
+e2e_check "a late commit puts the new schedule in force" \
+	test "$(rotor_json "d['version'], d['quiet']")" = "(6, False)"
+AT="$(boundary 0.3)"
+"$LUMEN_BIN" rotor stage "$TMPD/v7.json" --at "$AT" >/dev/null
+e2e_check "abort" "$LUMEN_BIN" rotor abort 7
+e2e_check "after the abort the schedule in force stays" test "$(rotor_json "d['version'], d['change']")" = "(6, None)"
+e2e_check "commit after the abort refused" e2e_fails 2 "no change is staged" "$LUMEN_BIN" rotor commit 7
+
 e2e_log "down"
 "$LUMEN_BIN" testbed down "$TB" >/dev/null 2>&1
 e2e_check "no rotor left" e2e_fails 1 "no rotor switch is attached" "$LUMEN_BIN" rotor stats

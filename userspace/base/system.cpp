@@ -93,6 +93,14 @@ std::uint64_t monotonic_ns()
 	return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+std::uint64_t tai_ns()
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_TAI, &ts) != 0)
+		throw Error("CLOCK_TAI is not readable");
+	return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 std::string join_words(const std::vector<std::string> &words, const char *sep)
 {
 	std::string out;

@@ -25,6 +25,7 @@ void make_dirs(const std::string &path); // mkdir -p, mode 0755
 // This process's executable (/proc/self/exe resolved), to run lumen again.
 std::string self_exe();
 std::uint64_t monotonic_ns(); // CLOCK_MONOTONIC in ns
+std::uint64_t tai_ns(); // CLOCK_TAI in ns (the schedules' clock); Error when unreadable
 // The current UTC time in strftime `format`: "%Y-%m-%dT%H:%M:%SZ".
 std::string utc_timestamp(const char *format);
 std::string kernel_release(); // uname -r; "unknown" when uname fails

@@ -18,8 +18,10 @@
 #include "base/error.h"
 #include "base/netns.h"
 #include "base/rollback.h"
+#include "base/system.h"
 #include "bpfctl/bpf_util.h"
 #include "bpfctl/tc.h"
+#include "sched/change.h"
 #include "optical_gate.skel.h"
 
 namespace lumen
@@ -49,6 +51,87 @@ void update(int fd, std::uint32_t key, const void *value, const char *what)
 		throw Error(std::string("gate: cannot write ") + what + ": " + std::strerror(errno));
 }
 
+lumen_gate_cfg read_cfg(int fd)
+{
+	std::uint32_t zero = 0;
+	lumen_gate_cfg c{};
+	if (bpf_map_lookup_elem_flags(fd, &zero, &c, BPF_F_LOCK) != 0)
+		throw Error(std::string("gate: cannot read its configuration: ") + std::strerror(errno));
+	return c;
+}
+
+void write_cfg(int fd, const lumen_gate_cfg &c)
+{
+	std::uint32_t zero = 0;
+	if (bpf_map_update_elem(fd, &zero, &c, BPF_F_LOCK) != 0)
+		throw Error(std::string("gate: cannot write its configuration: ") + std::strerror(errno));
+}
+
+// self's waits in s, into bank's part of gate_waits
+void write_waits(int fd, const sched::Schedule &s, std::uint32_t self, std::uint32_t bank, std::uint32_t table_period)
+{
+	std::vector<std::uint16_t> w = sched::wait_table(s, self);
+	for (std::uint32_t k = 0; k < w.size(); k++) {
+		std::uint32_t v = w[k];
+		update(fd, (bank & 1) * table_period * s.nodes + k, &v, "its waits");
+	}
+}
+
+// A gate's maps, under the pin root's lock, for a change of its schedule.
+struct Attached {
+	PinRootLock lock;
+	Fd cfg_fd, waits, clock;
+	lumen_gate_cfg cfg{};
+
+	Attached(const std::string &netns, const std::string &dev)
+	{
+		const std::string dir = gate_dir(netns, dev);
+		if (!pinned(dir + "/cfg"))
+			throw Error("no gate on " + dev + (netns.empty() ? "" : " in " + netns));
+		cfg_fd = open_pin(dir + "/cfg");
+		waits = open_pin(dir + "/waits");
+		clock = open_pin(dir + "/clock");
+		cfg = read_cfg(cfg_fd.get());
+	}
+	// The latest time a packet already given a departure occupies the
+	// wire to any destination (CLOCK_TAI ns).
+	std::uint64_t booked_until() const
+	{
+		std::uint64_t until = 0;
+		for (std::uint32_t k = 0; k < cfg.nodes; k++) {
+			lumen_gate_clock c{};
+			if (bpf_map_lookup_elem_flags(clock.get(), &k, &c, BPF_F_LOCK) != 0)
+				throw Error(std::string("gate: cannot read its wire clocks: ") + std::strerror(errno));
+			until = std::max<std::uint64_t>(until, c.free_tai_ns);
+		}
+		return until;
+	}
+	void check(const sched::Schedule &s) const
+	{
+		sched::validate(s, "gate schedule");
+		if (s.nodes != cfg.nodes)
+			throw UsageError("gate: the schedule has " + std::to_string(s.nodes) + " nodes, the gate " +
+					 std::to_string(cfg.nodes));
+		if (s.period > cfg.table_period)
+			throw UsageError("gate: a period of " + std::to_string(s.period) +
+					 " slots does not fit the gate's tables (made for " +
+					 std::to_string(cfg.table_period) + "; attach it with room for more)");
+		if (2 * cfg.margin_ns >= s.slot_ns - s.guard_ns)
+			throw UsageError("gate: its margin of " + std::to_string(cfg.margin_ns) +
+					 " ns on each side leaves nothing of the new schedule's " +
+					 std::to_string(s.slot_ns - s.guard_ns) + " usable ns");
+	}
+	// s's waits into bank (one no packet reads), then next.
+	void write(const sched::Schedule *s, std::uint32_t bank, const sched::Banks &next)
+	{
+		if (s)
+			write_waits(waits.get(), *s, cfg.self, bank, cfg.table_period);
+		lumen_gate_cfg c = cfg;
+		sched::set_banks(c, next);
+		write_cfg(cfg_fd.get(), c);
+	}
+};
+
 } // namespace
 
 void check_gate_request(const GateRequest &req)
@@ -56,11 +139,10 @@ void check_gate_request(const GateRequest &req)
 	const sched::Schedule &s = req.schedule;
 	sched::validate(s, "gate schedule");
 	check_ifname(req.dev, "gate device");
-	if (s.nodes > LUMEN_GATE_MAX_NODES || s.period > LUMEN_SLOT_MAX_PERIOD ||
-	    (std::uint64_t)s.period * s.nodes > (1u << 24))
+	if (s.nodes > LUMEN_GATE_MAX_NODES)
 		throw UsageError("gate: the schedule is over the gate's tables (" +
-				 std::to_string(LUMEN_GATE_MAX_NODES) + " nodes, " +
-				 std::to_string(LUMEN_SLOT_MAX_PERIOD) + " slots)");
+				 std::to_string(LUMEN_GATE_MAX_NODES) + " nodes)");
+	sched::table_period(s, s.nodes, req.max_period);
 	if (req.self >= s.nodes)
 		throw UsageError("gate: node " + std::to_string(req.self) + " is not in the schedule (0.." +
 				 std::to_string(s.nodes - 1) + ")");
@@ -92,7 +174,8 @@ void attach_gate(const GateRequest &req)
 	std::unique_ptr<optical_gate, SkelDeleter> skel(optical_gate__open());
 	if (!skel)
 		throw Error("gate: cannot open the BPF object: " + libbpf_log_tail());
-	if (bpf_map__set_max_entries(skel->maps.gate_waits, s.period * s.nodes) != 0 ||
+	std::uint32_t table_period = sched::table_period(s, s.nodes, req.max_period);
+	if (bpf_map__set_max_entries(skel->maps.gate_waits, 2 * table_period * s.nodes) != 0 ||
 	    bpf_map__set_max_entries(skel->maps.gate_clock, s.nodes) != 0 ||
 	    bpf_map__set_max_entries(skel->maps.gate_stats, s.nodes) != 0)
 		throw Error("gate: cannot size its maps");
@@ -100,19 +183,15 @@ void attach_gate(const GateRequest &req)
 		throw Error("gate: cannot load the BPF program (" + errno_text(err) + "): " + libbpf_log_tail());
 
 	lumen_gate_cfg cfg{};
-	cfg.timing = sched::slot_timing(s);
-	cfg.version = s.version;
+	cfg.banks[0] = sched::bank_of(s, s.t0_ns);
 	cfg.margin_ns = req.margin_ns;
 	cfg.self = req.self;
 	cfg.nodes = s.nodes;
 	cfg.rate_mbps = req.rate_mbps;
+	cfg.table_period = table_period;
 	cfg.max_hold_ns = req.max_hold_ns ? req.max_hold_ns : kDefaultMaxHoldNs;
-	update(bpf_map__fd(skel->maps.gate_cfg), 0, &cfg, "its configuration");
-	std::vector<std::uint16_t> w = sched::wait_table(s, req.self);
-	for (std::uint32_t k = 0; k < w.size(); k++) {
-		std::uint32_t v = w[k];
-		update(bpf_map__fd(skel->maps.gate_waits), k, &v, "its waits");
-	}
+	write_cfg(bpf_map__fd(skel->maps.gate_cfg), cfg);
+	write_waits(bpf_map__fd(skel->maps.gate_waits), s, req.self, 0, table_period);
 	for (std::uint32_t i = 0; i < s.nodes; i++) {
 		std::uint32_t addr = htonl(req.host_addrs[i]);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.gate_hosts), &addr, &i, BPF_ANY) != 0)
@@ -153,7 +232,10 @@ void attach_gate(const GateRequest &req)
 	struct Pin {
 		std::string name;
 		bpf_map *map;
-	} pins[] = {{dir + "/cfg", skel->maps.gate_cfg}, {dir + "/stats", skel->maps.gate_stats}};
+	} pins[] = {{dir + "/cfg", skel->maps.gate_cfg},
+		    {dir + "/stats", skel->maps.gate_stats},
+		    {dir + "/waits", skel->maps.gate_waits},
+		    {dir + "/clock", skel->maps.gate_clock}};
 	for (const Pin &p : pins) {
 		std::string path = pin_path(p.name);
 		if (bpf_obj_pin(bpf_map__fd(p.map), path.c_str()) != 0)
@@ -161,6 +243,11 @@ void attach_gate(const GateRequest &req)
 		undo.add("unpin " + path, [path]() { ::unlink(path.c_str()); });
 	}
 	undo.commit();
+}
+
+bool gate_attached(const std::string &netns, const std::string &dev)
+{
+	return pinned(gate_dir(netns, dev) + "/cfg");
 }
 
 bool detach_gate(const std::string &netns, const std::string &dev)
@@ -176,6 +263,8 @@ bool detach_gate(const std::string &netns, const std::string &dev)
 	}
 	remove_pin(dir + "/cfg");
 	remove_pin(dir + "/stats");
+	remove_pin(dir + "/waits");
+	remove_pin(dir + "/clock");
 	::rmdir(pin_path(dir).c_str());
 	return was;
 }
@@ -188,9 +277,7 @@ GateStatus read_gate(const std::string &netns, const std::string &dev)
 			    ")");
 	Fd cfg_fd = open_pin(dir + "/cfg"), stats = open_pin(dir + "/stats");
 	GateStatus st;
-	std::uint32_t zero = 0;
-	if (bpf_map_lookup_elem(cfg_fd.get(), &zero, &st.cfg) != 0)
-		throw Error(std::string("gate: cannot read its configuration: ") + std::strerror(errno));
+	st.cfg = read_cfg(cfg_fd.get());
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		throw Error("cannot count possible CPUs");
@@ -211,6 +298,40 @@ GateStatus read_gate(const std::string &netns, const std::string &dev)
 		}
 	}
 	return st;
+}
+
+void stage_gate(const std::string &netns, const std::string &dev, const sched::Schedule &s, std::uint64_t switch_ns)
+{
+	Attached a(netns, dev);
+	a.check(s);
+	sched::Banks next = sched::stage(sched::banks_of(a.cfg), s, switch_ns, tai_ns());
+	a.write(&s, next.change.bank ^ 1, next);
+	/* Packets given departures before the announcement may leave after
+	 * the instant, on the old schedule's windows: fq cannot take them
+	 * back. From now on none is booked past the instant (staged); once
+	 * the programs that read the state before are done (they run in
+	 * microseconds), the wire clocks say whether any was. */
+	::usleep(2000);
+	std::uint64_t booked = a.booked_until();
+	if (booked > switch_ns) {
+		a.write(nullptr, 0, sched::abort(next, s.version));
+		throw UsageError("gate: packets on " + dev + " are booked until " + std::to_string(booked) +
+				 " ns TAI, past the instant " + std::to_string(switch_ns) + " (by " +
+				 std::to_string((booked - switch_ns) / 1000000) +
+				 " ms): give the change a longer lead");
+	}
+}
+
+void commit_gate(const std::string &netns, const std::string &dev, std::uint64_t version)
+{
+	Attached a(netns, dev);
+	a.write(nullptr, 0, sched::commit(sched::banks_of(a.cfg), version));
+}
+
+void abort_gate(const std::string &netns, const std::string &dev, std::uint64_t version)
+{
+	Attached a(netns, dev);
+	a.write(nullptr, 0, sched::abort(sched::banks_of(a.cfg), version));
 }
 
 const char *gate_counter_name(std::uint32_t i)

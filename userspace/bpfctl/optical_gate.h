@@ -7,8 +7,8 @@
 // `lumen gate` goes through this API.
 //
 // One gate per (namespace, device); its maps are pinned under
-// LUMEN_PIN_ROOT/LUMEN_PIN_GATE_DIR/<netns>@<dev>/ (cfg, stats), so any
-// process can read its counters and detach it.
+// LUMEN_PIN_ROOT/LUMEN_PIN_GATE_DIR/<netns>@<dev>/ (cfg, stats, waits, clock), so
+// any process can read its counters, change its schedule and detach it.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,7 @@ struct GateRequest {
 	std::uint32_t rate_mbps = 0; // the link's rate (> 0)
 	std::uint64_t margin_ns = 0; // windows shrink by this on each side
 	std::uint64_t max_hold_ns = 0; // longest wait before a packet is dropped (0: 10 s)
+	std::uint32_t max_period = 0; // slots per bank the tables make room for (0: sched::table_period's)
 };
 
 // UsageError for a request that cannot work: self not a node, addresses
@@ -42,8 +43,17 @@ void check_gate_request(const GateRequest &req);
 // Replaces DEV's root qdisc by fq (Error naming sch_fq when the kernel has
 // none) and attaches the program, all or nothing. Error when DEV has a gate.
 void attach_gate(const GateRequest &req);
+bool gate_attached(const std::string &netns, const std::string &dev);
 // Removes the program, the fq qdisc and the pins; false when there was no gate.
 bool detach_gate(const std::string &netns, const std::string &dev);
+
+// The gate's part in a schedule change at an instant (sched/change.h):
+// announce s (same nodes, a period that fits the tables) for switch_ns,
+// commit or abort the change to a version. UsageError for a step the
+// gate's state refuses, Error when DEV has no gate; nothing changes then.
+void stage_gate(const std::string &netns, const std::string &dev, const sched::Schedule &s, std::uint64_t switch_ns);
+void commit_gate(const std::string &netns, const std::string &dev, std::uint64_t version);
+void abort_gate(const std::string &netns, const std::string &dev, std::uint64_t version);
 
 struct GateStatus {
 	lumen_gate_cfg cfg{};

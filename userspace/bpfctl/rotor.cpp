@@ -16,8 +16,10 @@
 #include "base/error.h"
 #include "base/netns.h"
 #include "base/rollback.h"
+#include "base/system.h"
 #include "bpfctl/bpf_util.h"
 #include "bpfctl/tc.h"
+#include "sched/change.h"
 #include "rotor_switch.skel.h"
 
 namespace lumen
@@ -43,24 +45,16 @@ void update(int fd, std::uint32_t key, const void *value, const char *what)
 		throw Error(std::string("rotor: cannot write ") + what + ": " + std::strerror(errno));
 }
 
-lumen_rotor_cfg cfg_of(const sched::Schedule &s)
-{
-	lumen_rotor_cfg c{};
-	c.timing = sched::slot_timing(s);
-	c.version = s.version;
-	c.nodes = s.nodes;
-	c.uplinks = s.uplinks;
-	return c;
-}
-
-// The matchings in rotor_match's layout: (uplink * period + slot) * nodes + node.
-void write_match(int fd, const sched::Schedule &s)
+// Bank `bank`'s matchings in rotor_match's layout:
+// ((bank * uplinks + uplink) * table_period + slot) * nodes + node.
+void write_match(int fd, const sched::Schedule &s, std::uint32_t bank, std::uint32_t table_period)
 {
 	for (std::uint32_t p = 0; p < s.uplinks; p++)
 		for (std::uint32_t t = 0; t < s.period; t++)
 			for (std::uint32_t i = 0; i < s.nodes; i++) {
 				std::uint32_t dst = s.to(p, t, i);
-				update(fd, (p * s.period + t) * s.nodes + i, &dst, "the matchings");
+				update(fd, ((bank * s.uplinks + p) * table_period + t) * s.nodes + i, &dst,
+				       "the matchings");
 			}
 }
 
@@ -68,10 +62,55 @@ lumen_rotor_cfg read_cfg(int fd)
 {
 	std::uint32_t zero = 0;
 	lumen_rotor_cfg c{};
-	if (bpf_map_lookup_elem(fd, &zero, &c) != 0)
+	if (bpf_map_lookup_elem_flags(fd, &zero, &c, BPF_F_LOCK) != 0)
 		throw Error(std::string("rotor: cannot read its configuration: ") + std::strerror(errno));
 	return c;
 }
+
+void write_cfg(int fd, const lumen_rotor_cfg &c)
+{
+	std::uint32_t zero = 0;
+	if (bpf_map_update_elem(fd, &zero, &c, BPF_F_LOCK) != 0)
+		throw Error(std::string("rotor: cannot write its configuration: ") + std::strerror(errno));
+}
+
+// The attached rotor's maps, under the pin root's lock; UsageError for a
+// schedule that does not fit them.
+struct Attached {
+	PinRootLock lock;
+	Fd cfg_fd, match;
+	lumen_rotor_cfg cfg{};
+
+	Attached()
+	{
+		if (!rotor_attached())
+			throw Error("no rotor switch is attached");
+		cfg_fd = open_pin(kCfg);
+		match = open_pin(kMatch);
+		cfg = read_cfg(cfg_fd.get());
+	}
+	void check(const sched::Schedule &s) const
+	{
+		sched::validate(s, "rotor schedule");
+		if (s.nodes != cfg.nodes || s.uplinks != cfg.uplinks)
+			throw UsageError("rotor: the schedule has " + std::to_string(s.nodes) + " nodes and " +
+					 std::to_string(s.uplinks) + " uplinks, the rotor " +
+					 std::to_string(cfg.nodes) + " and " + std::to_string(cfg.uplinks));
+		if (s.period > cfg.table_period)
+			throw UsageError("rotor: a period of " + std::to_string(s.period) +
+					 " slots does not fit the rotor's tables (made for " +
+					 std::to_string(cfg.table_period) + "; attach it with room for more)");
+	}
+	// Writes s's matchings into bank (one no packet reads), then next.
+	void write(const sched::Schedule *s, std::uint32_t bank, const sched::Banks &next)
+	{
+		if (s)
+			write_match(match.get(), *s, bank & 1, cfg.table_period);
+		lumen_rotor_cfg c = cfg;
+		sched::set_banks(c, next);
+		write_cfg(cfg_fd.get(), c);
+	}
+};
 
 } // namespace
 
@@ -124,16 +163,19 @@ void attach_rotor(const RotorRequest &req)
 	std::unique_ptr<rotor_switch, SkelDeleter> skel(rotor_switch__open());
 	if (!skel)
 		throw Error("rotor: cannot open the BPF object: " + libbpf_log_tail());
-	std::uint32_t entries = s.uplinks * s.period * s.nodes;
-	if (bpf_map__set_max_entries(skel->maps.rotor_match, entries) != 0)
+	std::uint32_t table_period = sched::table_period(s, s.uplinks * s.nodes, req.max_period);
+	if (bpf_map__set_max_entries(skel->maps.rotor_match, 2 * s.uplinks * table_period * s.nodes) != 0)
 		throw Error("rotor: cannot size the matchings map");
 	if (int err = rotor_switch__load(skel.get()))
 		throw Error("rotor: cannot load the BPF program (" + errno_text(err) + "): " + libbpf_log_tail());
 
-	lumen_rotor_cfg cfg = cfg_of(s);
-	std::uint32_t zero = 0;
-	update(bpf_map__fd(skel->maps.rotor_cfg), zero, &cfg, "its configuration");
-	write_match(bpf_map__fd(skel->maps.rotor_match), s);
+	lumen_rotor_cfg cfg{};
+	cfg.nodes = s.nodes;
+	cfg.uplinks = s.uplinks;
+	cfg.table_period = table_period;
+	cfg.banks[0] = sched::bank_of(s, s.t0_ns);
+	write_cfg(bpf_map__fd(skel->maps.rotor_cfg), cfg);
+	write_match(bpf_map__fd(skel->maps.rotor_match), s, 0, table_period);
 	for (std::uint32_t i = 0; i < s.nodes; i++) {
 		std::uint32_t addr = htonl(req.host_addrs[i]);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.rotor_hosts), &addr, &i, BPF_ANY) != 0)
@@ -185,27 +227,30 @@ void attach_rotor(const RotorRequest &req)
 
 void load_rotor_schedule(const sched::Schedule &s)
 {
-	sched::validate(s, "rotor schedule");
-	PinRootLock lock;
-	if (!rotor_attached())
-		throw Error("no rotor switch is attached");
-	Fd cfg_fd = open_pin(kCfg), match = open_pin(kMatch);
-	lumen_rotor_cfg now = read_cfg(cfg_fd.get());
-	bpf_map_info info{};
-	__u32 len = sizeof(info);
-	if (bpf_obj_get_info_by_fd(match.get(), &info, &len) != 0)
-		throw Error(std::string("rotor: cannot inspect its matchings map: ") + std::strerror(errno));
-	if (s.nodes != now.nodes || s.uplinks != now.uplinks)
-		throw UsageError("rotor: the schedule has " + std::to_string(s.nodes) + " nodes and " +
-				 std::to_string(s.uplinks) + " uplinks, the rotor " + std::to_string(now.nodes) +
-				 " and " + std::to_string(now.uplinks));
-	if ((std::uint64_t)s.uplinks * s.period * s.nodes > info.max_entries)
-		throw UsageError("rotor: a period of " + std::to_string(s.period) +
-				 " slots does not fit the rotor's tables (made for " +
-				 std::to_string(info.max_entries / (s.uplinks * s.nodes)) + ")");
-	write_match(match.get(), s);
-	lumen_rotor_cfg c = cfg_of(s);
-	update(cfg_fd.get(), 0, &c, "its configuration");
+	Attached a;
+	a.check(s);
+	sched::Banks next = sched::replace(sched::banks_of(a.cfg), s, tai_ns());
+	a.write(&s, next.change.bank, next);
+}
+
+void stage_rotor(const sched::Schedule &s, std::uint64_t switch_ns)
+{
+	Attached a;
+	a.check(s);
+	sched::Banks next = sched::stage(sched::banks_of(a.cfg), s, switch_ns, tai_ns());
+	a.write(&s, next.change.bank ^ 1, next);
+}
+
+void commit_rotor(std::uint64_t version)
+{
+	Attached a;
+	a.write(nullptr, 0, sched::commit(sched::banks_of(a.cfg), version));
+}
+
+void abort_rotor(std::uint64_t version)
+{
+	Attached a;
+	a.write(nullptr, 0, sched::abort(sched::banks_of(a.cfg), version));
 }
 
 bool detach_rotor()

@@ -34,6 +34,7 @@ struct RotorRequest {
 	std::vector<RotorPortSpec> ports; // one per (node, uplink): nodes * uplinks
 	std::vector<std::uint32_t> host_addrs; // IPv4, host byte order, by node
 	sched::Schedule schedule;
+	std::uint32_t max_period = 0; // slots per bank the tables make room for (0: sched::table_period's)
 };
 
 // UsageError for a request that cannot describe a rotor: a schedule over
@@ -43,10 +44,17 @@ void check_rotor_request(const RotorRequest &req);
 // Loads and attaches, all or nothing. Error when a rotor is attached
 // already, or on any failure (libbpf's log tail included).
 void attach_rotor(const RotorRequest &req);
-// Writes a new schedule's tables (same nodes and uplinks; a period no
-// longer than the one attached): UsageError otherwise. The slot in force
-// changes table by table: a test's tool, not a synchronized change.
+// Puts a new schedule in force at once (same nodes and uplinks, a period
+// that fits the tables: UsageError otherwise), atomically: its tables go
+// into the bank not in force, then the switch changes banks. Not a change
+// the hosts follow (stage_rotor is).
 void load_rotor_schedule(const sched::Schedule &s);
+// The rotor's part in a schedule change at an instant (sched/change.h):
+// announce s for switch_ns, commit or abort the change to a version.
+// UsageError for a step the rotor's state refuses; nothing changes then.
+void stage_rotor(const sched::Schedule &s, std::uint64_t switch_ns);
+void commit_rotor(std::uint64_t version);
+void abort_rotor(std::uint64_t version);
 bool rotor_attached();
 // Unpins the maps (the filters go with the rotor's devices); false when no
 // rotor was attached.

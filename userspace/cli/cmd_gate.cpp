@@ -11,9 +11,11 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/system.h"
 #include "base/units.h"
 #include "bpfctl/optical_gate.h"
 #include "cli/commands.h"
+#include "sched/change.h"
 #include "sched/schedule.h"
 #include "testbed/testbed.h"
 
@@ -27,6 +29,8 @@ const char kUsage[] =
        lumen gate attach --testbed NAME --host H --rate R [--margin D] [--max-hold D]
        lumen gate detach DEV [--netns NS] | --testbed NAME --host H
        lumen gate stats DEV [--netns NS] [--json] | --testbed NAME --host H [--json]
+       lumen gate stage DEV [--netns NS] | --testbed NAME --host H  --schedule FILE --at NS
+       lumen gate commit|abort DEV [--netns NS] | --testbed NAME --host H  --version V
 
 Direct-hop gating of the kernel's traffic on a host of a reconfigurable
 (optical circuit) network, docs/optical.md: DEV's root qdisc becomes fq and
@@ -45,6 +49,13 @@ machine's host kernel may not: use tools/vm-run).
                     (default 10 s)
   --testbed NAME --host H   a host of a rotor testbed: its eth0 and
                     namespace, its node, the testbed's addresses and schedule
+
+stage, commit and abort are the gate's part in a schedule change at an
+instant (what 'lumen sched change' does on every party): stage announces
+FILE (same nodes) to take over at NS (CLOCK_TAI ns, a period boundary of
+the schedule in force); once committed, departures from NS on follow it.
+A gate with a change staged but not committed sends nothing that would
+leave after NS (dropped, counted as quiet) until it is committed or aborted.
 )";
 
 struct Target {
@@ -67,8 +78,8 @@ Target target_of(const Args &a, bool need_schedule)
 {
 	Target t;
 	if (a.has("--testbed")) {
-		if (a.positional.size() != 1 || a.has("--netns") || a.has("--schedule") || a.has("--node") ||
-		    a.has("--addrs"))
+		if (a.positional.size() != 1 || a.has("--netns") || (need_schedule && a.has("--schedule")) ||
+		    a.has("--node") || a.has("--addrs"))
 			throw UsageError(
 				"--testbed takes --host H instead of DEV, --netns, --schedule, --node and --addrs");
 		if (!a.has("--host"))
@@ -156,6 +167,7 @@ int cmd_stats(const Args &a)
 	a.allow_only({"--netns", "--testbed", "--host", "--json"});
 	Target t = target_of(a, false);
 	GateStatus st = read_gate(t.netns, t.dev);
+	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), tai_ns());
 	if (a.has("--json")) {
 		nlohmann::json dsts = nlohmann::json::array();
 		auto one = [](const lumen_gate_stats &s) {
@@ -168,15 +180,21 @@ int cmd_stats(const Args &a)
 		};
 		for (const auto &d : st.dsts)
 			dsts.push_back(one(d));
-		nlohmann::json j = {{"node", st.cfg.self},	     {"nodes", st.cfg.nodes},
-				    {"version", st.cfg.version},     {"rate_mbps", st.cfg.rate_mbps},
-				    {"margin_ns", st.cfg.margin_ns}, {"total", one(st.total)},
+		nlohmann::json j = {{"node", st.cfg.self},
+				    {"nodes", st.cfg.nodes},
+				    {"version", v.in_force.version},
+				    {"quiet", v.quiet},
+				    {"change", sched::change_json(v)},
+				    {"rate_mbps", st.cfg.rate_mbps},
+				    {"margin_ns", st.cfg.margin_ns},
+				    {"table_period", st.cfg.table_period},
+				    {"total", one(st.total)},
 				    {"destinations", dsts}};
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
 	}
-	std::printf("gate on %s: node %u of %u, schedule version %llu\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
-		    (unsigned long long)st.cfg.version, "dst");
+	std::printf("gate on %s: node %u of %u, %s\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
+		    sched::describe(v).c_str(), "dst");
 	for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
 		std::printf(" %10s", gate_counter_name(i));
 	std::printf(" %12s\n", "held max us");
@@ -193,11 +211,47 @@ int cmd_stats(const Args &a)
 	return 0;
 }
 
+int cmd_stage(const Args &a)
+{
+	a.allow_only({"--netns", "--testbed", "--host", "--schedule", "--at"});
+	Target t = target_of(a, false);
+	if (!a.has("--schedule") || !a.has("--at"))
+		throw UsageError("stage needs --schedule FILE and --at NS");
+	sched::Schedule s = sched::load(*a.get("--schedule"));
+	std::uint64_t at = parse_uint(*a.get("--at"), "--at", 1, UINT64_MAX);
+	stage_gate(t.netns, t.dev, s, at);
+	std::printf("gate on %s: version %llu staged for %llu ns TAI\n", t.dev.c_str(), (unsigned long long)s.version,
+		    (unsigned long long)at);
+	return 0;
+}
+
+int cmd_commit_abort(const Args &a, bool commit)
+{
+	a.allow_only({"--netns", "--testbed", "--host", "--version"});
+	Target t = target_of(a, false);
+	if (!a.has("--version"))
+		throw UsageError(std::string(commit ? "commit" : "abort") + " needs --version V");
+	std::uint64_t version = parse_uint(*a.get("--version"), "--version", 0, UINT64_MAX);
+	if (commit)
+		commit_gate(t.netns, t.dev, version);
+	else
+		abort_gate(t.netns, t.dev, version);
+	std::printf("gate on %s: the change to version %llu is %s\n", t.dev.c_str(), (unsigned long long)version,
+		    commit ? "committed" : "aborted");
+	return 0;
+}
+
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json"});
 	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
-				    {{"attach", cmd_attach}, {"detach", cmd_detach}, {"stats", cmd_stats}}, a);
+				    {{"attach", cmd_attach},
+				     {"detach", cmd_detach},
+				     {"stats", cmd_stats},
+				     {"stage", cmd_stage},
+				     {"commit", [](const Args &x) { return cmd_commit_abort(x, true); }},
+				     {"abort", [](const Args &x) { return cmd_commit_abort(x, false); }}},
+				    a);
 }
 
 } // namespace

@@ -10,8 +10,11 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/system.h"
+#include "base/units.h"
 #include "bpfctl/rotor.h"
 #include "cli/commands.h"
+#include "sched/change.h"
 #include "sched/schedule.h"
 
 namespace lumen
@@ -22,6 +25,8 @@ namespace
 const char kUsage[] =
 	R"(usage: lumen rotor stats [--json]
        lumen rotor load SCHEDULE
+       lumen rotor stage SCHEDULE --at NS
+       lumen rotor commit|abort VERSION
 
 The rotor switch of a rotor testbed ('lumen testbed up --topology rotor',
 docs/optical.md): one eBPF program on every port that forwards a frame
@@ -32,9 +37,15 @@ everything else.
 stats    per port (node, uplink) and in total: frames forwarded, and frames
          dropped in the guard, in a slot that does not connect the pair,
          before the schedule's t0, to an unknown address, not IPv4
-load     replace the schedule's tables (same nodes and uplinks, a period no
-         longer than the first one's); the tables change one by one, so
-         frames in flight during the load may see a mix: for tests
+load     put a new schedule in force at once (same nodes and uplinks, a
+         period that fits the tables), atomically; the hosts do not follow:
+         for tests
+stage    the rotor's part in a schedule change at an instant (what 'lumen
+         sched change' does on every party): announce SCHEDULE to take over
+         at NS (CLOCK_TAI ns, a period boundary of the schedule in force)
+commit   the change to VERSION happens at its instant; until a change is
+abort    committed, the rotor forwards nothing after the instant (counted as
+         changing); abort keeps the schedule in force
 )";
 
 nlohmann::json stats_json(const lumen_rotor_stats &st)
@@ -52,6 +63,8 @@ int cmd_stats(const Args &a)
 	if (a.positional.size() != 1)
 		throw UsageError("stats takes no argument");
 	RotorStatus st = read_rotor();
+	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), tai_ns());
+	const lumen_slot_timing &t = v.in_force.timing;
 	if (a.has("--json")) {
 		nlohmann::json ports = nlohmann::json::array();
 		for (std::uint32_t k = 0; k < st.ports.size(); k++) {
@@ -60,22 +73,24 @@ int cmd_stats(const Args &a)
 			p["uplink"] = k / st.cfg.nodes;
 			ports.push_back(p);
 		}
-		nlohmann::json j = {{"version", st.cfg.version},
+		nlohmann::json j = {{"version", v.in_force.version},
+				    {"quiet", v.quiet},
+				    {"change", sched::change_json(v)},
 				    {"nodes", st.cfg.nodes},
 				    {"uplinks", st.cfg.uplinks},
-				    {"period", st.cfg.timing.period},
-				    {"slot_ns", st.cfg.timing.slot_ns},
-				    {"guard_ns", st.cfg.timing.guard_ns},
-				    {"t0_ns", st.cfg.timing.t0_ns},
+				    {"period", t.period},
+				    {"slot_ns", t.slot_ns},
+				    {"guard_ns", t.guard_ns},
+				    {"t0_ns", t.t0_ns},
+				    {"table_period", st.cfg.table_period},
 				    {"total", stats_json(st.total)},
 				    {"ports", ports}};
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
 	}
-	std::printf("rotor switch: schedule version %llu, %u nodes, %u uplink(s), period %u slots of %.3f us (guard "
-		    "%.3f us)\n",
-		    (unsigned long long)st.cfg.version, st.cfg.nodes, st.cfg.uplinks, st.cfg.timing.period,
-		    (double)st.cfg.timing.slot_ns / 1e3, (double)st.cfg.timing.guard_ns / 1e3);
+	std::printf("rotor switch: %s; %u nodes, %u uplink(s), period %u slots of %.3f us (guard %.3f us)\n",
+		    sched::describe(v).c_str(), st.cfg.nodes, st.cfg.uplinks, t.period, (double)t.slot_ns / 1e3,
+		    (double)t.guard_ns / 1e3);
 	std::printf("%6s %6s", "node", "uplink");
 	for (std::uint32_t i = 0; i < LUMEN_ROTOR_NCOUNTERS; i++)
 		std::printf(" %12s", rotor_counter_name(i));
@@ -104,11 +119,53 @@ int cmd_load(const Args &a)
 	return 0;
 }
 
+int cmd_stage(const Args &a)
+{
+	a.allow_only({"--at"});
+	if (a.positional.size() != 2 || !a.has("--at"))
+		throw UsageError("stage takes one schedule file and --at NS");
+	sched::Schedule s = sched::load(a.positional[1]);
+	std::uint64_t at = parse_uint(*a.get("--at"), "--at", 1, UINT64_MAX);
+	stage_rotor(s, at);
+	std::printf("rotor switch: version %llu staged for %llu ns TAI\n", (unsigned long long)s.version,
+		    (unsigned long long)at);
+	return 0;
+}
+
+std::uint64_t version_arg(const Args &a, const char *what)
+{
+	a.allow_only({});
+	if (a.positional.size() != 2)
+		throw UsageError(std::string(what) + " takes the VERSION of the change");
+	return parse_uint(a.positional[1], "VERSION", 0, UINT64_MAX);
+}
+
+int cmd_commit(const Args &a)
+{
+	std::uint64_t version = version_arg(a, "commit");
+	commit_rotor(version);
+	std::printf("rotor switch: the change to version %llu is committed\n", (unsigned long long)version);
+	return 0;
+}
+
+int cmd_abort(const Args &a)
+{
+	std::uint64_t version = version_arg(a, "abort");
+	abort_rotor(version);
+	std::printf("rotor switch: the change to version %llu is aborted\n", (unsigned long long)version);
+	return 0;
+}
+
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json"});
 	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
-				    {{"stats", cmd_stats}, {"load", cmd_load}}, a);
+				    {{"stats", cmd_stats},
+				     {"load", cmd_load},
+				     {"stage", cmd_stage},
+				     {"commit", cmd_commit},
+				     {"abort", cmd_abort}},
+				    a);
 }
 
 } // namespace

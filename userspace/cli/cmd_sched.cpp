@@ -24,6 +24,7 @@
 #include "sched/report.h"
 #include "sched/schedule.h"
 #include "sched/vermilion.h"
+#include "testbed/schedule_change.h"
 
 namespace lumen
 {
@@ -37,6 +38,7 @@ const char kUsage[] =
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
        lumen sched status [--control PATH] [--json]
+       lumen sched change FILE --testbed NAME [--lead D | --at NS] [--json]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -66,6 +68,14 @@ status                 what lumend, the schedule's daemon on this host, says
                        on its control socket (--control, /run/lumen/lumend.sock):
                        the schedule in force, the clock, whether senders may
                        send, the slot boundary errors (docs/lumend.md)
+change FILE            a rotor testbed's schedule becomes FILE at one instant
+                       for its rotor switch and every host's gate: the first
+                       period boundary --lead (1s) from now, or --at NS
+                       (CLOCK_TAI). Two phases: every party takes the new
+                       schedule for that instant, then every party commits;
+                       if one refuses, all abort and the old schedule stays.
+                       FILE's version is raised above the one in force if it
+                       is not; its t0 becomes the instant
 
 TIMING (generate):
   --slot D             slot length, guard included (100us)
@@ -103,10 +113,7 @@ sched::Timing parse_timing(const Args &a)
 				throw UsageError("--t0: '" + t0 + "' is neither a number of ns nor now[+DURATION]");
 			ahead = parse_duration_ns(t0.substr(4), "--t0", 3600 * kSec);
 		}
-		timespec ts{};
-		if (clock_gettime(CLOCK_TAI, &ts) != 0)
-			throw Error("CLOCK_TAI is not readable");
-		uint64_t now = (uint64_t)ts.tv_sec * kSec + (uint64_t)ts.tv_nsec + ahead;
+		uint64_t now = tai_ns() + ahead;
 		t.t0_ns = (now + t.slot_ns - 1) / t.slot_ns * t.slot_ns;
 	} else
 		t.t0_ns = parse_uint(t0, "--t0", 0, UINT64_MAX);
@@ -392,6 +399,42 @@ int cmd_status(const Args &a)
 	return 0;
 }
 
+int cmd_change(const Args &a)
+{
+	a.allow_only({"--testbed", "--lead", "--at", "--json"});
+	if (a.positional.size() != 2 || !a.has("--testbed"))
+		throw UsageError("change takes one schedule file and --testbed NAME");
+	if (a.has("--lead") && a.has("--at"))
+		throw UsageError("give --lead or --at, not both");
+	TestbedChange how;
+	if (a.has("--lead"))
+		how.lead_ns = parse_duration_ns(*a.get("--lead"), "--lead", 3600 * kSec);
+	if (a.has("--at"))
+		how.at_ns = parse_uint(*a.get("--at"), "--at", 1, UINT64_MAX);
+	TestbedChangeResult r = change_testbed_schedule(*a.get("--testbed"), sched::load(a.positional[1]), how);
+	const sched::ChangeOutcome &o = r.outcome;
+	if (a.has("--json")) {
+		nlohmann::json j = {{"from_version", r.from_version},
+				    {"version", o.version},
+				    {"switch_ns", o.switch_ns},
+				    {"staged_ns", o.staged_ns},
+				    {"committed_ns", o.committed_ns},
+				    {"parties", r.parties},
+				    {"commit_failures", o.commit_failures}};
+		std::printf("%s\n", j.dump(2).c_str());
+	} else {
+		std::printf("schedule version %llu -> %llu at %llu ns TAI (%.3f s from the commit), %zu parties:\n",
+			    (unsigned long long)r.from_version, (unsigned long long)o.version,
+			    (unsigned long long)o.switch_ns, (double)(o.switch_ns - o.committed_ns) / 1e9,
+			    r.parties.size());
+		for (const std::string &p : r.parties)
+			std::printf("  %s\n", p.c_str());
+		for (const std::string &f : o.commit_failures)
+			std::printf("commit failed (quiet from the instant on): %s\n", f.c_str());
+	}
+	return o.commit_failures.empty() ? 0 : 1;
+}
+
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json", "--self-loops"});
@@ -400,7 +443,8 @@ int run(const std::vector<std::string> &argv)
 				     {"validate", cmd_validate},
 				     {"show", cmd_show},
 				     {"bench", cmd_bench},
-				     {"status", cmd_status}},
+				     {"status", cmd_status},
+				     {"change", cmd_change}},
 				    a);
 }
 

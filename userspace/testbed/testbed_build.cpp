@@ -455,14 +455,11 @@ sched::Schedule rotor_schedule(const TopologySpec &spec)
 					 " nodes for a rotor testbed of " + std::to_string(spec.nodes));
 		return s;
 	}
-	timespec ts{};
-	if (clock_gettime(CLOCK_TAI, &ts) != 0)
-		throw Error("CLOCK_TAI is not readable");
+	std::uint64_t now = tai_ns();
 	sched::Timing t;
 	t.slot_ns = spec.slot_ns;
 	t.guard_ns = spec.guard_ns;
 	sched::Schedule s = sched::round_robin(spec.nodes, 1, false, t);
-	std::uint64_t now = (std::uint64_t)ts.tv_sec * kSec + (std::uint64_t)ts.tv_nsec;
 	std::uint64_t period_ns = (std::uint64_t)s.period * s.slot_ns;
 	s.t0_ns = now - now % period_ns;
 	return s;
