@@ -13,6 +13,9 @@
 #   SIGHUP    an invalid file and one with another node count are refused
 #             and counted, the old version staying in the page; a valid
 #             version 2 (two uplinks: the tables change shape) replaces it
+#   change    'lumen sched change --lumend': the new version in the page
+#             from the instant; staged but not committed past the instant:
+#             quiet (version) until a late commit; abort keeps the old one
 #   SIGTERM   exit 0, STOPPED said, page and socket removed
 #   measure   lumend --measure --json prints the boundary error distribution
 # CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
@@ -128,7 +131,8 @@ sch="$(ask '{"cmd":"schedule"}')"
 e2e_check "schedule: the file's" test "$(e2e_json "(d['nodes'], d['version'], d['format'])" <<<"$sch")" \
 	== "(5, 1, 'lumen-schedule')"
 e2e_check "unknown command answered with an error" \
-	test "$(ask '{"cmd":"frob"}' | e2e_json "d['error']")" == "unknown command 'frob' (schedule, stats, status)"
+	test "$(ask '{"cmd":"frob"}' | e2e_json "d['error']")" == \
+	"unknown command 'frob' (abort, commit, schedule, stage, stats, status)"
 bad="$(ask 'nope')"
 e2e_check "bad JSON answered with an error" test "$(e2e_json "'not JSON' in d['error']" <<<"$bad")" == True
 
@@ -158,6 +162,54 @@ e2e_check "... counted" test "$(stat_of reloads),$(stat_of reloads_applied)" == 
 s1="$(page slot)"
 sleep 0.1
 e2e_check "... slots go on" test "$(page slot)" -gt "$s1"
+
+# --- a schedule change at an instant ---------------------------------------------------
+gen "$tmp/v3.json" 5 1 3
+gen "$tmp/v4.json" 5 1 4
+gen "$tmp/v5.json" 5 1 5
+tai() { python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))"; }
+wait_until() { python3 -c "import time; time.sleep(max(0, ($1 - time.clock_gettime_ns(time.CLOCK_TAI)) / 1e9 + 0.02))"; }
+boundary() { # the first period boundary of lumend's schedule 0.2 s from now
+	ask '{"cmd":"status"}' | python3 -c "
+import json, sys, time
+t = json.load(sys.stdin)['timing']; p = t['period'] * t['slot_ns']
+n = time.clock_gettime_ns(time.CLOCK_TAI) + 200_000_000
+print(t['t0_ns'] + -(-(n - t['t0_ns']) // p) * p)"
+}
+e2e_check "stage: an instant in the past refused" \
+	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v3.json\",\"at\":1}" | e2e_json "'not in the future' in d['error']")" == True
+e2e_check "stage: a key it does not take refused" \
+	test "$(ask '{"cmd":"stage","file":"x","at":1,"now":true}' | e2e_json "d['error']")" == "unknown key 'now' in the request"
+e2e_check "commit: nothing staged" \
+	test "$(ask '{"cmd":"commit","version":3}' | e2e_json "d['error']")" == "commit: no change is staged (version 3)"
+out="$("$LUMEN_BIN" sched change "$tmp/v3.json" --lumend "$tmp/sock" --lead 300ms --dir "$tmp/changes" --json)"
+at="$(e2e_json "d['switch_ns']" <<<"$out")"
+e2e_check "sched change --lumend: committed for a period boundary ~0.3 s ahead" \
+	test "$(e2e_json "d['version'], d['commit_failures'], 0.25e9 < d['switch_ns'] - d['committed_ns'] < 0.5e9" <<<"$out")" \
+	== "(3, [], True)"
+e2e_check "... version 2 in force until the instant" test "$(page version)" == 2
+wait_until "$at"
+e2e_check "... version 3 in the page from the instant, its t0 the instant" \
+	e2e_wait_until 20 0.05 test "$(page version uplinks t0_ns | tr '\n' ' ')" == "3 1 $at "
+e2e_check "... status: no change under way, one change made" \
+	test "$(ask '{"cmd":"status"}' | e2e_json "d['change']"),$(stat_of changes)" == "None,1"
+at="$(boundary)"
+ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v4.json\",\"at\":$at}" >/dev/null
+e2e_check "a second stage while one is staged refused" \
+	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" | e2e_json "'under way' in d['error']")" == True
+wait_until "$at"
+e2e_check "staged, not committed, past the instant: quiet (version) in the page" \
+	e2e_wait_until 20 0.05 test "$(page quiet version | tr '\n' ' ')" == "8 3 "
+e2e_check "... and in status" \
+	test "$(ask '{"cmd":"status"}' | e2e_json "d['quiet_reasons'], d['change']['state']")" == "(['version'], 'staged')"
+ask '{"cmd":"commit","version":4}' >/dev/null
+e2e_check "a late commit: version 4 in force, quiet no more" \
+	e2e_wait_until 20 0.05 test "$(page quiet version | tr '\n' ' ')" == "0 4 "
+at="$(boundary)"
+ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" >/dev/null
+e2e_check "abort" test "$(ask '{"cmd":"abort","version":5}' | e2e_json "d['aborted']")" == 5
+wait_until "$at"
+e2e_check "... version 4 stays, not quiet" test "$(page quiet version | tr '\n' ' ')" == "0 4 "
 
 # --- SIGTERM --------------------------------------------------------------------------
 # a reader holding the page sees lumend's last word, STOPPED

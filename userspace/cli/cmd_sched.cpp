@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/system.h"
+#include "base/json_socket.h"
 #include "base/units.h"
 #include "cli/commands.h"
 #include "experiment/report_plot.h"
@@ -38,7 +39,7 @@ const char kUsage[] =
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
        lumen sched status [--control PATH] [--json]
-       lumen sched change FILE --testbed NAME [--lead D | --at NS] [--json]
+       lumen sched change FILE [--testbed NAME] [--lumend SOCK,...] [--lead D | --at NS] [--dir DIR] [--json]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -68,14 +69,17 @@ status                 what lumend, the schedule's daemon on this host, says
                        on its control socket (--control, /run/lumen/lumend.sock):
                        the schedule in force, the clock, whether senders may
                        send, the slot boundary errors (docs/lumend.md)
-change FILE            a rotor testbed's schedule becomes FILE at one instant
-                       for its rotor switch and every host's gate: the first
-                       period boundary --lead (1s) from now, or --at NS
-                       (CLOCK_TAI). Two phases: every party takes the new
-                       schedule for that instant, then every party commits;
-                       if one refuses, all abort and the old schedule stays.
-                       FILE's version is raised above the one in force if it
-                       is not; its t0 becomes the instant
+change FILE            the schedule becomes FILE at one instant for every
+                       party: a rotor testbed's rotor switch and its hosts'
+                       gates (--testbed), lumends by their control sockets
+                       (--lumend); the instant is the first period boundary
+                       --lead (1s) from now, or --at NS (CLOCK_TAI). Two
+                       phases: every party takes the new schedule for that
+                       instant, then every party commits; if one refuses,
+                       all abort and the old schedule stays. FILE's version
+                       is raised above the one in force if it is not; its
+                       t0 becomes the instant. The parties read it from a
+                       file in --dir (/run/lumen/changes)
 
 TIMING (generate):
   --slot D             slot length, guard included (100us)
@@ -308,35 +312,7 @@ const char kLumendSocket[] = "/run/lumen/lumend.sock"; // lumend's --control def
 
 nlohmann::json ask_lumend(const std::string &path, const std::string &cmd)
 {
-	sockaddr_un sa = {};
-	sa.sun_family = AF_UNIX;
-	if (path.empty() || path.size() >= sizeof(sa.sun_path))
-		throw UsageError("--control: '" + path + "' is no Unix socket path");
-	std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-	Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	if (!fd.valid() || connect(fd.get(), (sockaddr *)&sa, sizeof(sa)) != 0)
-		throw Error("cannot reach lumend at " + path + ": " + std::strerror(errno) + " (is it running?)");
-	timeval tv = {5, 0};
-	setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	write_all(fd.get(), "{\"cmd\":\"" + cmd + "\"}\n", "to lumend at " + path);
-	std::string line;
-	char buf[4096];
-	while (line.find('\n') == std::string::npos) {
-		ssize_t n = recv(fd.get(), buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			throw Error("lumend at " + path + " did not answer" +
-				    (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
-		line.append(buf, (size_t)n);
-	}
-	nlohmann::json j = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
-	if (j.is_discarded() || !j.is_object())
-		throw Error("lumend at " + path + " answered no JSON object");
-	if (j.contains("error"))
-		throw Error("lumend: " + j["error"].dump());
-	return j;
+	return json_request(path, {{"cmd", cmd}}, "lumend");
 }
 
 std::string ns_words(const nlohmann::json &v)
@@ -401,9 +377,21 @@ int cmd_status(const Args &a)
 
 int cmd_change(const Args &a)
 {
-	a.allow_only({"--testbed", "--lead", "--at", "--json"});
-	if (a.positional.size() != 2 || !a.has("--testbed"))
-		throw UsageError("change takes one schedule file and --testbed NAME");
+	a.allow_only({"--testbed", "--lumend", "--lead", "--at", "--dir", "--json"});
+	if (a.positional.size() != 2 || (!a.has("--testbed") && !a.has("--lumend")))
+		throw UsageError("change takes one schedule file, and --testbed NAME or --lumend SOCK,... (or both)");
+	ChangeTargets targets;
+	targets.testbed = a.get("--testbed").value_or("");
+	if (a.has("--lumend")) {
+		std::string list = *a.get("--lumend");
+		for (size_t start = 0; start <= list.size();) {
+			size_t comma = std::min(list.find(',', start), list.size());
+			if (comma == start)
+				throw UsageError("--lumend: an empty socket path in '" + list + "'");
+			targets.lumends.push_back(list.substr(start, comma - start));
+			start = comma + 1;
+		}
+	}
 	if (a.has("--lead") && a.has("--at"))
 		throw UsageError("give --lead or --at, not both");
 	TestbedChange how;
@@ -411,7 +399,9 @@ int cmd_change(const Args &a)
 		how.lead_ns = parse_duration_ns(*a.get("--lead"), "--lead", 3600 * kSec);
 	if (a.has("--at"))
 		how.at_ns = parse_uint(*a.get("--at"), "--at", 1, UINT64_MAX);
-	TestbedChangeResult r = change_testbed_schedule(*a.get("--testbed"), sched::load(a.positional[1]), how);
+	if (a.has("--dir"))
+		how.dir = *a.get("--dir");
+	TestbedChangeResult r = change_schedule(targets, sched::load(a.positional[1]), how);
 	const sched::ChangeOutcome &o = r.outcome;
 	if (a.has("--json")) {
 		nlohmann::json j = {{"from_version", r.from_version},

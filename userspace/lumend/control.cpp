@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -77,17 +78,18 @@ std::string answer_line(std::string_view line, const Handlers &handlers, bool *o
 	}
 	if (!req.is_object() || !req.contains("cmd") || !req["cmd"].is_string())
 		return error_json("a request is a JSON object with a string \"cmd\" (" + names(handlers) + ")").dump();
-	for (const auto &[key, value] : req.items())
-		if (key != "cmd")
-			return error_json("unknown key '" + key + "' in the request").dump();
 	std::string cmd = req["cmd"].get<std::string>();
 	auto it = handlers.find(cmd);
 	if (it == handlers.end())
 		return error_json("unknown command '" + cmd + "' (" + names(handlers) + ")").dump();
+	const std::vector<std::string> &keys = it->second.keys;
+	for (const auto &[key, value] : req.items())
+		if (key != "cmd" && std::find(keys.begin(), keys.end(), key) == keys.end())
+			return error_json("unknown key '" + key + "' in the request").dump();
 	if (ok)
 		*ok = true;
 	try {
-		return it->second().dump();
+		return it->second.run(req).dump();
 	} catch (const std::exception &e) {
 		return error_json(cmd + ": " + e.what()).dump();
 	}

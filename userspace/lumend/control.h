@@ -10,9 +10,14 @@
 //   {"cmd":"status"}     where the daemon stands: schedule, clock, quiet
 //   {"cmd":"stats"}      its counters and the boundary error distribution
 //   {"cmd":"schedule"}   the schedule in force, as its file has it
+//   {"cmd":"stage","file":PATH,"at":NS}, {"cmd":"commit","version":V},
+//   {"cmd":"abort","version":V}
+//                        lumend's part in a schedule change at an instant
+//                        (sched/change.h; daemon.h)
 //
 // Anything else is answered {"error":"..."} (not JSON, not an object, no
-// "cmd", an unknown key or command), the connection staying open; a line
+// "cmd", a key its command does not take, an unknown command), the
+// connection staying open; a line
 // longer than 4096 bytes is answered so and the connection closed.
 //
 // Why a second thread: the slot engine spins up to the boundaries and must
@@ -31,6 +36,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <liburing.h>
@@ -41,7 +48,23 @@
 namespace lumen::lumend
 {
 
-using Handlers = std::map<std::string, std::function<nlohmann::json()>>;
+// A command: the keys its request may have besides "cmd", and its answer
+// to the request. A command without arguments is made from a function of
+// nothing.
+struct Handler {
+	Handler() = default;
+	template <class F, class = std::enable_if_t<std::is_invocable_r_v<nlohmann::json, F>>>
+	Handler(F f) : run([f](const nlohmann::json &) { return f(); })
+	{
+	}
+	Handler(std::vector<std::string> request_keys, std::function<nlohmann::json(const nlohmann::json &)> f)
+	    : keys(std::move(request_keys)), run(std::move(f))
+	{
+	}
+	std::vector<std::string> keys;
+	std::function<nlohmann::json(const nlohmann::json &)> run;
+};
+using Handlers = std::map<std::string, Handler>;
 
 constexpr size_t kMaxRequest = 4096;
 

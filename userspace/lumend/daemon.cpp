@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "lumend/control.h"
+#include "sched/change.h"
 
 namespace lumen::lumend
 {
@@ -200,11 +201,13 @@ Options parse_options(const std::vector<std::string> &argv)
 	return o;
 }
 
-std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path)
+std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path, uint64_t t0_ns)
 {
 	auto plan = std::make_shared<Plan>();
 	plan->path = path;
 	plan->schedule = sched::load(path);
+	if (t0_ns)
+		plan->schedule.t0_ns = t0_ns;
 	const sched::Schedule &s = plan->schedule;
 	if (o.node >= s.nodes)
 		throw UsageError(path + ": --node " + std::to_string(o.node) + " is not in the schedule (nodes 0.." +
@@ -260,7 +263,7 @@ static nlohmann::json clock_json(const Info &info, const EngineStats &st)
 	return c;
 }
 
-nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan)
+nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan, const nlohmann::json &change)
 {
 	const Tables &t = plan.tables;
 	return {{"pid", info.pid},
@@ -268,6 +271,7 @@ nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &
 		{"nodes", t.nodes},
 		{"uplinks", t.uplinks},
 		{"version", st.version},
+		{"change", change},
 		{"schedule_file", plan.path},
 		{"timing",
 		 {{"t0_ns", t.timing.t0_ns},
@@ -308,6 +312,7 @@ nlohmann::json stats_json(const Info &info, const EngineStats &st)
 		{"reloads", info.reloads},
 		{"reloads_refused", info.reloads_refused},
 		{"reloads_applied", st.applied},
+		{"changes", st.changes},
 		{"requests", info.requests},
 		{"bad_requests", info.bad_requests},
 		{"spin", info.spin_auto ? "auto" : "fixed"},
@@ -420,11 +425,52 @@ int run(const Options &o)
 		return i;
 	};
 
+	// The schedule change's steps, checked against this record of them (the
+	// control thread's: it alone takes them) and handed to the engine.
+	sched::Banks banks;
+	banks.bank[0] = sched::bank_of(plan->schedule, plan->schedule.t0_ns);
+	auto settled = [&] { return sched::settle(banks, clock.now()); };
+	auto change_now = [&] { return sched::change_json(sched::view(banks, clock.now())); };
+
 	ControlHooks hooks;
 	hooks.handlers["status"] = [&] {
 		std::shared_ptr<const Plan> p = engine.plan();
-		return status_json(fresh_info(), engine.snapshot(), *p);
+		return status_json(fresh_info(), engine.snapshot(), *p, change_now());
 	};
+	hooks.handlers["stage"] = Handler({"file", "at"}, [&](const nlohmann::json &req) {
+		if (!req.contains("file") || !req["file"].is_string() || !req.contains("at") ||
+		    !req["at"].is_number_unsigned())
+			throw UsageError("stage takes \"file\" (a schedule file's path) and \"at\" (CLOCK_TAI ns)");
+		uint64_t at = req["at"].get<uint64_t>();
+		std::shared_ptr<const Plan> next = make_plan(o, req["file"].get<std::string>(), at);
+		if (next->schedule.nodes != engine.plan()->schedule.nodes)
+			throw UsageError("a schedule of " + std::to_string(next->schedule.nodes) + " nodes; " +
+					 std::to_string(engine.plan()->schedule.nodes) + " are in force");
+		banks = sched::stage(settled(), next->schedule, at, clock.now());
+		engine.stage(next, at);
+		log("version " + std::to_string(next->schedule.version) + " from " + next->path + " staged for " +
+		    std::to_string(at) + " ns");
+		return nlohmann::json{{"staged", next->schedule.version}, {"at", at}};
+	});
+	auto version_of = [](const nlohmann::json &req, const char *cmd) {
+		if (!req.contains("version") || !req["version"].is_number_unsigned())
+			throw UsageError(std::string(cmd) + " takes \"version\", the change's");
+		return req["version"].get<uint64_t>();
+	};
+	hooks.handlers["commit"] = Handler({"version"}, [&](const nlohmann::json &req) {
+		uint64_t v = version_of(req, "commit");
+		banks = sched::commit(banks, v);
+		engine.commit();
+		log("the change to version " + std::to_string(v) + " is committed");
+		return nlohmann::json{{"committed", v}};
+	});
+	hooks.handlers["abort"] = Handler({"version"}, [&](const nlohmann::json &req) {
+		uint64_t v = version_of(req, "abort");
+		banks = sched::abort(banks, v);
+		engine.abort();
+		log("the change to version " + std::to_string(v) + " is aborted");
+		return nlohmann::json{{"aborted", v}};
+	});
 	hooks.handlers["stats"] = [&] { return stats_json(fresh_info(), engine.snapshot()); };
 	hooks.handlers["schedule"] = [&] { return sched::to_json(engine.plan()->schedule); };
 	hooks.on_signal = [&](int sig) {
@@ -440,6 +486,7 @@ int run(const Options &o)
 				throw UsageError(o.schedule + ": " + std::to_string(next->schedule.nodes) +
 						 " nodes, the schedule in force has " +
 						 std::to_string(now->schedule.nodes));
+			banks = sched::replace(settled(), next->schedule, clock.now()); // not during a change
 			info.reloads++;
 			log("SIGHUP: " + o.schedule + " version " + std::to_string(next->schedule.version) +
 			    " read; in force after the next boundary");

@@ -8,7 +8,10 @@
 //                   publishes; at the end says LUMEN_QUIET_STOPPED
 //   control thread  the socket, the signals and the stats log line
 //                   (control.h); SIGHUP loads the schedule file again and
-//                   offers it to the engine, SIGINT/SIGTERM stop it
+//                   offers it to the engine, SIGINT/SIGTERM stop it; the
+//                   steps of a schedule change at an instant (stage,
+//                   commit, abort: sched/change.h) are checked here and
+//                   handed to the engine
 //
 // Exit status: 0 after SIGINT/SIGTERM or a --measure run, 1 on a failure
 // (a PHC that cannot be read, a page or socket that cannot be made, another
@@ -51,7 +54,8 @@ Options parse_options(const std::vector<std::string> &argv);
 
 // A schedule file made ready for the engine: loaded, validated, node and
 // margin checked, tables built. UsageError naming the file otherwise.
-std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path);
+// t0_ns > 0: the schedule's t0 becomes it (a change's instant).
+std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path, uint64_t t0_ns = 0);
 
 // What status and stats answer (pure: tests build them from made-up stats).
 struct Info {
@@ -64,7 +68,9 @@ struct Info {
 	uint64_t requests = 0, bad_requests = 0;
 	uint64_t now_ns = 0; // the clock's, for uptime
 };
-nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan);
+// change: the change under way (sched::change_json), or null.
+nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan,
+			   const nlohmann::json &change = nullptr);
 nlohmann::json stats_json(const Info &info, const EngineStats &st);
 // The names of the LUMEN_QUIET_* bits set in quiet.
 std::vector<std::string> quiet_names(uint32_t quiet);

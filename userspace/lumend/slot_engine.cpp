@@ -170,12 +170,13 @@ void SlotEngine::log(const std::string &line) const
 		std::fprintf(stderr, "lumend: %s\n", line.c_str());
 }
 
-void SlotEngine::set_quiet(uint32_t bits)
+void SlotEngine::set_quiet(uint32_t mask, uint32_t bits)
 {
-	if (bits == st_.quiet)
+	uint32_t q = (st_.quiet & ~mask) | (bits & mask);
+	if (q == st_.quiet)
 		return;
-	page_.set_quiet(bits);
-	st_.quiet = bits;
+	page_.set_quiet(q);
+	st_.quiet = q;
 }
 
 void SlotEngine::apply(std::shared_ptr<const Plan> plan)
@@ -207,7 +208,7 @@ bool SlotEngine::sample_jump()
 	st_.why = gate_.why();
 	st_.quiet_events = gate_.quiet_events();
 	log(gate_.why() + ": quiet until " + std::to_string(o_.resume_after) + " good checks in a row");
-	set_quiet(LUMEN_QUIET_CLOCK);
+	set_quiet(LUMEN_QUIET_CLOCK, LUMEN_QUIET_CLOCK);
 	return true;
 }
 
@@ -225,7 +226,7 @@ void SlotEngine::check_clock()
 	else if (c == ClockGate::Change::kResumed)
 		log("gating: " + clock_.name() + " error bound " + ns_text(r.bound_ns) + " within the margin " +
 		    ns_text(plan_->margin_ns));
-	set_quiet(gate_.quiet() ? LUMEN_QUIET_CLOCK : 0);
+	set_quiet(LUMEN_QUIET_CLOCK, gate_.quiet() ? LUMEN_QUIET_CLOCK : 0);
 }
 
 void SlotEngine::share(bool force)
@@ -264,6 +265,55 @@ bool SlotEngine::take_offer()
 	return true;
 }
 
+void SlotEngine::stage(std::shared_ptr<const Plan> plan, uint64_t at_ns)
+{
+	std::lock_guard<std::mutex> g(offer_mu_);
+	staged_ = std::move(plan);
+	staged_at_ = at_ns;
+	committed_ = false;
+	has_change_.store(true, std::memory_order_release);
+}
+
+void SlotEngine::commit()
+{
+	std::lock_guard<std::mutex> g(offer_mu_);
+	committed_ = true;
+}
+
+void SlotEngine::abort()
+{
+	std::lock_guard<std::mutex> g(offer_mu_);
+	staged_.reset();
+	committed_ = false;
+	has_change_.store(false, std::memory_order_release);
+}
+
+bool SlotEngine::follow_change(uint64_t boundary_ns)
+{
+	if (!has_change_.load(std::memory_order_acquire)) {
+		set_quiet(LUMEN_QUIET_VERSION, 0); // an abort ends the quiet
+		return false;
+	}
+	std::unique_lock<std::mutex> g(offer_mu_);
+	if (!staged_ || boundary_ns < staged_at_)
+		return false;
+	if (!committed_) {
+		g.unlock();
+		if (!(st_.quiet & LUMEN_QUIET_VERSION))
+			log("the change to version " + std::to_string(staged_->tables.version) +
+			    " is due and not committed: quiet until it is, or is aborted");
+		set_quiet(LUMEN_QUIET_VERSION, LUMEN_QUIET_VERSION);
+		return false;
+	}
+	std::shared_ptr<const Plan> p = std::move(staged_);
+	has_change_.store(false, std::memory_order_relaxed);
+	g.unlock();
+	apply(std::move(p));
+	st_.changes++;
+	set_quiet(LUMEN_QUIET_VERSION, 0);
+	return true;
+}
+
 EngineStats SlotEngine::snapshot() const
 {
 	std::lock_guard<std::mutex> g(share_mu_);
@@ -278,7 +328,7 @@ std::shared_ptr<const Plan> SlotEngine::plan() const
 
 void SlotEngine::say_stopped()
 {
-	set_quiet(st_.quiet | LUMEN_QUIET_STOPPED);
+	set_quiet(LUMEN_QUIET_STOPPED, LUMEN_QUIET_STOPPED);
 	share(true);
 }
 
@@ -357,6 +407,12 @@ void SlotEngine::run(const std::atomic<bool> &stop, uint64_t until_ns)
 		}
 		uint64_t at = now;
 		boundary_of(timing_, c.slot, &at);
+		if (follow_change(at)) {
+			/* the new schedule's slots, from its t0 (the instant) on */
+			uint64_t since = at - timing_.t0_ns, want = since / timing_.slot_ns / stride_ * stride_;
+			c = catch_up(timing_, want, now, stride_);
+			boundary_of(timing_, c.slot, &at);
+		}
 		uint64_t err = now - at;
 		st_.missed += c.missed;
 		st_.late += err > plan_->margin_ns;

@@ -19,7 +19,9 @@
 //   publish slot k and the time read (boundary_ns), under the seqlock;
 //           error = that time - B goes into the histogram; an error above
 //           the margin is a late boundary;
-//   then    apply a new schedule if one is waiting, check the clock for a
+//   then    apply a new schedule if one is waiting (a committed change
+//           whose instant this boundary is: before publishing it), check
+//           the clock for a
 //           jump (every boundary) and its error bound (every check
 //           interval), and hand the statistics to the control thread
 //           (every 10 ms, and never waiting for it: try_lock).
@@ -170,6 +172,7 @@ struct EngineStats {
 	uint64_t wake_p50_ns = 0, wake_p90_ns = 0, wake_p99_ns = 0; // sleeps' lateness, the last 256
 	uint64_t version = 0, margin_ns = 0;
 	uint64_t applied = 0; // schedules applied after the first
+	uint64_t changes = 0; // of them, changes at an instant
 	uint64_t clock_checks = 0, clock_bad_checks = 0, clock_jumps = 0, quiet_events = 0;
 	int64_t last_jump_ns = 0;
 	ClockReading clock; // the last check
@@ -187,6 +190,15 @@ class SlotEngine
 	void say_stopped();
 	// From the control thread: apply this schedule after the next boundary.
 	void offer(std::shared_ptr<const Plan> plan);
+	// From the control thread: a schedule change at an instant
+	// (sched/change.h; the control thread checks the steps). plan's timing
+	// starts at at_ns, a period boundary of the schedule in force. Once
+	// committed, it is applied at the first boundary published at or after
+	// at_ns; a boundary at or after at_ns reached uncommitted makes the
+	// page say LUMEN_QUIET_VERSION until commit or abort.
+	void stage(std::shared_ptr<const Plan> plan, uint64_t at_ns);
+	void commit();
+	void abort();
 	// From the control thread: the statistics as of at most ~10 ms ago.
 	EngineStats snapshot() const;
 	std::shared_ptr<const Plan> plan() const; // in force (control thread)
@@ -197,7 +209,8 @@ class SlotEngine
 	bool take_offer(); // applies an offered schedule; true when it did
 	bool sample_jump(); // true when the clock jumped (quiet, restart)
 	void check_clock();
-	void set_quiet(uint32_t bits);
+	bool follow_change(uint64_t boundary_ns); // applies a committed change due; true when it did
+	void set_quiet(uint32_t mask, uint32_t bits); // the LUMEN_QUIET_* bits of mask become those of bits
 	void share(bool force);
 
 	const Clock &clock_;
@@ -218,6 +231,11 @@ class SlotEngine
 	std::mutex offer_mu_;
 	std::shared_ptr<const Plan> offered_;
 	std::atomic<bool> has_offer_{false};
+	// the change, under offer_mu_
+	std::shared_ptr<const Plan> staged_;
+	uint64_t staged_at_ = 0;
+	bool committed_ = false;
+	std::atomic<bool> has_change_{false};
 };
 
 } // namespace lumen::lumend
