@@ -24,6 +24,11 @@
  * difference of the two read now. A packet that already carries a later
  * departure (TCP's pacing) keeps it as its base.
  *
+ * While the host's lumend says quiet (its clock is not trusted, a change
+ * was missed, it stopped: the gate attached with --lumend reads lumend's
+ * pinned slot state), or the configuration does, every packet to a node is
+ * dropped (counted as quiet): nothing goes into a circuit that may be closed.
+ *
  * A packet that would wait longer than max_hold_ns is dropped (counted as
  * overflow) and books nothing: the destination's queue is bounded in time,
  * as a VOQ is in bytes.
@@ -75,6 +80,15 @@ struct {
 	__type(value, struct lumen_gate_clock);
 } gate_clock SEC(".maps");
 
+/* lumend's slot state (--lumend: its pinned map, reused), or the gate's
+ * own, all zero: never quiet */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lumen_osched_state);
+} gate_osched SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1); /* the loader sets nodes */
@@ -124,6 +138,7 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	__u32 zero = 0, daddr, dst;
 	struct lumen_gate_cfg *cfg = bpf_map_lookup_elem(&gate_cfg, &zero);
 	struct lumen_sched_change change;
+	struct lumen_osched_state *osched;
 	struct lumen_gate_stats *st;
 	struct lumen_gate_clock *wire;
 	__u64 tai, mono, base, dep, wire_ns;
@@ -143,7 +158,8 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	}
 	dst = *node;
 	st = bpf_map_lookup_elem(&gate_stats, &dst);
-	if (cfg->quiet) {
+	osched = bpf_map_lookup_elem(&gate_osched, &zero);
+	if (cfg->quiet || (osched && osched->quiet)) {
 		count(st, LUMEN_GATE_CNT_QUIET, 0);
 		return TC_ACT_SHOT;
 	}

@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "sched/change.h"
 #include "base/system.h"
 #include "lumend/control.h"
 #include "lumend/daemon.h"
@@ -130,8 +131,10 @@ TEST(LumendControl, StatusAndStats)
 	EXPECT_EQ(x["boundary_error_ns"]["count"], 100);
 	EXPECT_EQ(x["boundary_error_ns"]["p99"], 99);
 
-	EXPECT_EQ(quiet_names(0), std::vector<std::string>{});
-	EXPECT_EQ(quiet_names(LUMEN_QUIET_CLOCK | LUMEN_QUIET_STOPPED), (std::vector<std::string>{"clock", "stopped"}));
+	EXPECT_EQ(sched::quiet_names(0), std::vector<std::string>{});
+	EXPECT_EQ(sched::quiet_names(LUMEN_QUIET_CLOCK | LUMEN_QUIET_STOPPED),
+		  (std::vector<std::string>{"clock", "stopped"}));
+	EXPECT_EQ(sched::quiet_names(LUMEN_QUIET_VERSION | 0x40), (std::vector<std::string>{"version", "0x40"}));
 }
 
 // The UsageError of parse_options(words) ("" when none).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/lumend_daemon_test.sh - lumend end to end, with `lumen sched`: no
-# root, no PTP hardware; a temporary page and socket, a few seconds.
+# PTP hardware; a temporary page and socket, a few seconds. No root, but
+# for the pinned BPF state (--pin), skipped without it.
 #
 #   refusals  bad options and schedule files (exit 2), a PHC that is not
 #             there (exit 1), a second lumend on the same page or socket
@@ -17,6 +18,9 @@
 #             from the instant; staged but not committed past the instant:
 #             quiet (version) until a late commit; abort keeps the old one
 #   SIGTERM   exit 0, STOPPED said, page and socket removed
+#   pin       (root) --pin: the state and windows pinned for the kernel,
+#             quiet while the clock error is over the margin, unpinned on
+#             SIGTERM; a second lumend on the name refused
 #   measure   lumend --measure --json prints the boundary error distribution
 # CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
 source "$(dirname "$0")/e2e/lib.sh"
@@ -78,6 +82,10 @@ print(buf.decode().strip())
 EOF
 }
 stat_of() { ask '{"cmd":"stats"}' | e2e_json "d['$1']"; }
+# for e2e_wait_until, which runs its command again each try (a "$(...)" in
+# its arguments would be read once)
+page_says() { test "$(page "${@:2}" | tr '\n' ' ')" == "$1 "; }
+stat_says() { test "$(stat_of "$1")" == "$2"; }
 nothing_left() { ! ls "$tmp"/page* "$tmp"/sock* "$tmp"/other* 2>/dev/null | grep -q .; }
 
 # --- refusals ----------------------------------------------------------------
@@ -116,7 +124,7 @@ e2e_check "page: the slot advances ($s1 -> $s2, ~1000 in 0.2 s)" test $((s2 - s1
 err="$(page t0_ns slot_ns slot boundary_ns |
 	python3 -c 'import sys; t0, sl, k, b = map(int, sys.stdin.read().split()); print(b - (t0 + k * sl))')"
 e2e_check "page: boundary error sane (${err} ns, 0..200 us)" test "$err" -ge 0 -a "$err" -lt 200000
-e2e_check "page: gating once the clock checks out" e2e_wait_until 30 0.1 test "$(page quiet)" == 0
+e2e_check "page: gating once the clock checks out" e2e_wait_until 30 0.1 page_says 0 quiet
 
 # --- socket ---------------------------------------------------------------------
 st="$("$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
@@ -146,15 +154,15 @@ e2e_check "... leaving nothing of its own" test -z "$(ls "$tmp"/other* 2>/dev/nu
 # --- SIGHUP ----------------------------------------------------------------------
 cp "$tmp/bad.json" "$tmp/s.json"
 kill -HUP "$pid"
-e2e_check "SIGHUP, invalid file: refused and counted" e2e_wait_until 30 0.1 test "$(stat_of reloads_refused)" == 1
+e2e_check "SIGHUP, invalid file: refused and counted" e2e_wait_until 30 0.1 stat_says reloads_refused 1
 e2e_check "... version 1 stays in the page" test "$(page version)" == 1
 cp "$tmp/six.json" "$tmp/s.json"
 kill -HUP "$pid"
-e2e_check "SIGHUP, 6 nodes instead of 5: refused" e2e_wait_until 30 0.1 test "$(stat_of reloads_refused)" == 2
+e2e_check "SIGHUP, 6 nodes instead of 5: refused" e2e_wait_until 30 0.1 stat_says reloads_refused 2
 e2e_check "... the log says why" grep -q "6 nodes, the schedule in force has 5" "$tmp/log"
 cp "$tmp/v2.json" "$tmp/s.json"
 kill -HUP "$pid"
-e2e_check "SIGHUP, valid version 2: in the page" e2e_wait_until 30 0.1 test "$(page version)" == 2
+e2e_check "SIGHUP, valid version 2: in the page" e2e_wait_until 30 0.1 page_says 2 version
 e2e_check "... with its 2 uplinks and period 2" test "$(page uplinks period | tr '\n' ' ')" == "2 2 "
 st="$("$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
 e2e_check "... and in status" test "$(e2e_json "d['version']" <<<"$st")" == 2
@@ -190,7 +198,7 @@ e2e_check "sched change --lumend: committed for a period boundary ~0.3 s ahead" 
 e2e_check "... version 2 in force until the instant" test "$(page version)" == 2
 wait_until "$at"
 e2e_check "... version 3 in the page from the instant, its t0 the instant" \
-	e2e_wait_until 20 0.05 test "$(page version uplinks t0_ns | tr '\n' ' ')" == "3 1 $at "
+	e2e_wait_until 20 0.05 page_says "3 1 $at" version uplinks t0_ns
 e2e_check "... status: no change under way, one change made" \
 	test "$(ask '{"cmd":"status"}' | e2e_json "d['change']"),$(stat_of changes)" == "None,1"
 at="$(boundary)"
@@ -199,12 +207,12 @@ e2e_check "a second stage while one is staged refused" \
 	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" | e2e_json "'under way' in d['error']")" == True
 wait_until "$at"
 e2e_check "staged, not committed, past the instant: quiet (version) in the page" \
-	e2e_wait_until 20 0.05 test "$(page quiet version | tr '\n' ' ')" == "8 3 "
+	e2e_wait_until 20 0.05 page_says "8 3" quiet version
 e2e_check "... and in status" \
 	test "$(ask '{"cmd":"status"}' | e2e_json "d['quiet_reasons'], d['change']['state']")" == "(['version'], 'staged')"
 ask '{"cmd":"commit","version":4}' >/dev/null
 e2e_check "a late commit: version 4 in force, quiet no more" \
-	e2e_wait_until 20 0.05 test "$(page quiet version | tr '\n' ' ')" == "0 4 "
+	e2e_wait_until 20 0.05 page_says "0 4" quiet version
 at="$(boundary)"
 ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" >/dev/null
 e2e_check "abort" test "$(ask '{"cmd":"abort","version":5}' | e2e_json "d['aborted']")" == 5
@@ -237,6 +245,60 @@ wait "$reader" || true
 e2e_check "... STOPPED in the page (quiet $(tail -1 "$tmp/last-word"))" test "$(tail -1 "$tmp/last-word")" == 4
 e2e_check "... page and socket removed" nothing_left
 e2e_check "... the log says so" grep -q "stopping on SIGTERM" "$tmp/log"
+
+# --- the slot state pinned for the kernel (--pin) -------------------------------------------
+# root and bpffs: CI runs as root; elsewhere this part says why it is skipped
+osched() { # osched FILE FIELD...: fields of the pinned state, or "windows" (open, close per node)
+	bpftool -j map dump pinned "/sys/fs/bpf/lumen/osched/$pin_name/$1" | python3 -c "
+import json, struct, sys
+rows = json.load(sys.stdin)
+raw = [bytes(int(b, 16) for b in r['value']) for r in rows]
+if sys.argv[1] == 'state':
+    names = ['quiet', 'self', 'version', 'slot', 'boundary_ns', 'in_period', 'period']
+    d = dict(zip(names, struct.unpack('<IIQQQII', raw[0])))
+    print(' '.join(str(d[n]) for n in sys.argv[2:]))
+else:
+    print([struct.unpack('<QQ', r) for r in raw])" "$1" "${@:2}"
+}
+pin_says() { test "$(osched state "${@:2}" 2>/dev/null)" == "$1"; }
+if [[ $(id -u) != 0 ]] || ! command -v bpftool >/dev/null; then
+	echo "[lumend_daemon_test] SKIP --pin: needs root and bpftool (pinned BPF maps)"
+else
+	pin_name="ldt$$"
+	gen "$tmp/p.json" 5 1 1
+	"$LUMEND" --schedule "$tmp/p.json" --node 1 --clock-error 1s --shm "$tmp/page-p" --control "$tmp/sock-p" \
+		--pin "$pin_name" 2>"$tmp/log-p" &
+	pid=$!
+	e2e_check "--pin: the state pinned" e2e_wait_until 50 0.1 test -e "/sys/fs/bpf/lumen/osched/$pin_name/state"
+	e2e_check "--pin: a clock error over the margin: quiet (clock) for the kernel too" \
+		e2e_wait_until 30 0.1 pin_says "2 1 1" quiet self version
+	e2e_check "--pin: a second lumend on the same name refused" e2e_fails 1 "pinned already" \
+		"$LUMEND" --schedule "$tmp/p.json" --node 1 --shm "$tmp/other.page" --control "$tmp/other.sock" \
+		--pin "$pin_name"
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=
+	e2e_check "--pin: SIGTERM unpins" test ! -e "/sys/fs/bpf/lumen/osched/$pin_name"
+	"$LUMEND" --schedule "$tmp/p.json" --node 1 --clock-error 0 --shm "$tmp/page-p" --control "$tmp/sock-p" \
+		--pin "$pin_name" 2>"$tmp/log-p" &
+	pid=$!
+	e2e_check "--pin: gating once the clock checks out" e2e_wait_until 50 0.1 pin_says 0 quiet
+	s1="$(osched state slot)"
+	sleep 0.1
+	e2e_check "--pin: the slot advances" test "$(osched state slot)" -gt "$s1"
+	# (written at every boundary: one read of them is of one boundary)
+	e2e_check "--pin: windows: none to itself, each a usable slot shrunk by the margins, all within a period" \
+		python3 -c "
+import sys
+w = $(osched windows)
+opens = [o for i, (o, c) in enumerate(w) if i != 1]
+ok = w[1] == (0, 0) and all(c - o == 170_000 for i, (o, c) in enumerate(w) if i != 1)
+sys.exit(0 if ok and max(opens) - min(opens) < 4 * 200_000 else 1)"
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=
+	e2e_check "--pin: nothing pinned left" test ! -e "/sys/fs/bpf/lumen/osched/$pin_name"
+fi
 
 # --- measure ---------------------------------------------------------------------------
 gen "$tmp/m.json" 4 1 1

@@ -52,7 +52,8 @@
 #define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
 #define LUMEN_PIN_SW_STATS "lumen_sw_stats"
 #define LUMEN_PIN_ROTOR_DIR "rotor" /* the rotor switch's maps, in this directory */
-#define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats,waits,clock} */
+#define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats,waits,clock,osched} */
+#define LUMEN_PIN_OSCHED_DIR "osched" /* lumend's slot state: osched/<name>/{state,windows} */
 
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
@@ -263,6 +264,34 @@ struct lumen_rotor_stats {
 };
 
 /* ---------------------------------------------------------------------- */
+/* lumend's slot state, for the kernel                                     */
+
+/*
+ * What lumend (--pin NAME) publishes at every slot boundary it publishes,
+ * pinned under LUMEN_PIN_ROOT/LUMEN_PIN_OSCHED_DIR/NAME/:
+ *   state    array[1]: struct lumen_osched_state
+ *   windows  array[nodes]: struct lumen_osched_window, by destination: the
+ *            next window (from the boundary on) in which this node reaches
+ *            it, shrunk by the margin; 0, 0: none in the period
+ * A gate attached with --lumend NAME drops everything while quiet != 0:
+ * lumend's word on its clock and on schedule changes reaches the kernel.
+ */
+struct lumen_osched_state {
+	__u32 quiet; /* LUMEN_QUIET_* */
+	__u32 self;
+	__u64 version; /* the schedule in force */
+	__u64 slot; /* the last boundary published */
+	__u64 boundary_ns; /* when (lumend's clock, TAI) */
+	__u32 in_period;
+	__u32 period;
+};
+
+struct lumen_osched_window {
+	__u64 open_ns;
+	__u64 close_ns;
+};
+
+/* ---------------------------------------------------------------------- */
 /* Direct-hop gating in the kernel (optical_gate.bpf.c)                    */
 
 /*
@@ -279,6 +308,8 @@ struct lumen_rotor_stats {
  *   gate_hosts  hash IPv4 address (network order) -> __u32 node
  *   gate_clock  array[nodes]: struct lumen_gate_clock, the wire clocks
  *   gate_stats  per-CPU array[nodes]: struct lumen_gate_stats, by destination
+ *   gate_osched array[1]: struct lumen_osched_state, a lumend's (--lumend)
+ *               or the gate's own (never quiet)
  */
 #define LUMEN_GATE_MAX_NODES 4096
 

@@ -17,7 +17,9 @@
 #     each pair's goodput within 10 % of what its windows carry at 8 Mbit/s;
 #   - under all-to-all traffic, a schedule change at a period boundary by every
 #     party ('lumen sched change'); then one whose commit h2 misses: h2
-#     keeps quiet, the others switch; no more violations than above.
+#     keeps quiet, the others switch; no more violations than above;
+#   - a gate attached with --lumend sends while that lumend gates and drops
+#     everything once it has stopped.
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
@@ -207,4 +209,41 @@ e2e_check "h1's 100, on version 3's windows: all received, no violation" \
 	test "$(cat "$TMPD/rx3")" -eq 100 -a $(($(stat_rotor 0 guard) + $(stat_rotor 0 wrong_slot))) -eq $((v0))
 e2e_check "a late commit takes h2 to version 3" "$LUMEN_BIN" gate commit --testbed "$TB" --host h2 --version 3
 e2e_check "h2 no longer quiet" test "$(gate_json h2 "d['version'], d['quiet']")" = "(3, False)"
+
+# h4's gate obeys the lumend of h4 (node 3), through the slot state lumend
+# pins (--pin): sending while lumend gates, dropping everything once it
+# has stopped
+e2e_log "h4's gate follows its lumend (lumend --pin, gate --lumend)"
+LUMEND="$(dirname "$LUMEN_BIN")/lumend"
+"$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 50ms --guard 5ms --version 3 --t0 "$AT3" \
+	--out "$TMPD/v3b.json" >/dev/null
+PIN="gt$$"
+"$LUMEND" --schedule "$TMPD/v3b.json" --node 3 --clock-error 0 --margin 10ms --shm "$TMPD/lumend.page" \
+	--control "$TMPD/lumend.sock" --pin "$PIN" 2>"$TMPD/lumend.log" &
+LPID=$!
+e2e_on_exit "kill $LPID 2>/dev/null"
+e2e_check "lumend gates" e2e_wait_until 100 0.1 grep -q "gating:" "$TMPD/lumend.log"
+"$LUMEN_BIN" gate detach --testbed "$TB" --host h4 >/dev/null
+e2e_check "a gate for another node than lumend's refused" e2e_fails 2 "follows node 3, the gate is for node 2" \
+	"$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h4" --schedule "$TMPD/v3b.json" --node 2 --addrs "$ADDRS" \
+	--rate 8mbit --margin 10ms --lumend "$PIN"
+e2e_check "gate --lumend attached" "$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h4" --schedule "$TMPD/v3b.json" \
+	--node 3 --addrs "$ADDRS" --rate 8mbit --margin 10ms --lumend "$PIN"
+send_h4() { # 50 datagrams h4 -> h1; prints what h1 received
+	ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" recv 1.5 >"$TMPD/rx4" &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "lt-$TB-h4" python3 "$TRAFFIC" send 10.0.0.1 50 0.001
+	wait $rx
+	cat "$TMPD/rx4"
+}
+e2e_check "lumend gating: h4's 50 datagrams all received" test "$(send_h4)" -eq 50
+kill -TERM "$LPID"
+wait "$LPID" || true
+e2e_check "lumend stopped: the gate reads its last word" \
+	test "$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['lumend_quiet']")" = "['stopped']"
+q0="$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['quiet']")"
+e2e_check "... and drops h4's datagrams (quiet), none received" test "$(send_h4)" -eq 0
+e2e_check "... all 50 counted as quiet" \
+	test $(($("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['quiet']") - q0)) -eq 50
 e2e_finish

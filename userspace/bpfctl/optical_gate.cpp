@@ -20,6 +20,7 @@
 #include "base/rollback.h"
 #include "base/system.h"
 #include "bpfctl/bpf_util.h"
+#include "bpfctl/osched_state.h"
 #include "bpfctl/tc.h"
 #include "sched/change.h"
 #include "optical_gate.skel.h"
@@ -139,6 +140,8 @@ void check_gate_request(const GateRequest &req)
 	const sched::Schedule &s = req.schedule;
 	sched::validate(s, "gate schedule");
 	check_ifname(req.dev, "gate device");
+	if (!req.lumend.empty())
+		osched_dir(req.lumend);
 	if (s.nodes > LUMEN_GATE_MAX_NODES)
 		throw UsageError("gate: the schedule is over the gate's tables (" +
 				 std::to_string(LUMEN_GATE_MAX_NODES) + " nodes)");
@@ -175,6 +178,17 @@ void attach_gate(const GateRequest &req)
 	if (!skel)
 		throw Error("gate: cannot open the BPF object: " + libbpf_log_tail());
 	std::uint32_t table_period = sched::table_period(s, s.nodes, req.max_period);
+	if (!req.lumend.empty()) {
+		/* lumend's map in place of the gate's own: the program reads its quiet word */
+		lumen_osched_state ls = read_osched(req.lumend);
+		if (ls.self != req.self)
+			throw UsageError("gate: lumend '" + req.lumend + "' follows node " + std::to_string(ls.self) +
+					 ", the gate is for node " + std::to_string(req.self));
+		Fd osched = open_pin(osched_dir(req.lumend) + "/state");
+		if (bpf_map__reuse_fd(skel->maps.gate_osched, osched.get()) != 0)
+			throw Error("gate: cannot use lumend's slot state " + pin_path(osched_dir(req.lumend)) + ": " +
+				    std::strerror(errno));
+	}
 	if (bpf_map__set_max_entries(skel->maps.gate_waits, 2 * table_period * s.nodes) != 0 ||
 	    bpf_map__set_max_entries(skel->maps.gate_clock, s.nodes) != 0 ||
 	    bpf_map__set_max_entries(skel->maps.gate_stats, s.nodes) != 0)
@@ -235,7 +249,8 @@ void attach_gate(const GateRequest &req)
 	} pins[] = {{dir + "/cfg", skel->maps.gate_cfg},
 		    {dir + "/stats", skel->maps.gate_stats},
 		    {dir + "/waits", skel->maps.gate_waits},
-		    {dir + "/clock", skel->maps.gate_clock}};
+		    {dir + "/clock", skel->maps.gate_clock},
+		    {dir + "/osched", skel->maps.gate_osched}};
 	for (const Pin &p : pins) {
 		std::string path = pin_path(p.name);
 		if (bpf_obj_pin(bpf_map__fd(p.map), path.c_str()) != 0)
@@ -265,6 +280,7 @@ bool detach_gate(const std::string &netns, const std::string &dev)
 	remove_pin(dir + "/stats");
 	remove_pin(dir + "/waits");
 	remove_pin(dir + "/clock");
+	remove_pin(dir + "/osched");
 	::rmdir(pin_path(dir).c_str());
 	return was;
 }
@@ -278,6 +294,12 @@ GateStatus read_gate(const std::string &netns, const std::string &dev)
 	Fd cfg_fd = open_pin(dir + "/cfg"), stats = open_pin(dir + "/stats");
 	GateStatus st;
 	st.cfg = read_cfg(cfg_fd.get());
+	if (pinned(dir + "/osched")) {
+		Fd osched = open_pin(dir + "/osched");
+		std::uint32_t zero = 0;
+		if (bpf_map_lookup_elem(osched.get(), &zero, &st.osched) != 0)
+			throw Error(std::string("gate: cannot read lumend's slot state: ") + std::strerror(errno));
+	}
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		throw Error("cannot count possible CPUs");

@@ -34,6 +34,7 @@ struct GateRequest {
 	std::uint64_t margin_ns = 0; // windows shrink by this on each side
 	std::uint64_t max_hold_ns = 0; // longest wait before a packet is dropped (0: 10 s)
 	std::uint32_t max_period = 0; // slots per bank the tables make room for (0: sched::table_period's)
+	std::string lumend; // follow the quiet word of the lumend pinned under this name ("": none)
 };
 
 // UsageError for a request that cannot work: self not a node, addresses
@@ -57,6 +58,7 @@ void abort_gate(const std::string &netns, const std::string &dev, std::uint64_t 
 
 struct GateStatus {
 	lumen_gate_cfg cfg{};
+	lumen_osched_state osched{}; // what the gate reads of its lumend (all zero: none)
 	std::vector<lumen_gate_stats> dsts; // by destination node, summed over CPUs
 	lumen_gate_stats total{};
 };

@@ -25,8 +25,8 @@ namespace
 {
 
 const char kUsage[] =
-	R"(usage: lumen gate attach DEV [--netns NS] --schedule FILE --node I --addrs A,B,... --rate R [--margin D] [--max-hold D]
-       lumen gate attach --testbed NAME --host H --rate R [--margin D] [--max-hold D]
+	R"(usage: lumen gate attach DEV [--netns NS] --schedule FILE --node I --addrs A,B,... --rate R [GATE]
+       lumen gate attach --testbed NAME --host H --rate R [GATE]
        lumen gate detach DEV [--netns NS] | --testbed NAME --host H
        lumen gate stats DEV [--netns NS] [--json] | --testbed NAME --host H [--json]
        lumen gate stage DEV [--netns NS] | --testbed NAME --host H  --schedule FILE --at NS
@@ -43,10 +43,17 @@ machine's host kernel may not: use tools/vm-run).
 
   --addrs A,B,...   the IPv4 address of node 0, 1, ... (one per node)
   --rate R          the link's rate, e.g. 1gbit (wire times and budgets)
+GATE:
   --margin D        clock margin on each side of a window (default 0)
   --max-hold D      a packet that would wait longer is dropped (counted as
                     overflow): each destination's queue, bounded in time
                     (default 10 s)
+  --max-period N    room in the tables for schedules of up to N slots, for
+                    changes (default 8 x nodes)
+  --lumend NAME     obey the lumend that publishes its slot state under NAME
+                    (lumend --pin NAME, same node): while it says quiet
+                    (clock not trusted, a change missed, stopped), every
+                    packet to a node is dropped (counted as quiet)
   --testbed NAME --host H   a host of a rotor testbed: its eth0 and
                     namespace, its node, the testbed's addresses and schedule
 
@@ -128,8 +135,8 @@ Target target_of(const Args &a, bool need_schedule)
 
 int cmd_attach(const Args &a)
 {
-	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--max-hold", "--testbed",
-		      "--host"});
+	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--max-hold", "--max-period",
+		      "--lumend", "--testbed", "--host"});
 	Target t = target_of(a, true);
 	if (!a.has("--rate"))
 		throw UsageError("attach needs --rate R (the link's rate)");
@@ -144,6 +151,10 @@ int cmd_attach(const Args &a)
 		req.margin_ns = parse_duration_ns(*a.get("--margin"), "--margin", 10 * kSec);
 	if (a.has("--max-hold"))
 		req.max_hold_ns = parse_duration_ns(*a.get("--max-hold"), "--max-hold", 3600 * kSec);
+	if (a.has("--max-period"))
+		req.max_period =
+			(std::uint32_t)parse_uint(*a.get("--max-period"), "--max-period", 1, LUMEN_SLOT_MAX_PERIOD);
+	req.lumend = a.get("--lumend").value_or("");
 	attach_gate(req);
 	std::printf("gate on %s%s: node %u of %u, schedule version %llu, %s, margin %llu ns\n", t.dev.c_str(),
 		    t.netns.empty() ? "" : (" in " + t.netns).c_str(), t.node, req.schedule.nodes,
@@ -185,6 +196,7 @@ int cmd_stats(const Args &a)
 				    {"version", v.in_force.version},
 				    {"quiet", v.quiet},
 				    {"change", sched::change_json(v)},
+				    {"lumend_quiet", sched::quiet_names(st.osched.quiet)},
 				    {"rate_mbps", st.cfg.rate_mbps},
 				    {"margin_ns", st.cfg.margin_ns},
 				    {"table_period", st.cfg.table_period},
@@ -193,8 +205,11 @@ int cmd_stats(const Args &a)
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
 	}
-	std::printf("gate on %s: node %u of %u, %s\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
-		    sched::describe(v).c_str(), "dst");
+	std::string lumend;
+	for (const std::string &q : sched::quiet_names(st.osched.quiet))
+		lumend += (lumend.empty() ? "; lumend says quiet: " : ", ") + q;
+	std::printf("gate on %s: node %u of %u, %s%s\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
+		    sched::describe(v).c_str(), lumend.c_str(), "dst");
 	for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
 		std::printf(" %10s", gate_counter_name(i));
 	std::printf(" %12s\n", "held max us");

@@ -32,7 +32,7 @@ namespace lumen::lumend
 const char kUsage[] =
 	R"(usage: lumend --schedule FILE --node I [--phc DEV --phc-error NS | --clock-error NS]
               [--margin NS] [--spin NS|auto] [--stride N] [--cpu C] [--fifo P] [--shm PATH]
-              [--control PATH]
+              [--control PATH] [--pin NAME]
               [--stats-interval S] [--check-interval NS] [--resume-after N]
        lumend --schedule FILE --node I --measure SECONDS [--json] [...]
 
@@ -67,6 +67,11 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
                       in every second (sched_rt_runtime_us)
   --shm PATH          the page (/dev/shm/lumen-osched)
   --control PATH      the control socket (/run/lumen/lumend.sock)
+  --pin NAME          also publish the slot state for the kernel in pinned
+                      BPF maps, /sys/fs/bpf/lumen/osched/NAME/{state,windows}
+                      (struct lumen_osched_state, include/lumen/bpf_shared.h):
+                      the quiet word, the slot, per destination the next
+                      window; 'lumen gate attach --lumend NAME' obeys it
   --stats-interval S  log a stats line every S seconds (0: never; 0)
   --check-interval NS how often the clock's error bound is read (100ms)
   --resume-after N    good checks in a row before gating resumes (3)
@@ -128,8 +133,8 @@ Options parse_options(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json"});
 	a.allow_only({"--schedule", "--node", "--phc", "--phc-error", "--clock-error", "--margin", "--spin", "--stride",
-		      "--cpu", "--fifo", "--shm", "--control", "--stats-interval", "--check-interval", "--resume-after",
-		      "--measure", "--json"});
+		      "--cpu", "--fifo", "--shm", "--control", "--pin", "--stats-interval", "--check-interval",
+		      "--resume-after", "--measure", "--json"});
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 	Options o;
@@ -178,6 +183,10 @@ Options parse_options(const std::vector<std::string> &argv)
 		if (o.control.empty())
 			throw UsageError("--control: give a path");
 	}
+	if (a.has("--pin")) {
+		o.pin = *a.get("--pin");
+		osched_dir(o.pin); // a name that can be a pin's
+	}
 	if (a.has("--stats-interval"))
 		o.stats_interval_s = parse_uint(*a.get("--stats-interval"), "--stats-interval", 0, 86400);
 	if (a.has("--check-interval"))
@@ -219,19 +228,6 @@ std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path,
 		throw UsageError(path + ": a margin of " + ns_text(plan->margin_ns) + " leaves nothing of the usable " +
 				 ns_text(s.slot_ns - s.guard_ns) + " of a slot (it must be below half of it)");
 	return plan;
-}
-
-std::vector<std::string> quiet_names(uint32_t quiet)
-{
-	static const std::pair<uint32_t, const char *> bits[] = {{LUMEN_QUIET_NO_SCHEDULE, "no-schedule"},
-								 {LUMEN_QUIET_CLOCK, "clock"},
-								 {LUMEN_QUIET_STOPPED, "stopped"},
-								 {LUMEN_QUIET_VERSION, "version"}};
-	std::vector<std::string> out;
-	for (const auto &[bit, name] : bits)
-		if (quiet & bit)
-			out.push_back(name);
-	return out;
 }
 
 nlohmann::json error_json(const Histogram &h)
@@ -283,9 +279,10 @@ nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &
 		{"stride", st.stride},
 		{"shm", info.shm},
 		{"control", info.control},
+		{"pin", info.pin.empty() ? nlohmann::json() : nlohmann::json(info.pin)},
 		{"clock", clock_json(info, st)},
 		{"quiet", st.quiet},
-		{"quiet_reasons", quiet_names(st.quiet)},
+		{"quiet_reasons", sched::quiet_names(st.quiet)},
 		{"gating", st.quiet == 0},
 		{"why", st.why},
 		{"slot", st.slot},
@@ -313,6 +310,7 @@ nlohmann::json stats_json(const Info &info, const EngineStats &st)
 		{"reloads_refused", info.reloads_refused},
 		{"reloads_applied", st.applied},
 		{"changes", st.changes},
+		{"pin_errors", st.pin_errors},
 		{"requests", info.requests},
 		{"bad_requests", info.bad_requests},
 		{"spin", info.spin_auto ? "auto" : "fixed"},
@@ -406,7 +404,10 @@ int run(const Options &o)
 	page.remove_on_close();
 	std::string control = measure && !o.control_given ? "" : o.control;
 	ControlLoop loop(control, sfd.get());
-	SlotEngine engine(clock, page, plan, o.engine);
+	std::unique_ptr<OschedPin> pin;
+	if (!o.pin.empty())
+		pin = std::make_unique<OschedPin>(o.pin, plan->tables.self, plan->tables.nodes);
+	SlotEngine engine(clock, page, plan, o.engine, pin.get());
 
 	std::atomic<bool> stop{false};
 	Info info;
@@ -414,6 +415,7 @@ int run(const Options &o)
 	info.clock = clock.name();
 	info.shm = page.path();
 	info.control = control;
+	info.pin = pin ? pin->dir() : "";
 	info.spin_auto = o.engine.spin_auto;
 	info.check_interval_ns = o.engine.check_interval_ns;
 	info.resume_after = o.engine.resume_after;

@@ -41,6 +41,7 @@ struct Options {
 	int64_t margin_ns = -1; // --margin NS (-1: guard_ns / 4)
 	std::string shm = LUMEN_OSCHED_SHM;
 	bool shm_given = false;
+	std::string pin; // --pin NAME: the slot state for the kernel, LUMEN_PIN_ROOT/osched/NAME ("": none)
 	std::string control = "/run/lumen/lumend.sock";
 	bool control_given = false;
 	uint64_t stats_interval_s = 0; // --stats-interval S (0: no stats log lines)
@@ -60,7 +61,7 @@ std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path,
 // What status and stats answer (pure: tests build them from made-up stats).
 struct Info {
 	int pid = 0;
-	std::string clock, shm, control;
+	std::string clock, shm, control, pin;
 	bool spin_auto = true;
 	uint64_t check_interval_ns = 0;
 	uint32_t resume_after = 0;
@@ -72,8 +73,6 @@ struct Info {
 nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &plan,
 			   const nlohmann::json &change = nullptr);
 nlohmann::json stats_json(const Info &info, const EngineStats &st);
-// The names of the LUMEN_QUIET_* bits set in quiet.
-std::vector<std::string> quiet_names(uint32_t quiet);
 // The boundary error distribution: count, mean, p50, p90, p99, p999, max.
 nlohmann::json error_json(const Histogram &h);
 

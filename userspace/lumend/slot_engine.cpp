@@ -149,8 +149,25 @@ uint32_t auto_stride(uint64_t slot_ns)
 // ---------------------------------------------------------------------------
 // The engine
 
-SlotEngine::SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o)
-    : clock_(clock), page_(page), o_(o), plan_(std::move(plan)), timing_(plan_->tables.timing),
+std::vector<lumen_osched_window> next_windows(const Tables &t, uint64_t margin_ns, uint64_t slot)
+{
+	std::vector<lumen_osched_window> w(t.nodes, lumen_osched_window{0, 0});
+	if (!t.timing.period)
+		return w;
+	uint32_t in_period = (uint32_t)(slot % t.timing.period);
+	for (uint32_t dst = 0; dst < t.nodes; dst++) {
+		uint16_t wait = t.waits[(size_t)in_period * t.nodes + dst];
+		__u64 open, close;
+		if (wait != LUMEN_SLOT_NEVER &&
+		    lumen_slot_window(&t.timing, slot + wait, margin_ns, &open, &close) == 0)
+			w[dst] = lumen_osched_window{open, close};
+	}
+	return w;
+}
+
+SlotEngine::SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o,
+		       OschedPin *pin)
+    : clock_(clock), page_(page), pin_(pin), o_(o), plan_(std::move(plan)), timing_(plan_->tables.timing),
       stride_(o.stride ? o.stride : auto_stride(timing_.slot_ns)), spin_(o.spin_ns, o.spin_max_ns),
       jumps_(plan_->margin_ns, clock.drift_ppm()), gate_(o.resume_after)
 {
@@ -177,6 +194,39 @@ void SlotEngine::set_quiet(uint32_t mask, uint32_t bits)
 		return;
 	page_.set_quiet(q);
 	st_.quiet = q;
+	if (pin_) {
+		try {
+			pin_->set_quiet(q);
+		} catch (const std::exception &e) {
+			pin_failed(e);
+		}
+	}
+}
+
+void SlotEngine::pin_failed(const std::exception &e)
+{
+	if (!st_.pin_errors++)
+		log(std::string(e.what()) + " (counted as pin_errors; said once)");
+}
+
+// After the page: a system call or two, in what is left of the slot.
+void SlotEngine::publish_pin(uint64_t slot, uint64_t boundary_ns)
+{
+	if (!pin_)
+		return;
+	lumen_osched_state s{};
+	s.quiet = st_.quiet;
+	s.self = plan_->tables.self;
+	s.version = plan_->tables.version;
+	s.slot = slot;
+	s.boundary_ns = boundary_ns;
+	s.period = timing_.period;
+	s.in_period = timing_.period ? (uint32_t)(slot % timing_.period) : 0;
+	try {
+		pin_->publish(s, next_windows(plan_->tables, plan_->margin_ns, slot));
+	} catch (const std::exception &e) {
+		pin_failed(e);
+	}
 }
 
 void SlotEngine::apply(std::shared_ptr<const Plan> plan)
@@ -425,6 +475,7 @@ void SlotEngine::run(const std::atomic<bool> &stop, uint64_t until_ns)
 		k = c.slot + stride_;
 
 		// housekeeping, in what is left of the slot
+		publish_pin(c.slot, now);
 		bool restart = take_offer();
 		restart |= sample_jump();
 		if (restart)

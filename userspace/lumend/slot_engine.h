@@ -48,7 +48,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "bpfctl/osched_state.h"
 #include "lumend/clock.h"
 #include "lumend/shm_page.h"
 #include "sched/schedule.h"
@@ -141,6 +143,11 @@ uint64_t first_slot_after(const lumen_slot_timing &t, uint64_t now_ns, uint32_t 
 // at most every kMinPublishNs.
 uint32_t auto_stride(uint64_t slot_ns);
 
+// This node's next window to each destination from slot `slot` on (the
+// slot's own, if it connects them), shrunk by margin_ns: what lumend
+// publishes for the kernel (lumen_osched_window; 0, 0: none).
+std::vector<lumen_osched_window> next_windows(const Tables &t, uint64_t margin_ns, uint64_t slot);
+
 // A schedule the engine is to follow, made by the control thread.
 struct Plan {
 	sched::Schedule schedule;
@@ -173,6 +180,7 @@ struct EngineStats {
 	uint64_t version = 0, margin_ns = 0;
 	uint64_t applied = 0; // schedules applied after the first
 	uint64_t changes = 0; // of them, changes at an instant
+	uint64_t pin_errors = 0; // failed writes of the pinned slot state
 	uint64_t clock_checks = 0, clock_bad_checks = 0, clock_jumps = 0, quiet_events = 0;
 	int64_t last_jump_ns = 0;
 	ClockReading clock; // the last check
@@ -183,7 +191,9 @@ struct EngineStats {
 class SlotEngine
 {
       public:
-	SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o);
+	// pin: lumend's slot state for the kernel, also published (or null).
+	SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const Plan> plan, const EngineOptions &o,
+		   OschedPin *pin = nullptr);
 	// Runs until stop is set, or (until_ns > 0) the clock passes until_ns;
 	// then says STOPPED in the page when stopping for good (stopped).
 	void run(const std::atomic<bool> &stop, uint64_t until_ns);
@@ -213,8 +223,12 @@ class SlotEngine
 	void set_quiet(uint32_t mask, uint32_t bits); // the LUMEN_QUIET_* bits of mask become those of bits
 	void share(bool force);
 
+	void publish_pin(uint64_t slot, uint64_t boundary_ns);
+	void pin_failed(const std::exception &e);
+
 	const Clock &clock_;
 	ShmPage &page_;
+	OschedPin *pin_;
 	EngineOptions o_;
 	std::shared_ptr<const Plan> plan_;
 	lumen_slot_timing timing_;

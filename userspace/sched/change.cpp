@@ -4,6 +4,8 @@
 #include "sched/change.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 
 #include "base/error.h"
 
@@ -76,6 +78,27 @@ nlohmann::json change_json(const ChangeView &v)
 	if (std::string(v.state) == "none")
 		return nullptr;
 	return {{"state", v.state}, {"version", v.next_version}, {"switch_ns", v.switch_ns}};
+}
+
+std::vector<std::string> quiet_names(uint32_t quiet)
+{
+	static const std::pair<uint32_t, const char *> bits[] = {{LUMEN_QUIET_NO_SCHEDULE, "no-schedule"},
+								 {LUMEN_QUIET_CLOCK, "clock"},
+								 {LUMEN_QUIET_STOPPED, "stopped"},
+								 {LUMEN_QUIET_VERSION, "version"}};
+	std::vector<std::string> out;
+	uint32_t known = 0;
+	for (const auto &[bit, name] : bits) {
+		known |= bit;
+		if (quiet & bit)
+			out.push_back(name);
+	}
+	if (quiet & ~known) {
+		char hex[16];
+		std::snprintf(hex, sizeof(hex), "0x%x", quiet & ~known);
+		out.push_back(hex);
+	}
+	return out;
 }
 
 Banks settle(const Banks &b, uint64_t now_ns)

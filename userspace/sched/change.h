@@ -66,6 +66,10 @@ std::string describe(const ChangeView &v);
 // {"state", "version", "switch_ns"} of the change under way, or null.
 nlohmann::json change_json(const ChangeView &v);
 
+// The names of the LUMEN_QUIET_* bits set in quiet ("no-schedule", "clock",
+// "stopped", "version"; unknown bits as "0x...").
+std::vector<std::string> quiet_names(uint32_t quiet);
+
 // A committed change whose instant has passed becomes the only schedule.
 Banks settle(const Banks &b, uint64_t now_ns);
 // The bank of s with its t0 moved to switch_ns.
