@@ -96,11 +96,15 @@ struct {
 	__type(value, struct lumen_gate_stats);
 } gate_stats SEC(".maps");
 
-static __always_inline void count(struct lumen_gate_stats *st, __u32 c, __u64 held)
+/* Every packet to a node is demand, whatever became of it: the bytes a
+ * traffic-aware schedule is computed from (lumen sched adapt). */
+static __always_inline void count(struct lumen_gate_stats *st, __u32 c, __u32 len, __u64 held)
 {
 	if (!st || c >= LUMEN_GATE_NCOUNTERS)
 		return;
 	st->packets[c]++;
+	if (c != LUMEN_GATE_CNT_OTHER)
+		st->bytes += len;
 	st->held_ns += held;
 	if (held > st->held_max_ns)
 		st->held_max_ns = held;
@@ -153,14 +157,14 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	if (!node || *node >= cfg->nodes || *node == cfg->self) {
 		dst = 0;
 		st = bpf_map_lookup_elem(&gate_stats, &dst);
-		count(st, LUMEN_GATE_CNT_OTHER, 0);
+		count(st, LUMEN_GATE_CNT_OTHER, skb->len, 0);
 		return TC_ACT_OK;
 	}
 	dst = *node;
 	st = bpf_map_lookup_elem(&gate_stats, &dst);
 	osched = bpf_map_lookup_elem(&gate_osched, &zero);
 	if (cfg->quiet || (osched && osched->quiet)) {
-		count(st, LUMEN_GATE_CNT_QUIET, 0);
+		count(st, LUMEN_GATE_CNT_QUIET, skb->len, 0);
 		return TC_ACT_SHOT;
 	}
 	bpf_spin_lock(&cfg->lock);
@@ -181,7 +185,7 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	bpf_spin_unlock(&wire->lock);
 	bank = lumen_change_bank(&change, base);
 	if (bank < 0) {
-		count(st, LUMEN_GATE_CNT_QUIET, 0);
+		count(st, LUMEN_GATE_CNT_QUIET, skb->len, 0);
 		return TC_ACT_SHOT;
 	}
 	dep = departure(cfg, bank, base, dst, wire_ns);
@@ -190,19 +194,19 @@ int lumen_gate_egress(struct __sk_buff *skb)
 		/* no window of the old schedule before the change: the new
 		 * schedule's, if committed, from the instant on */
 		if (change.state != LUMEN_CHANGE_COMMITTED) {
-			count(st, LUMEN_GATE_CNT_QUIET, 0);
+			count(st, LUMEN_GATE_CNT_QUIET, skb->len, 0);
 			return TC_ACT_SHOT;
 		}
 		dep = departure(cfg, bank ^ 1, base > change.switch_ns ? base : change.switch_ns, dst, wire_ns);
 	}
 	if (!dep) {
-		count(st, LUMEN_GATE_CNT_NEVER, 0);
+		count(st, LUMEN_GATE_CNT_NEVER, skb->len, 0);
 		return TC_ACT_SHOT;
 	}
 	/* the destination's queue, in time: a sender offering more than its
 	 * circuits carry is not allowed to book windows without end */
 	if (dep > tai && dep - tai > cfg->max_hold_ns) {
-		count(st, LUMEN_GATE_CNT_OVERFLOW, 0);
+		count(st, LUMEN_GATE_CNT_OVERFLOW, skb->len, 0);
 		return TC_ACT_SHOT;
 	}
 	bpf_spin_lock(&wire->lock);
@@ -210,10 +214,10 @@ int lumen_gate_egress(struct __sk_buff *skb)
 		wire->free_tai_ns = dep + wire_ns;
 	bpf_spin_unlock(&wire->lock);
 	if (dep <= tai) {
-		count(st, LUMEN_GATE_CNT_NOW, 0);
+		count(st, LUMEN_GATE_CNT_NOW, skb->len, 0);
 		return TC_ACT_OK;
 	}
-	count(st, LUMEN_GATE_CNT_HELD, dep - tai);
+	count(st, LUMEN_GATE_CNT_HELD, skb->len, dep - tai);
 	bpf_skb_set_tstamp(skb, dep - tai + mono, SKB_TSTAMP_MONO);
 	return TC_ACT_OK;
 }

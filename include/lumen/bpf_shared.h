@@ -352,6 +352,7 @@ struct lumen_gate_stats {
 	__u64 packets[LUMEN_GATE_NCOUNTERS];
 	__u64 held_ns; /* total time packets were held */
 	__u64 held_max_ns;
+	__u64 bytes; /* of every packet to the destination (not other): its demand */
 };
 
 #endif /* LUMEN_BPF_SHARED_H */

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# tests/e2e/vermilion_test.sh - a Vermilion schedule through the rotor
-# switch, with every host's kernel traffic gated (lumen gate), end to end.
-# Needs sch_fq: runs in the VM suites (tests/e2e/run_in_vm.sh).
+# tests/e2e/vermilion_test.sh - traffic-aware operation end to end: a rotor
+# switch, every host's kernel traffic gated (lumen gate), a skewed demand
+# offered, first on round robin, then on the Vermilion schedule that
+# `lumen sched adapt` computes from what the gates measured and puts in
+# force at one instant for the rotor and every gate. Needs sch_fq: runs in
+# the VM suites (tests/e2e/run_in_vm.sh).
 #
 # Demand: a skewed ring on 4 hosts, h(i) -> h(i+1) ten times every other
 # pair, offered at the hose's limit (every host's row sums to its 2 Mbit/s
 # link). Vermilion (k = 3, l = 1: period 12 slots of 80 ms, guards of 8 ms)
 # must give every pair at least (k - l) / k of its demand, times the part
 # of each slot that carries frames (Theorem 3; here the windows lose
-# 2 x 10 ms of margin and a fraction of a frame); round robin on the same
-# demand gives the heavy pairs a third of that, below the bound.
+# 2 x 10 ms of margin and a fraction of a frame); round robin gives the
+# heavy pairs a third of that, below the bound.
 #
-# The heavy pairs' demand exceeds what they get, so their queues are bounded
-# (--max-hold 2s: what would wait longer is dropped as overflow).
+# The heavy pairs' demand exceeds what round robin gives them, so their
+# queues are bounded (--max-hold 2s: what would wait longer is dropped as
+# overflow), and the change needs a lead beyond that (2.5 s): a gate
+# refuses a change its bookings run past.
 #
 # Violations at the rotor: 0 in most runs, a few in some (5 of 3,522 frames
 # on 6.1, all wrong_slot, none in a guard; not explained yet, see
@@ -41,12 +46,10 @@ cat >"$TMPD/demand.csv" <<'CSV'
 1 1 0 10
 10 1 1 0
 CSV
-"$LUMEN_BIN" sched generate vermilion --demand "$TMPD/demand.csv" --k 3 --l 1 --slot 80ms --guard 8ms \
-	--t0 now+1s --out "$TMPD/v.json" >"$TMPD/gen.out"
 "$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 80ms --guard 8ms --t0 now+1s \
 	--out "$TMPD/rr.json" >/dev/null
 e2e_on_exit "'$LUMEN_BIN' testbed down '$TB'"
-"$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --schedule "$TMPD/v.json" >"$TMPD/up.out" 2>&1 ||
+"$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --schedule "$TMPD/rr.json" >"$TMPD/up.out" 2>&1 ||
 	{ cat "$TMPD/up.out"; exit 1; }
 
 violations() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']"; }
@@ -56,19 +59,9 @@ counters() {
 	for i in 1 2 3 4; do "$LUMEN_BIN" gate stats --testbed "$TB" --host "h$i" | tail -n 1 | sed "s/^/  h$i gate /"; done
 }
 
-# run SCHEDULE NAME: gate every host on SCHEDULE, offer the demand for
-# 1.5 + 9.6 s (10 periods of Vermilion), write NAME.txt (per pair: offered,
-# received, their ratio) and print the lowest ratio over pairs
-run() {
-	local sched="$1" name="$2" i
-	for i in 0 1 2 3; do
-		"$LUMEN_BIN" gate detach --testbed "$TB" --host "h$((i + 1))" >/dev/null 2>&1 || true
-		"$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h$((i + 1))" --schedule "$sched" --node "$i" \
-			--addrs "$ADDRS" --rate "${RATE_MBPS}mbit" --margin "${MARGIN_MS}ms" --max-hold 2s >/dev/null
-	done
-	# offered payload rates: rows of the demand scaled to the link's rate of
-	# wire (1000-byte datagrams are 1066 bytes on the wire), by destination
-	python3 - "$TMPD/demand.csv" "$RATE_MBPS" >"$TMPD/rates" <<'PY'
+# offered payload rates: rows of the demand scaled to the link's rate of
+# wire (1000-byte datagrams are 1066 bytes on the wire), by destination
+python3 - "$TMPD/demand.csv" "$RATE_MBPS" >"$TMPD/rates" <<'PY'
 import sys
 rate = float(sys.argv[2]) * 1e6
 rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
@@ -76,9 +69,19 @@ for i, r in enumerate(rows):
     total = sum(x for j, x in enumerate(r) if j != i)
     print(",".join(str(0 if j == i else rate * 1000 / 1066 * x / total) for j, x in enumerate(r)))
 PY
+for i in 0 1 2 3; do
+	"$LUMEN_BIN" gate attach --testbed "$TB" --host "h$((i + 1))" --rate "${RATE_MBPS}mbit" --margin "${MARGIN_MS}ms" \
+		--max-hold 2s >/dev/null
+done
+
+# offer NAME WARM: offer the demand for WARM + 9.6 s (10 periods of
+# Vermilion), write NAME.txt (per pair: offered, received in the last 9.6 s,
+# their ratio) and print the lowest ratio over pairs
+offer() {
+	local name="$1" warm="$2" i
 	for i in 0 1 2 3; do
 		ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" "$(sed -n "$((i + 1))p" "$TMPD/rates")" \
-			1000 1.5 9.6 >"$TMPD/$name.$i" &
+			1000 "$warm" 9.6 >"$TMPD/$name.$i" &
 	done
 	wait
 	python3 - "$TMPD" "$name" <<'PY'
@@ -100,9 +103,9 @@ print(f"{worst:.4f}")
 PY
 }
 
-# the bound, from the schedule file: (k - l) / k of the part of a slot
-# whose frames fit a window shrunk by the margins, at the link's rate
-BOUND="$(python3 - "$TMPD/v.json" "$RATE_MBPS" "$MARGIN_MS" <<'PY'
+# the bound: (k - l) / k of the part of a slot whose frames fit a window
+# shrunk by the margins, at the link's rate
+BOUND="$(python3 - "$TMPD/rr.json" "$RATE_MBPS" "$MARGIN_MS" <<'PY'
 import json, math, sys
 s = json.load(open(sys.argv[1]))
 usable = s["slot_ns"] - s["guard_ns"] - 2 * int(sys.argv[3]) * 1_000_000
@@ -111,28 +114,36 @@ print(f"{2 / 3 * (usable // wire) * wire / s['slot_ns']:.4f}")
 PY
 )"
 
-e2e_log "Vermilion (k = 3, l = 1): $(sed -n 1p "$TMPD/gen.out")"
+e2e_log "round robin"
 before="$(violations)"
-V="$(run "$TMPD/v.json" vermilion)"
-sed 's/^/  /' "$TMPD/vermilion.txt"
-e2e_log "  lowest received / offered: $V; bound $BOUND; violations $(($(violations) - before))"
-counters
-e2e_check "Vermilion: violations at most 0.5 % of the frames" \
-	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
-e2e_check "Vermilion: every pair gets at least the bound" \
-	python3 -c "import sys; sys.exit(not float('$V') >= 0.95 * float('$BOUND'))"
-
-e2e_log "round robin on the same demand (the rotor and the gates on it)"
-# the gates first: their fq still holds seconds of Vermilion's backlog (the
-# demand exceeds what the heavy pairs get), timed for Vermilion's circuits
-for i in 1 2 3 4; do "$LUMEN_BIN" gate detach --testbed "$TB" --host "h$i" >/dev/null; done
-"$LUMEN_BIN" rotor load "$TMPD/rr.json" >/dev/null
-before="$(violations)"
-R="$(run "$TMPD/rr.json" rr)"
+R="$(offer rr 1.5)"
 sed 's/^/  /' "$TMPD/rr.txt"
-e2e_log "  lowest received / offered: $R; violations $(($(violations) - before))"
+e2e_log "  lowest received / offered: $R; bound $BOUND; violations $(($(violations) - before))"
 counters
-e2e_check "round robin: no violation" test "$(violations)" -eq "$before"
+e2e_check "round robin: violations at most 0.5 % of the frames" \
+	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
 e2e_check "round robin stays below the bound on this demand" \
 	python3 -c "import sys; sys.exit(not float('$R') < float('$BOUND'))"
+
+# the same demand again; 1 s in, adapt measures 3 s of it at the gates and
+# changes to Vermilion (k = 3, l = 1) 2.5 s on; the last 9.6 s are measured
+e2e_log "lumen sched adapt: Vermilion from the demand the gates measured"
+before="$(violations)"
+(sleep 1 && "$LUMEN_BIN" sched adapt --testbed "$TB" --rounds 1 --window 3s --k 3 --l 1 --lead 2.5s --json \
+	>"$TMPD/adapt.json" 2>&1) &
+A="$(offer adapted 9)"
+e2e_log "  adapt: $(e2e_json "d.get('why'), d.get('error')" <"$TMPD/adapt.json" 2>&1 || cat "$TMPD/adapt.json")"
+sed 's/^/  /' "$TMPD/adapted.txt"
+e2e_log "  lowest received / offered: $A; bound $BOUND; violations $(($(violations) - before))"
+counters
+e2e_check "adapt changed the schedule, at one instant for the rotor and the 4 gates" \
+	test "$(e2e_json "d['changed'], d['gated_hosts'], d['change']['commit_failures'], d['theta_next'] > d['theta_now']" \
+		<"$TMPD/adapt.json")" = "(True, 4, [], True)"
+e2e_check "Vermilion in force everywhere (the rotor's version is the gates')" \
+	test "$("$LUMEN_BIN" rotor stats --json | e2e_json "d['version']")" = \
+	"$("$LUMEN_BIN" gate stats --testbed "$TB" --host h3 --json | e2e_json "d['version']")"
+e2e_check "adapted: violations at most 0.5 % of the frames" \
+	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+e2e_check "adapted: every pair gets at least the bound" \
+	python3 -c "import sys; sys.exit(not float('$A') >= 0.95 * float('$BOUND'))"
 e2e_finish

@@ -129,7 +129,7 @@ std::uint64_t parse_duration_ns(std::string_view text, std::string_view what, st
 	return static_cast<std::uint64_t>(std::llround(ns));
 }
 
-std::uint32_t parse_q16(std::string_view text, std::string_view what, double min, double max)
+double parse_number(std::string_view text, std::string_view what, double min, double max)
 {
 	double v;
 	std::string unit;
@@ -138,7 +138,12 @@ std::uint32_t parse_q16(std::string_view text, std::string_view what, double min
 	if (v < min || v > max)
 		throw UsageError(std::string(what) + ": " + std::string(text) + " is outside [" + std::to_string(min) +
 				 ", " + std::to_string(max) + "]");
-	return static_cast<std::uint32_t>(std::llround(v * 65536.0));
+	return v;
+}
+
+std::uint32_t parse_q16(std::string_view text, std::string_view what, double min, double max)
+{
+	return static_cast<std::uint32_t>(std::llround(parse_number(text, what, min, max) * 65536.0));
 }
 
 std::string format_rate_mbps(std::uint64_t mbps)

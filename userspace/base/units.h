@@ -25,6 +25,8 @@ std::uint32_t parse_rate_mbps(std::string_view text, std::string_view what);
 std::uint64_t parse_bytes(std::string_view text, std::string_view what, std::uint64_t max);
 // "20us", "1ms", "500ns", "0.1s" -> ns
 std::uint64_t parse_duration_ns(std::string_view text, std::string_view what, std::uint64_t max);
+// "0.9" -> 0.9, within [min, max]
+double parse_number(std::string_view text, std::string_view what, double min, double max);
 // "0.9" -> Q16 (65536 = 1.0), within [min, max]
 std::uint32_t parse_q16(std::string_view text, std::string_view what, double min, double max);
 

@@ -315,6 +315,8 @@ GateStatus read_gate(const std::string &netns, const std::string &dev)
 			}
 			st.dsts[k].held_ns += c.held_ns;
 			st.total.held_ns += c.held_ns;
+			st.dsts[k].bytes += c.bytes;
+			st.total.bytes += c.bytes;
 			st.dsts[k].held_max_ns = std::max(st.dsts[k].held_max_ns, c.held_max_ns);
 			st.total.held_max_ns = std::max(st.total.held_max_ns, c.held_max_ns);
 		}

@@ -185,6 +185,7 @@ int cmd_stats(const Args &a)
 			nlohmann::json j;
 			for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
 				j[gate_counter_name(i)] = s.packets[i];
+			j["bytes"] = s.bytes;
 			j["held_ns"] = s.held_ns;
 			j["held_max_ns"] = s.held_max_ns;
 			return j;

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/system.h"
+#include "base/interrupt.h"
 #include "base/json_socket.h"
 #include "base/units.h"
 #include "cli/commands.h"
@@ -25,6 +26,7 @@
 #include "sched/report.h"
 #include "sched/schedule.h"
 #include "sched/vermilion.h"
+#include "testbed/adapt.h"
 #include "testbed/schedule_change.h"
 
 namespace lumen
@@ -40,6 +42,8 @@ const char kUsage[] =
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
        lumen sched status [--control PATH] [--json]
        lumen sched change FILE [--testbed NAME] [--lumend SOCK,...] [--lead D | --at NS] [--dir DIR] [--json]
+       lumen sched adapt --testbed NAME [--window D] [--rounds N] [--alpha A] [--min-gain G] [--k K] [--l L]
+                         [--seed S] [--lumend SOCK,...] [--lead D] [--dir DIR] [--json]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -80,6 +84,16 @@ change FILE            the schedule becomes FILE at one instant for every
                        is raised above the one in force if it is not; its
                        t0 becomes the instant. The parties read it from a
                        file in --dir (/run/lumen/changes)
+adapt                  traffic-aware operation of a rotor testbed: every
+                       --window (2s) the bytes each host's gate saw per
+                       destination, their rates smoothed by an EWMA (--alpha
+                       0.5: the newest window's weight), Vermilion for them
+                       (--k, --l, --seed), and a change at an instant
+                       (as 'change', with --lumend, --lead, --dir) when that
+                       serves at least --min-gain (0.05) more of the demand
+                       single-hop than the schedule in force. --rounds N
+                       windows (1; 0: until Ctrl-C), a line (or JSON object)
+                       per round
 
 TIMING (generate):
   --slot D             slot length, guard included (100us)
@@ -375,6 +389,22 @@ int cmd_status(const Args &a)
 	return 0;
 }
 
+std::vector<std::string> socket_list(const Args &a)
+{
+	std::vector<std::string> out;
+	if (!a.has("--lumend"))
+		return out;
+	std::string list = *a.get("--lumend");
+	for (size_t start = 0; start <= list.size();) {
+		size_t comma = std::min(list.find(',', start), list.size());
+		if (comma == start)
+			throw UsageError("--lumend: an empty socket path in '" + list + "'");
+		out.push_back(list.substr(start, comma - start));
+		start = comma + 1;
+	}
+	return out;
+}
+
 int cmd_change(const Args &a)
 {
 	a.allow_only({"--testbed", "--lumend", "--lead", "--at", "--dir", "--json"});
@@ -382,16 +412,7 @@ int cmd_change(const Args &a)
 		throw UsageError("change takes one schedule file, and --testbed NAME or --lumend SOCK,... (or both)");
 	ChangeTargets targets;
 	targets.testbed = a.get("--testbed").value_or("");
-	if (a.has("--lumend")) {
-		std::string list = *a.get("--lumend");
-		for (size_t start = 0; start <= list.size();) {
-			size_t comma = std::min(list.find(',', start), list.size());
-			if (comma == start)
-				throw UsageError("--lumend: an empty socket path in '" + list + "'");
-			targets.lumends.push_back(list.substr(start, comma - start));
-			start = comma + 1;
-		}
-	}
+	targets.lumends = socket_list(a);
 	if (a.has("--lead") && a.has("--at"))
 		throw UsageError("give --lead or --at, not both");
 	TestbedChange how;
@@ -425,6 +446,68 @@ int cmd_change(const Args &a)
 	return o.commit_failures.empty() ? 0 : 1;
 }
 
+int cmd_adapt(const Args &a)
+{
+	a.allow_only({"--testbed", "--window", "--rounds", "--alpha", "--min-gain", "--k", "--l", "--seed", "--lumend",
+		      "--lead", "--dir", "--json"});
+	if (a.positional.size() != 1 || !a.has("--testbed"))
+		throw UsageError("adapt takes --testbed NAME and no file");
+	AdaptOptions o;
+	if (a.has("--window"))
+		o.window_ns = parse_duration_ns(*a.get("--window"), "--window", 3600 * kSec);
+	if (o.window_ns < 10 * kMs)
+		throw UsageError("--window must be at least 10ms");
+	if (a.has("--rounds"))
+		o.rounds = (uint32_t)parse_uint(*a.get("--rounds"), "--rounds", 0, 1'000'000);
+	if (a.has("--alpha"))
+		o.alpha = parse_number(*a.get("--alpha"), "--alpha", 0.001, 1);
+	if (a.has("--min-gain"))
+		o.min_gain = parse_number(*a.get("--min-gain"), "--min-gain", 0, 1);
+	if (a.has("--k"))
+		o.vermilion.k = (uint32_t)parse_uint(*a.get("--k"), "--k", 1, 64);
+	if (a.has("--l"))
+		o.vermilion.l = (uint32_t)parse_uint(*a.get("--l"), "--l", 1, 64);
+	if (a.has("--seed"))
+		o.vermilion.seed = parse_uint(*a.get("--seed"), "--seed", 0, UINT64_MAX);
+	if (a.has("--lead"))
+		o.how.lead_ns = parse_duration_ns(*a.get("--lead"), "--lead", 3600 * kSec);
+	if (a.has("--dir"))
+		o.how.dir = *a.get("--dir");
+	o.lumends = socket_list(a);
+	bool json = a.has("--json");
+	install_interrupt_handlers();
+	adapt_testbed(*a.get("--testbed"), o, [&](const AdaptRound &r) {
+		const sched::AdaptDecision &d = r.decision;
+		if (json) {
+			nlohmann::json j = {{"round", r.round},
+					    {"gated_hosts", r.gated},
+					    {"demand_bytes_per_s", r.demand},
+					    {"theta_now", d.theta_now},
+					    {"theta_next", d.theta_next},
+					    {"changed", r.changed},
+					    {"why", d.why}};
+			if (r.changed)
+				j["change"] = {{"version", r.change.outcome.version},
+					       {"switch_ns", r.change.outcome.switch_ns},
+					       {"commit_failures", r.change.outcome.commit_failures}};
+			if (!r.error.empty())
+				j["error"] = r.error;
+			std::printf("%s\n", j.dump().c_str());
+		} else {
+			std::printf("round %u: %u gated hosts; %s", r.round, r.gated, d.why.c_str());
+			if (r.changed)
+				std::printf("; version %llu at %llu ns TAI",
+					    (unsigned long long)r.change.outcome.version,
+					    (unsigned long long)r.change.outcome.switch_ns);
+			if (!r.error.empty())
+				std::printf("; the change failed: %s", r.error.c_str());
+			std::printf("\n");
+		}
+		std::fflush(stdout);
+	});
+	return 0;
+}
+
 int run(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json", "--self-loops"});
@@ -434,7 +517,8 @@ int run(const std::vector<std::string> &argv)
 				     {"show", cmd_show},
 				     {"bench", cmd_bench},
 				     {"status", cmd_status},
-				     {"change", cmd_change}},
+				     {"change", cmd_change},
+				     {"adapt", cmd_adapt}},
 				    a);
 }
 
