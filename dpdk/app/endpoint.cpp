@@ -1,6 +1,8 @@
 /* endpoint.cpp - one lumen-dp host on one queue pair (endpoint.h). */
 #include "app/endpoint.h"
 
+#include <ctime>
+
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
@@ -104,6 +106,8 @@ void Endpoint::poll(uint64_t now_ns)
 	if (n)
 		rte_pktmbuf_free_bulk(rx, n);
 	engine_.timers(now_ns);
+	if (page_ && page_->refresh(&gate_tables_))
+		gate_->set_tables(gate_tables_);
 
 	/* what the port did not take last time goes first */
 	uint16_t room = pending_.size() >= kBurst ? 0 : (uint16_t)(kBurst - pending_.size());
@@ -115,10 +119,52 @@ void Endpoint::poll(uint64_t now_ns)
 	sink_.consumed(used);
 }
 
+void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page)
+{
+	gate_ = std::move(gate);
+	page_ = std::move(page);
+	gate_tables_ = GateTables{};
+	gate_tables_.quiet = LUMEN_QUIET_NO_SCHEDULE; /* until the page is read */
+	if (gate_ && page_ && page_->refresh(&gate_tables_))
+		gate_->set_tables(gate_tables_);
+}
+
+/* The gate's verdict on a frame: true when it went to the delay line
+ * (held to its departure) or was dropped; false: send it now. */
+static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, DelayLine<rte_mbuf *> &held)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	if (len < 34 || f[12] != 0x08 || f[13] != 0x00) /* not IPv4: not the schedule's */
+		return false;
+	uint32_t dst = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 | f[33];
+	uint64_t dep = tai;
+	switch (g.book(dst, len, tai, &dep)) {
+	case GateVerdict::kPass:
+		return false;
+	case GateVerdict::kSend:
+		if (dep <= tai)
+			return false;
+		held.push(m, now_ns + (dep - tai));
+		return true;
+	default:
+		rte_pktmbuf_free(m); /* counted by the gate; the transport retransmits */
+		return true;
+	}
+}
+
 void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 {
+	uint64_t tai = 0;
+	if (gate_ && n) {
+		timespec ts;
+		clock_gettime(CLOCK_TAI, &ts);
+		tai = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = pkts[i];
+		if (gate_ && gated(*gate_, m, now_ns, tai, held_))
+			continue;
 		if (!impair_) {
 			pending_.push_back(m);
 			continue;

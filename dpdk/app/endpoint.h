@@ -21,9 +21,11 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include "app/osched_page.h"
 #include "app/port.h"
 #include "transport/engine.h"
 #include "transport/impair.h"
+#include "transport/optical_gate.h"
 
 namespace lumen::dp
 {
@@ -164,6 +166,14 @@ class Endpoint
 	{
 		return impair_.get();
 	}
+	/* Direct-hop gating on a reconfigurable network: frames to a node of
+	 * lumend's schedule wait for their window (transport/optical_gate.h),
+	 * the tables read from lumend's page at every poll. */
+	void set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page);
+	const OpticalGate *gate() const
+	{
+		return gate_.get();
+	}
 
       private:
 	uint16_t steer(rte_mbuf **rx, uint16_t n);
@@ -175,6 +185,9 @@ class Endpoint
 	const SoftSteer *steer_;
 	Engine engine_;
 	std::unique_ptr<Impairment> impair_;
+	std::unique_ptr<OpticalGate> gate_;
+	std::unique_ptr<OschedPage> page_;
+	GateTables gate_tables_;
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_;
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */

@@ -26,9 +26,13 @@
 #include <cstdio>
 #include <set>
 
+#include <unordered_map>
+
 #include <rte_lcore.h>
 
+#include "app/osched_page.h"
 #include "app/run.h"
+#include "transport/optical_gate.h"
 
 namespace lumen::dp
 {
@@ -105,6 +109,12 @@ std::string check_hosts(Options &o)
 		return "--pattern pairs needs an even number of hosts (" + std::to_string(n) + " given)";
 	if (o.shift && (o.pattern != "permutation" || o.shift >= n))
 		return "--shift is the permutation's, 1.." + std::to_string(n - 1);
+	if (!o.optical_pages.empty() || !o.optical_addrs.empty() || o.optical_rate_mbps) {
+		if (o.optical_pages.size() != n || o.optical_addrs.empty() || !o.optical_rate_mbps)
+			return "gating needs --optical-pages (one per host), --optical-addrs and --optical-rate";
+		if (o.queues.queues != 1)
+			return "gating needs one queue per port (--queues 1): one wire clock per destination";
+	}
 	if (!o.msgs && !o.seconds)
 		o.msgs = 100;
 	return "";
@@ -156,6 +166,16 @@ int run_hosts(Options &o)
 			ports.push_back(port_json(o.hosts[i].port, info[i]));
 		}
 		run.note("ports", ports);
+		for (size_t i = 0; i < n && !o.optical_pages.empty(); i++) {
+			std::unordered_map<uint32_t, uint32_t> nodes;
+			parse_node_addrs(o.optical_addrs, &nodes);
+			auto page = std::make_unique<OschedPage>();
+			if (std::string e = page->open(o.optical_pages[i]); !e.empty())
+				return fail(e);
+			hs[i][0]->ep->set_gate(
+				std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps, o.optical_max_hold_ns),
+				std::move(page));
+		}
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++) {
 			if (dst[i] < 0)
@@ -192,6 +212,16 @@ int run_hosts(Options &o)
 			std::printf(" %llu received; sent %llu packets, %llu retransmitted, %llu timeouts\n",
 				    (unsigned long long)t.msgs_delivered, (unsigned long long)t.data_sent,
 				    (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
+			if (const OpticalGate *g = hs[i][0]->ep->gate()) {
+				const GateStats &gs = g->stats();
+				std::printf(
+					"  %-15s gate: sent %llu, held %llu (max %.1f us), dropped: never %llu, quiet "
+					"%llu, overflow %llu; passed %llu\n",
+					"", (unsigned long long)gs.sent, (unsigned long long)gs.held,
+					(double)gs.held_max_ns / 1e3, (unsigned long long)gs.never,
+					(unsigned long long)gs.quiet, (unsigned long long)gs.overflow,
+					(unsigned long long)gs.pass);
+			}
 			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||
 					 t.bytes_delivered != expect[i] * o.msg_size)) {
 				std::fprintf(stderr,

@@ -249,7 +249,12 @@ const Mode kModes[] = {
 	 "                      a client and a server; pairs: host 2k sends to host 2k+1\n"
 	 "                      (permutation)\n"
 	 "  --shift N           permutation: the shift, 1..n-1 (drawn from --seed)\n"
-	 "  (--conns, --msgs, --msg-size and --depth are per client, 100 messages by default)\n",
+	 "  (--conns, --msgs, --msg-size and --depth are per client, 100 messages by default)\n"
+	 "  on a reconfigurable network (docs/optical.md), frames to a node wait for its window:\n"
+	 "  --optical-pages P,...  lumend's page (--shm) of each host, in --host order\n"
+	 "  --optical-addrs A,...  the schedule's node addresses, node 0 first\n"
+	 "  --optical-rate MBPS    the link's rate, Mbit/s (window byte budgets)\n"
+	 "  --optical-max-hold-us N  a frame that would wait longer is dropped (1000000)\n",
 	 check_hosts, run_hosts},
 	{nullptr, nullptr, nullptr, nullptr, nullptr},
 };

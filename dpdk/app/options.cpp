@@ -1,6 +1,10 @@
 /* options.cpp - lumen-dp's application options and mode table (options.h). */
 #include "app/options.h"
 
+#include <unordered_map>
+
+#include "transport/optical_gate.h"
+
 #include <arpa/inet.h>
 #include <getopt.h>
 
@@ -53,6 +57,10 @@ enum Opt {
 	kQueues,
 	kUdpPort,
 	kSteer,
+	kOpticalPages,
+	kOpticalAddrs,
+	kOpticalRate,
+	kOpticalMaxHold,
 	kHelp,
 };
 
@@ -93,6 +101,10 @@ const option kLong[] = {
 	{"queues", required_argument, nullptr, kQueues},
 	{"udp-port", required_argument, nullptr, kUdpPort},
 	{"steer", required_argument, nullptr, kSteer},
+	{"optical-pages", required_argument, nullptr, kOpticalPages},
+	{"optical-addrs", required_argument, nullptr, kOpticalAddrs},
+	{"optical-rate", required_argument, nullptr, kOpticalRate},
+	{"optical-max-hold-us", required_argument, nullptr, kOpticalMaxHold},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
@@ -380,6 +392,33 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			o->hosts.push_back(h);
 			break;
 		}
+		case kOpticalPages: {
+			std::string list = a;
+			o->optical_pages.clear();
+			for (size_t start = 0; start <= list.size();) {
+				size_t comma = std::min(list.find(',', start), list.size());
+				if (comma == start)
+					return "--optical-pages: an empty path in '" + list + "'";
+				o->optical_pages.push_back(list.substr(start, comma - start));
+				start = comma + 1;
+			}
+			break;
+		}
+		case kOpticalAddrs: {
+			std::unordered_map<uint32_t, uint32_t> m;
+			if (std::string e = parse_node_addrs(a, &m); !e.empty())
+				return "--optical-addrs: " + e;
+			o->optical_addrs = a;
+			break;
+		}
+		case kOpticalRate:
+			NUM("optical-rate", 1, 10'000'000);
+			o->optical_rate_mbps = (uint32_t)v;
+			break;
+		case kOpticalMaxHold:
+			NUM("optical-max-hold-us", 1, 3'600'000'000ull);
+			o->optical_max_hold_ns = v * 1000;
+			break;
 		case kPattern:
 			if (std::strcmp(a, "permutation") && std::strcmp(a, "pairs"))
 				return std::string("--pattern: unknown pattern '") + a + "' (permutation, pairs)";

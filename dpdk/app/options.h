@@ -38,6 +38,14 @@ struct Options {
 	bool have_peer_mac = false;
 	std::vector<HostSpec> hosts; /* hosts: --host PORT,IP,GATEWAY_MAC, in order */
 	std::string pattern = "permutation"; /* hosts: permutation or pairs */
+	/* hosts on a reconfigurable network (transport/optical_gate.h): lumend's
+	 * page per host (--optical-pages, in --host order), the schedule's
+	 * node addresses (--optical-addrs, node order), the link's rate and
+	 * the longest a frame may wait */
+	std::vector<std::string> optical_pages;
+	std::string optical_addrs;
+	uint32_t optical_rate_mbps = 0;
+	uint64_t optical_max_hold_ns = 1'000'000'000;
 	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */

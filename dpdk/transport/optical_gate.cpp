@@ -1,0 +1,91 @@
+/*
+ * optical_gate.cpp - direct-hop gating in lumen-dp (optical_gate.h).
+ */
+#include "transport/optical_gate.h"
+
+#include <arpa/inet.h>
+
+#include <stdexcept>
+
+namespace lumen::dp
+{
+
+OpticalGate::OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns)
+    : node_of_(std::move(node_of)), rate_mbps_(rate_mbps), max_hold_ns_(max_hold_ns)
+{
+	if (!rate_mbps)
+		throw std::invalid_argument("the optical gate needs the link's rate");
+}
+
+void OpticalGate::set_tables(const GateTables &t)
+{
+	t_ = t;
+	if (wire_free_.size() < t.nodes)
+		wire_free_.resize(t.nodes, 0);
+}
+
+GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai)
+{
+	auto it = node_of_.find(dst_ip);
+	if (it == node_of_.end() || it->second >= t_.nodes || it->second == t_.self) {
+		st_.pass++;
+		*depart_tai = now_tai;
+		return GateVerdict::kPass;
+	}
+	uint32_t dst = it->second;
+	if (t_.quiet || t_.waits.size() < (size_t)t_.timing.period * t_.nodes) {
+		st_.quiet++;
+		return GateVerdict::kQuiet;
+	}
+	uint64_t base = now_tai > wire_free_[dst] ? now_tai : wire_free_[dst];
+	uint64_t wire = lumen_wire_ns(len, rate_mbps_);
+	lumen_slot_pos pos;
+	if (lumen_slot_at(&t_.timing, base, &pos)) {
+		st_.never++;
+		return GateVerdict::kNever;
+	}
+	uint32_t next = pos.in_period + 1 < t_.timing.period ? pos.in_period + 1 : 0;
+	uint64_t dep = lumen_slot_departure(&t_.timing, base, t_.margin_ns, wire,
+					    t_.waits[(size_t)pos.in_period * t_.nodes + dst],
+					    t_.waits[(size_t)next * t_.nodes + dst]);
+	if (!dep) {
+		st_.never++;
+		return GateVerdict::kNever;
+	}
+	if (dep > now_tai && dep - now_tai > max_hold_ns_) {
+		st_.overflow++;
+		return GateVerdict::kOverflow;
+	}
+	wire_free_[dst] = dep + wire;
+	*depart_tai = dep;
+	if (dep > now_tai) {
+		st_.held++;
+		st_.held_ns += dep - now_tai;
+		if (dep - now_tai > st_.held_max_ns)
+			st_.held_max_ns = dep - now_tai;
+	} else {
+		st_.sent++;
+	}
+	return GateVerdict::kSend;
+}
+
+std::string parse_node_addrs(const std::string &text, std::unordered_map<uint32_t, uint32_t> *out)
+{
+	out->clear();
+	uint32_t node = 0;
+	for (size_t start = 0; start <= text.size(); node++) {
+		size_t comma = text.find(',', start);
+		std::string one = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+		in_addr a{};
+		if (inet_pton(AF_INET, one.c_str(), &a) != 1)
+			return "'" + one + "' is not an IPv4 address";
+		if (!out->emplace(ntohl(a.s_addr), node).second)
+			return one + " is given twice";
+		if (comma == std::string::npos)
+			break;
+		start = comma + 1;
+	}
+	return "";
+}
+
+} // namespace lumen::dp

@@ -1,0 +1,106 @@
+/*
+ * optical_gate.h - direct-hop gating in lumen-dp: the sender's side of a
+ * periodic optical circuit schedule (docs/optical.md), as the kernel's gate
+ * (bpf/optical_gate.bpf.c) does it for the kernel's traffic.
+ *
+ * A frame to a node of the schedule gets a departure: the earliest time at
+ * which its wire time (preamble, FCS and gap included) fits inside a
+ * window of a slot that connects this node to its destination, shrunk by
+ * the clock margin on both sides (lumen_slot_departure, the arithmetic
+ * every shell shares), counted from when the wire to that destination is
+ * free again after the frames already booked: a per-destination wire clock
+ * at the link's rate. So each window carries at most its byte budget and
+ * the rest waits for the next; the shell holds each frame in a
+ * per-destination order until its departure (app/endpoint.cpp: a delay
+ * line, which is a VOQ per destination ordered by time).
+ *
+ * Frames that no window can carry (no circuit to the node in the period,
+ * or longer than a window), that would wait longer than max_hold, or that
+ * come while the schedule's daemon says quiet (lumend's page) are dropped
+ * and counted: the transport retransmits them. Frames to addresses outside
+ * the schedule pass at once.
+ *
+ * The tables come from lumend's shared-memory page (struct
+ * lumen_osched_page, include/lumen/optical.h); times are CLOCK_TAI ns.
+ * Pure: no DPDK, no I/O; unit-tested against a slot-by-slot walk.
+ */
+#ifndef LUMEN_DP_OPTICAL_GATE_H
+#define LUMEN_DP_OPTICAL_GATE_H
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+extern "C" {
+#include <lumen/optical.h>
+}
+
+namespace lumen::dp
+{
+
+/* What the gate needs of a schedule: lumend's page, copied. */
+struct GateTables {
+	lumen_slot_timing timing{};
+	uint64_t version = 0;
+	uint32_t self = 0, nodes = 0;
+	uint64_t margin_ns = 0;
+	uint32_t quiet = 0; /* LUMEN_QUIET_*: nonzero, nothing to a node is sent */
+	std::vector<uint16_t> waits; /* [in_period * nodes + dst] (lumen_osched_page) */
+};
+
+enum class GateVerdict {
+	kPass,
+	kSend,
+	kNever,
+	kQuiet,
+	kOverflow
+};
+
+struct GateStats {
+	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0;
+	uint64_t held_ns = 0, held_max_ns = 0;
+};
+
+class OpticalGate
+{
+      public:
+	/* node_of: IPv4 address (host order) -> node; rate_mbps: the link's
+	 * (> 0); max_hold_ns: the longest a frame may wait. Throws
+	 * std::invalid_argument for a rate of 0. */
+	OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns);
+
+	/* New tables (lumend published a version, or its quiet word changed):
+	 * the wire clocks stay, so bookings already made are respected. */
+	void set_tables(const GateTables &t);
+	const GateTables &tables() const
+	{
+		return t_;
+	}
+
+	/* A frame of len bytes (Ethernet header on, FCS off) to dst_ip at
+	 * now_tai: kSend with *depart_tai (now or later: the shell holds it
+	 * until then), kPass (not to a node: send now), or a drop. */
+	GateVerdict book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai);
+
+	const GateStats &stats() const
+	{
+		return st_;
+	}
+
+      private:
+	std::unordered_map<uint32_t, uint32_t> node_of_;
+	uint32_t rate_mbps_;
+	uint64_t max_hold_ns_;
+	GateTables t_;
+	std::vector<uint64_t> wire_free_; /* by node: when the wire to it is free again */
+	GateStats st_;
+};
+
+/* "10.0.0.1,10.0.0.2,...": node i's address, host order. Empty string on
+ * success, else what is wrong (a bad address, one given twice). */
+std::string parse_node_addrs(const std::string &text, std::unordered_map<uint32_t, uint32_t> *out);
+
+} // namespace lumen::dp
+
+#endif

@@ -1,0 +1,176 @@
+// dp_optical_gate_test: direct-hop gating in lumen-dp (dpdk/transport/
+// optical_gate.h). Every departure is checked against a slot-by-slot walk:
+// the earliest time from when the wire to the destination is free at which
+// the frame's wire time fits a usable window (shrunk by the margin) of a
+// slot that connects the pair; frames to one destination never overlap and
+// a window carries its byte budget; and the drops: quiet, no circuit, a
+// wait over max_hold; addresses outside the schedule pass.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <vector>
+
+#include "transport/optical_gate.h"
+
+using namespace lumen::dp;
+
+namespace
+{
+
+constexpr uint32_t kBase = 0x0a000001; // 10.0.0.1: node 0
+
+std::unordered_map<uint32_t, uint32_t> addrs(uint32_t nodes)
+{
+	std::unordered_map<uint32_t, uint32_t> m;
+	for (uint32_t i = 0; i < nodes; i++)
+		m[kBase + i] = i;
+	return m;
+}
+
+// Tables for self = 0 whose slot s connects 0 to the destinations in open[s].
+GateTables tables(const std::vector<std::set<uint32_t>> &open, uint32_t nodes, uint64_t slot, uint64_t guard,
+		  uint64_t margin, bool guard_at_start)
+{
+	GateTables t;
+	t.timing.t0_ns = 1'000'000'000;
+	t.timing.slot_ns = slot;
+	t.timing.guard_ns = guard;
+	t.timing.period = (uint32_t)open.size();
+	t.timing.guard_at_start = guard_at_start;
+	t.nodes = nodes;
+	t.margin_ns = margin;
+	t.version = 1;
+	uint32_t p = t.timing.period;
+	t.waits.assign((size_t)p * nodes, LUMEN_SLOT_NEVER);
+	for (uint32_t s = 0; s < p; s++)
+		for (uint32_t d = 1; d < nodes; d++)
+			for (uint32_t k = 0; k < p; k++)
+				if (open[(s + k) % p].count(d)) {
+					t.waits[(size_t)s * nodes + d] = (uint16_t)k;
+					break;
+				}
+	return t;
+}
+
+// The slot-by-slot walk: the earliest departure >= base.
+uint64_t walk(const GateTables &t, const std::vector<std::set<uint32_t>> &open, uint32_t dst, uint64_t base,
+	      uint64_t wire)
+{
+	const lumen_slot_timing &tm = t.timing;
+	uint64_t k = (base - tm.t0_ns) / tm.slot_ns;
+	for (uint64_t j = k; j < k + 3 * tm.period; j++) {
+		if (!open[j % tm.period].count(dst))
+			continue;
+		uint64_t start = tm.t0_ns + j * tm.slot_ns;
+		uint64_t lo = start + (tm.guard_at_start ? tm.guard_ns : 0) + t.margin_ns;
+		uint64_t hi = start + tm.slot_ns - (tm.guard_at_start ? 0 : tm.guard_ns) - t.margin_ns;
+		uint64_t dep = base > lo ? base : lo;
+		if (dep + wire <= hi)
+			return dep;
+	}
+	return 0;
+}
+
+TEST(DpOpticalGate, DeparturesMatchASlotBySlotWalk)
+{
+	std::mt19937_64 rng(7);
+	uint64_t sent = 0, never = 0;
+	for (int round = 0; round < 60; round++) {
+		uint32_t nodes = 2 + (uint32_t)(rng() % 6), period = 1 + (uint32_t)(rng() % 7);
+		std::vector<std::set<uint32_t>> open(period);
+		for (auto &s : open)
+			for (uint32_t d = 1; d < nodes; d++)
+				if (rng() % 3 == 0)
+					s.insert(d);
+		uint64_t slot = 20'000 + rng() % 80'000, guard = rng() % (slot / 4), margin = rng() % (slot / 8);
+		GateTables t = tables(open, nodes, slot, guard, margin, rng() % 2);
+		uint32_t rate = 1000 + (uint32_t)(rng() % 24000);
+		OpticalGate g(addrs(nodes), rate, 1'000'000'000);
+		g.set_tables(t);
+		std::vector<uint64_t> free(nodes, 0);
+		uint64_t now = t.timing.t0_ns + rng() % (slot * period);
+		for (int f = 0; f < 300; f++) {
+			now += rng() % (slot / 3);
+			uint32_t dst = (uint32_t)(rng() % nodes), len = 64 + (uint32_t)(rng() % 1437);
+			uint64_t dep = 0, wire = lumen_wire_ns(len, rate);
+			GateVerdict v = g.book(kBase + dst, len, now, &dep);
+			if (dst == 0) { // itself: not gated
+				EXPECT_EQ(v, GateVerdict::kPass);
+				continue;
+			}
+			uint64_t base = now > free[dst] ? now : free[dst];
+			uint64_t want = walk(t, open, dst, base, wire);
+			if (!want) {
+				EXPECT_EQ(v, GateVerdict::kNever) << "round " << round << " frame " << f;
+				never++;
+				continue;
+			}
+			ASSERT_EQ(v, GateVerdict::kSend) << "round " << round << " frame " << f;
+			EXPECT_EQ(dep, want) << "round " << round << " frame " << f;
+			EXPECT_GE(dep, free[dst]); // no overlap with the frames before it
+			free[dst] = dep + wire;
+			sent++;
+		}
+	}
+	EXPECT_GT(sent, 5000u);
+	EXPECT_GT(never, 0u); // some pairs have no circuit: those are covered too
+}
+
+TEST(DpOpticalGate, AWindowCarriesItsByteBudget)
+{
+	// one destination, connected in slot 0 of 2; 100 us slots, 10 us
+	// guard, 5 us margins: 80 us usable; 1000-byte frames at 1 Gbit/s take
+	// 8.192 us on the wire: 9 fit, the 10th waits for the next period
+	GateTables t = tables({{1}, {}}, 2, 100'000, 10'000, 5'000, false);
+	OpticalGate g(addrs(2), 1000, 1'000'000'000);
+	g.set_tables(t);
+	uint64_t now = t.timing.t0_ns, dep = 0;
+	std::vector<uint64_t> deps;
+	for (int i = 0; i < 10; i++) {
+		ASSERT_EQ(g.book(kBase + 1, 1000, now, &dep), GateVerdict::kSend);
+		deps.push_back(dep);
+	}
+	EXPECT_EQ(deps[0], now + 5'000);
+	EXPECT_EQ(deps[8], now + 5'000 + 8 * 8'192);
+	EXPECT_EQ(deps[9], now + 200'000 + 5'000); // the next period's window
+	EXPECT_EQ(g.stats().held, 10u);
+}
+
+TEST(DpOpticalGate, DropsAndPasses)
+{
+	GateTables t = tables({{1}, {2}, {}}, 4, 100'000, 10'000, 0, false);
+	OpticalGate g(addrs(4), 10000, 150'000);
+	g.set_tables(t);
+	uint64_t now = t.timing.t0_ns, dep = 0;
+	EXPECT_EQ(g.book(0x0b000001, 100, now, &dep), GateVerdict::kPass); // not a node
+	EXPECT_EQ(dep, now);
+	EXPECT_EQ(g.book(kBase + 3, 100, now, &dep), GateVerdict::kNever); // no circuit to node 3
+	EXPECT_EQ(g.book(kBase + 2, 100, now, &dep), GateVerdict::kSend); // slot 1: 100 us on
+	EXPECT_EQ(dep, now + 100'000);
+	EXPECT_EQ(g.book(kBase + 1, 100, now + 95'000, &dep), GateVerdict::kOverflow); // 205 us > 150 us
+	EXPECT_EQ(g.book(kBase + 1, 200'000, now, &dep), GateVerdict::kNever); // 160 us: longer than a window
+	t.quiet = LUMEN_QUIET_CLOCK;
+	g.set_tables(t);
+	EXPECT_EQ(g.book(kBase + 1, 100, now, &dep), GateVerdict::kQuiet);
+	EXPECT_EQ(g.book(0x0b000001, 100, now, &dep), GateVerdict::kPass); // quiet is about the schedule's nodes
+	GateStats s = g.stats();
+	EXPECT_EQ(s.pass + s.never + s.sent + s.held + s.overflow + s.quiet, 7u);
+	EXPECT_EQ(s.quiet, 1u);
+	EXPECT_EQ(s.overflow, 1u);
+	EXPECT_EQ(s.never, 2u);
+	EXPECT_THROW(OpticalGate(addrs(2), 0, 1), std::invalid_argument);
+}
+
+TEST(DpOpticalGate, NodeAddresses)
+{
+	std::unordered_map<uint32_t, uint32_t> m;
+	EXPECT_EQ(parse_node_addrs("10.0.0.1,10.0.0.2,10.0.0.3", &m), "");
+	EXPECT_EQ(m.size(), 3u);
+	EXPECT_EQ(m[0x0a000003], 2u);
+	EXPECT_EQ(parse_node_addrs("10.0.0.1,nope", &m), "'nope' is not an IPv4 address");
+	EXPECT_EQ(parse_node_addrs("10.0.0.1,10.0.0.1", &m), "10.0.0.1 is given twice");
+	EXPECT_EQ(parse_node_addrs("", &m), "'' is not an IPv4 address");
+}
+
+} // namespace
