@@ -18,8 +18,10 @@
 #   - under all-to-all traffic, a schedule change at a period boundary by every
 #     party ('lumen sched change'); then one whose commit h2 misses: h2
 #     keeps quiet, the others switch; no more violations than above;
-#   - a gate attached with --lumend sends while that lumend gates and drops
-#     everything once it has stopped.
+#   - a gate attached with --lumend sends while that lumend gates, drops
+#     what comes while lumend is quiet after a step of the (guest's) clock,
+#     sends again once lumend trusts the clock, and drops everything once
+#     lumend has stopped.
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
@@ -218,7 +220,7 @@ LUMEND="$(dirname "$LUMEN_BIN")/lumend"
 "$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 50ms --guard 5ms --version 3 --t0 "$AT3" \
 	--out "$TMPD/v3b.json" >/dev/null
 PIN="gt$$"
-"$LUMEND" --schedule "$TMPD/v3b.json" --node 3 --clock-error 0 --margin 10ms --shm "$TMPD/lumend.page" \
+"$LUMEND" --schedule "$TMPD/v3b.json" --node 3 --clock-error 0 --margin 10ms --resume-after 30 --shm "$TMPD/lumend.page" \
 	--control "$TMPD/lumend.sock" --pin "$PIN" 2>"$TMPD/lumend.log" &
 LPID=$!
 e2e_on_exit "kill $LPID 2>/dev/null"
@@ -238,6 +240,19 @@ send_h4() { # 50 datagrams h4 -> h1; prints what h1 received
 	cat "$TMPD/rx4"
 }
 e2e_check "lumend gating: h4's 50 datagrams all received" test "$(send_h4)" -eq 50
+# the guest's clock (its own: this is a VM) steps 1 s ahead: lumend sees the
+# jump against CLOCK_MONOTONIC and goes quiet until 30 good checks (3 s,
+# --resume-after), and the gate with it
+q0="$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['quiet']")"
+python3 -c "import time; time.clock_settime(time.CLOCK_REALTIME, time.time() + 1)"
+e2e_check "a clock step: lumend says so" e2e_wait_until 50 0.02 grep -q "jumped by" "$TMPD/lumend.log"
+e2e_check "... and the gate reads it" \
+	test "$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['lumend_quiet']")" = "['clock']"
+e2e_check "... h4's 50 datagrams dropped while lumend is quiet" test "$(send_h4)" -eq 0
+e2e_check "... counted as quiet by the gate" \
+	test $(($("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['quiet']") - q0)) -eq 50
+e2e_check "... gating again after good checks" e2e_wait_until 100 0.1 bash -c "grep -c gating: '$TMPD/lumend.log' | grep -qx 2"
+e2e_check "... and h4's 50 datagrams all received again" test "$(send_h4)" -eq 50
 kill -TERM "$LPID"
 wait "$LPID" || true
 e2e_check "lumend stopped: the gate reads its last word" \
