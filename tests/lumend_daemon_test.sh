@@ -21,6 +21,9 @@
 #   pin       (root) --pin: the state and windows pinned for the kernel,
 #             quiet while the clock error is over the margin, unpinned on
 #             SIGTERM; a second lumend on the name refused
+#   ptp4l     (root, linuxptp) --ptp4l: the bound from a follower ptp4l's
+#             offsets, gating once it has its grandmaster, quiet once the
+#             grandmaster is gone, quiet when no ptp4l answers
 #   measure   lumend --measure --json prints the boundary error distribution
 # CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
 source "$(dirname "$0")/e2e/lib.sh"
@@ -298,6 +301,61 @@ sys.exit(0 if ok and max(opens) - min(opens) < 4 * 200_000 else 1)"
 	wait "$pid" || true
 	pid=
 	e2e_check "--pin: nothing pinned left" test ! -e "/sys/fs/bpf/lumen/osched/$pin_name"
+fi
+
+# --- the clock's bound from ptp4l (--ptp4l) ------------------------------------------------
+# A master and a follower ptp4l (software time stamps) on a veth pair between
+# two namespaces; the follower runs free (free_running: it measures its
+# offset and leaves the clock alone, which all namespaces share). lumend asks
+# the follower. Root and linuxptp; elsewhere this part says why it is skipped.
+if [[ $(id -u) != 0 ]] || ! command -v ptp4l >/dev/null; then
+	echo "[lumend_daemon_test] SKIP --ptp4l: needs root and ptp4l (linuxptp)"
+else
+	pa="ldtpa$$" pb="ldtpb$$"
+	ip netns add "$pa" && ip netns add "$pb"
+	e2e_on_exit "ip netns del '$pa' 2>/dev/null; ip netns del '$pb' 2>/dev/null"
+	ip link add "ptpa$$" type veth peer name "ptpb$$"
+	ip link set "ptpa$$" netns "$pa" && ip link set "ptpb$$" netns "$pb"
+	ip -n "$pa" addr add 192.168.203.1/24 dev "ptpa$$" && ip -n "$pa" link set "ptpa$$" up
+	ip -n "$pb" addr add 192.168.203.2/24 dev "ptpb$$" && ip -n "$pb" link set "ptpb$$" up
+	fast=(--logSyncInterval=-3 --logAnnounceInterval=-2 --announceReceiptTimeout=2 --logMinDelayReqInterval=-3)
+	ip netns exec "$pa" ptp4l -S -i "ptpa$$" --priority1=1 --uds_address="$tmp/ptp-master" "${fast[@]}" \
+		>"$tmp/ptp-master.log" 2>&1 &
+	master=$!
+	e2e_on_exit "kill $master 2>/dev/null"
+	ip netns exec "$pb" ptp4l -S -s -i "ptpb$$" --free_running=1 --uds_address="$tmp/ptp-follower" "${fast[@]}" \
+		>"$tmp/ptp-follower.log" 2>&1 &
+	e2e_on_exit "kill $! 2>/dev/null"
+	gen "$tmp/ptp.json" 4 1 1
+	e2e_check "--ptp4l with --clock-error refused" e2e_fails 2 "no --clock-error" \
+		"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --clock-error 0
+	"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --margin 50us \
+		--shm "$tmp/page-ptp" --control "$tmp/sock-ptp" 2>"$tmp/log-ptp" &
+	pid=$!
+	ptp_status() { "$LUMEN_BIN" sched status --control "$tmp/sock-ptp" --json | e2e_json "$1"; }
+	ptp_gating() { test "$(ptp_status "d['gating']")" == True; }
+	ptp_quiet() { test "$(ptp_status "d['gating']")" == False; }
+	e2e_check "--ptp4l: gating once the follower has its grandmaster" e2e_wait_until 200 0.1 ptp_gating
+	e2e_check "--ptp4l: the bound is ptp4l's offset ($(ptp_status "d['clock']['error_bound_ns']") ns)" \
+		test "$(ptp_status "d['clock']['ptp4l']['gm_present'], d['clock']['stated'], d['clock']['error_bound_ns'] < 50000")" \
+		== "(True, False, True)"
+	kill "$master"
+	e2e_check "--ptp4l: the grandmaster gone, quiet" e2e_wait_until 100 0.1 ptp_quiet
+	e2e_log "  why: $(ptp_status "d['why']")"
+	e2e_check "... because ptp4l has no grandmaster or sync any more" \
+		bash -c "'$LUMEN_BIN' sched status --control '$tmp/sock-ptp' | grep -qE 'no grandmaster|no sync'"
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=
+	e2e_check "--ptp4l: its own socket removed" test -z "$(ls "$tmp"/lumend.*.ptp4l 2>/dev/null)"
+	"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/nobody" --shm "$tmp/page-ptp" \
+		--control "$tmp/sock-ptp" 2>"$tmp/log-ptp" &
+	pid=$!
+	e2e_check "--ptp4l: no ptp4l there: quiet, saying so" e2e_wait_until 50 0.1 grep -q "nobody is not there" "$tmp/log-ptp"
+	e2e_check "... and stays quiet" ptp_quiet
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=
 fi
 
 # --- measure ---------------------------------------------------------------------------

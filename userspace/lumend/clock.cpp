@@ -161,8 +161,29 @@ void Clock::sleep_until(uint64_t at_ns) const
 	sleep_tai((uint64_t)((int64_t)at_ns - offset));
 }
 
+ClockReading judge_ptp4l(const Ptp4lBound::Reading &p, uint64_t margin_ns)
+{
+	ClockReading r;
+	r.bound_ns = p.queries && (p.ok || p.gm_present) ? p.bound_ns : UINT64_MAX;
+	if (!p.queries)
+		r.why = "ptp4l not asked yet";
+	else if (!p.ok)
+		r.why = p.why;
+	else if (p.bound_ns > margin_ns)
+		r.why = "ptp4l's offsets reach " + ns_text(p.bound_ns) + ", over the margin " + ns_text(margin_ns);
+	else
+		r.ok = true;
+	return r;
+}
+
 ClockReading Clock::check(uint64_t margin_ns) const
 {
+	if (ptp4l_) {
+		ClockReading r = judge_ptp4l(ptp4l_->reading(), margin_ns);
+		if (!is_phc())
+			r.timex = read_timex();
+		return r;
+	}
 	return judge_bound(is_phc() ? Timex{} : read_timex(), stated_ns_, margin_ns);
 }
 

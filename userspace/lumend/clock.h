@@ -24,8 +24,11 @@
 //              (what phc2sys -m reports as its offset, with room to spare);
 //              a shared clock (namespaces on one machine) is off by 0.
 //   PHC        no kernel word at all: --phc-error NS states the bound (the
-//              offsets ptp4l -m logs), since lumend cannot ask ptp4l
-//              without its management socket.
+//              offsets ptp4l -m logs);
+//   ptp4l      or, for either clock, --ptp4l PATH asks ptp4l itself, on its
+//              management socket, for its offsets (ptp4l.h): the bound is
+//              the largest |master_offset| of the last readings, and a host
+//              that follows no grandmaster is not trusted.
 //
 // A jump (a step by ptp4l, phc2sys, chrony, date) is caught between checks
 // by reading the clock next to CLOCK_MONOTONIC: both run at the rate the
@@ -38,7 +41,10 @@
 #include <cstdint>
 #include <string>
 
+#include <memory>
+
 #include "base/fd.h"
+#include "lumend/ptp4l.h"
 
 namespace lumen::lumend
 {
@@ -66,6 +72,8 @@ struct ClockReading {
 // bound is the kernel's (maxerror, or unknown while STA_UNSYNC).
 ClockReading judge_bound(const Timex &tx, int64_t stated_ns, uint64_t margin_ns);
 
+// The verdict on ptp4l's readings (pure, as judge_bound).
+ClockReading judge_ptp4l(const Ptp4lBound::Reading &p, uint64_t margin_ns);
 // "16 s", "2.5 us", "800 ns": a duration for people.
 std::string ns_text(uint64_t ns);
 
@@ -85,6 +93,11 @@ class Clock
 	// most over one sleep), and the caller spins the rest on the PHC.
 	void sleep_until(uint64_t at_ns) const;
 	ClockReading check(uint64_t margin_ns) const;
+	// From now on the bound is ptp4l's (see the top of this file).
+	void use_ptp4l(std::shared_ptr<const Ptp4lBound> bound)
+	{
+		ptp4l_ = std::move(bound);
+	}
 	// The drift a jump check must allow between this clock and
 	// CLOCK_MONOTONIC, in ppm (0 for CLOCK_TAI, whose rate is theirs).
 	uint32_t drift_ppm() const;
@@ -100,6 +113,7 @@ class Clock
 	Fd fd_; // the PHC's
 	std::string device_;
 	int64_t stated_ns_ = -1;
+	std::shared_ptr<const Ptp4lBound> ptp4l_;
 };
 
 // Catches steps of a clock between checks (see the top of this file).

@@ -22,6 +22,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/system.h"
 #include "base/units.h"
 #include "lumend/control.h"
 #include "sched/change.h"
@@ -30,7 +31,7 @@ namespace lumen::lumend
 {
 
 const char kUsage[] =
-	R"(usage: lumend --schedule FILE --node I [--phc DEV --phc-error NS | --clock-error NS]
+	R"(usage: lumend --schedule FILE --node I [--phc DEV [--phc-error NS]] [--clock-error NS | --ptp4l PATH]
               [--margin NS] [--spin NS|auto] [--stride N] [--cpu C] [--fifo P] [--shm PATH]
               [--control PATH] [--pin NAME]
               [--stats-interval S] [--check-interval NS] [--resume-after N]
@@ -52,6 +53,12 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
   --clock-error NS    CLOCK_TAI's error bound, instead of the kernel's word
                       (adjtimex: STA_UNSYNC, maxerror); 0 for hosts sharing
                       one clock (namespaces on one machine)
+  --ptp4l PATH        ask ptp4l (its uds_address, e.g. /var/run/ptp4l) every
+                      check interval for its offset from the grandmaster
+                      (TIME_STATUS_NP): the bound is the largest |offset| of
+                      the last 8; quiet while it follows no grandmaster or
+                      does not answer. For CLOCK_TAI (phc2sys keeping it on
+                      the PHC) or the PHC (--phc, no --phc-error needed)
   --margin NS         the clock error senders allow for on each side of a
                       window (guard/4); quiet while the bound exceeds it
   --spin NS|auto      wake this long before a boundary and spin; auto:
@@ -133,8 +140,8 @@ Options parse_options(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json"});
 	a.allow_only({"--schedule", "--node", "--phc", "--phc-error", "--clock-error", "--margin", "--spin", "--stride",
-		      "--cpu", "--fifo", "--shm", "--control", "--pin", "--stats-interval", "--check-interval",
-		      "--resume-after", "--measure", "--json"});
+		      "--cpu", "--fifo", "--shm", "--control", "--pin", "--ptp4l", "--stats-interval",
+		      "--check-interval", "--resume-after", "--measure", "--json"});
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 	Options o;
@@ -148,17 +155,25 @@ Options parse_options(const std::vector<std::string> &argv)
 		o.phc = *a.get("--phc");
 		if (o.phc.empty())
 			throw UsageError("--phc: give a device, e.g. /dev/ptp0");
-		if (!a.has("--phc-error"))
-			throw UsageError("--phc needs --phc-error NS: the PHC's error bound, from ptp4l's offsets "
-					 "(lumend cannot read them)");
+		if (!a.has("--phc-error") && !a.has("--ptp4l"))
+			throw UsageError(
+				"--phc needs its error bound: --ptp4l PATH (ptp4l's offsets) or --phc-error NS");
 		if (a.has("--clock-error"))
-			throw UsageError("--clock-error is CLOCK_TAI's bound; with --phc give --phc-error");
-		o.phc_error_ns = (int64_t)parse_ns(*a.get("--phc-error"), "--phc-error", 10 * kSec);
+			throw UsageError("--clock-error is CLOCK_TAI's bound; with --phc give --phc-error or --ptp4l");
+		if (a.has("--phc-error"))
+			o.phc_error_ns = (int64_t)parse_ns(*a.get("--phc-error"), "--phc-error", 10 * kSec);
 	} else if (a.has("--phc-error")) {
 		throw UsageError("--phc-error needs --phc DEV");
 	}
 	if (a.has("--clock-error"))
 		o.clock_error_ns = (int64_t)parse_ns(*a.get("--clock-error"), "--clock-error", 10 * kSec);
+	if (a.has("--ptp4l")) {
+		if (a.has("--clock-error") || a.has("--phc-error"))
+			throw UsageError("--ptp4l is the bound: no --clock-error or --phc-error with it");
+		o.ptp4l = *a.get("--ptp4l");
+		if (o.ptp4l.empty())
+			throw UsageError("--ptp4l: give ptp4l's socket, e.g. /var/run/ptp4l");
+	}
 	if (a.has("--margin"))
 		o.margin_ns = (int64_t)parse_ns(*a.get("--margin"), "--margin", 10 * kSec);
 	if (a.has("--spin") && *a.get("--spin") != "auto") {
@@ -251,6 +266,12 @@ static nlohmann::json clock_json(const Info &info, const EngineStats &st)
 		{"ok", r.ok},
 		{"checks", st.clock_checks},
 		{"jumps", st.clock_jumps}};
+	if (info.ptp4l) {
+		Ptp4lBound::Reading p = info.ptp4l->reading();
+		c["ptp4l"] = {{"path", info.ptp4l_path},    {"last_offset_ns", p.last_offset_ns},
+			      {"gm_present", p.gm_present}, {"grandmaster", p.is_gm},
+			      {"queries", p.queries},	    {"failures", p.failures}};
+	}
 	if (r.timex.read)
 		c["kernel"] = {{"synced", !r.timex.unsync},
 			       {"maxerror_us", r.timex.maxerror_us},
@@ -396,6 +417,24 @@ int run(const Options &o)
 
 	std::shared_ptr<const Plan> plan = make_plan(o, o.schedule);
 	Clock clock = o.phc.empty() ? Clock::tai(o.clock_error_ns) : Clock::phc(o.phc, (uint64_t)o.phc_error_ns);
+	std::shared_ptr<Ptp4lBound> ptp4l_bound;
+	std::unique_ptr<Ptp4lClient> ptp4l;
+	if (!o.ptp4l.empty()) {
+		/* our end of the conversation, beside the control socket (or in /tmp) */
+		std::string dir =
+			o.control.substr(0, o.control.rfind('/') == std::string::npos ? 0 : o.control.rfind('/'));
+		if (dir.empty() || (o.measure_ns && !o.control_given))
+			dir = "/tmp";
+		make_dirs(dir);
+		ptp4l = std::make_unique<Ptp4lClient>(o.ptp4l, dir + "/lumend." + std::to_string(getpid()) + ".ptp4l");
+		ptp4l_bound = std::make_shared<Ptp4lBound>();
+		std::string why;
+		auto st = ptp4l->query(200, &why);
+		ptp4l_bound->feed(st, why, monotonic_ns());
+		if (!st)
+			log(why + ": quiet until it answers");
+		clock.use_ptp4l(ptp4l_bound);
+	}
 	bool measure = o.measure_ns > 0;
 	// quiet until the engine has checked the clock
 	ShmPage page = measure && !o.shm_given
@@ -416,6 +455,8 @@ int run(const Options &o)
 	info.shm = page.path();
 	info.control = control;
 	info.pin = pin ? pin->dir() : "";
+	info.ptp4l = ptp4l_bound;
+	info.ptp4l_path = o.ptp4l;
 	info.spin_auto = o.engine.spin_auto;
 	info.check_interval_ns = o.engine.check_interval_ns;
 	info.resume_after = o.engine.resume_after;
@@ -499,9 +540,20 @@ int run(const Options &o)
 			    std::to_string(now->schedule.version) + " stays in force");
 		}
 	};
-	if (o.stats_interval_s) {
-		hooks.tick_ns = o.stats_interval_s * kSec;
+	uint64_t next_stats_ns = o.stats_interval_s ? monotonic_ns() + o.stats_interval_s * kSec : UINT64_MAX;
+	if (o.stats_interval_s || ptp4l) {
+		/* ptp4l is asked every check interval, here (its answer takes a
+		 * system call and may take a while: never on the engine's thread) */
+		hooks.tick_ns = ptp4l ? o.engine.check_interval_ns : o.stats_interval_s * kSec;
 		hooks.on_tick = [&] {
+			if (ptp4l) {
+				std::string why;
+				auto st = ptp4l->query(50, &why);
+				ptp4l_bound->feed(st, why, monotonic_ns());
+			}
+			if (monotonic_ns() < next_stats_ns)
+				return;
+			next_stats_ns = monotonic_ns() + o.stats_interval_s * kSec;
 			EngineStats st = engine.snapshot();
 			const Histogram &h = st.errors;
 			log("slot " + std::to_string(st.slot) + ": published " + std::to_string(st.published) +

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lumend/ptp4l.h"
 #include "lumend/slot_engine.h"
 
 namespace lumen::lumend
@@ -38,6 +39,7 @@ struct Options {
 	std::string phc; // --phc DEV ("": CLOCK_TAI)
 	int64_t phc_error_ns = -1; // --phc-error NS
 	int64_t clock_error_ns = -1; // --clock-error NS (CLOCK_TAI; -1: the kernel's)
+	std::string ptp4l; // --ptp4l PATH: the bound from ptp4l's management socket ("": not)
 	int64_t margin_ns = -1; // --margin NS (-1: guard_ns / 4)
 	std::string shm = LUMEN_OSCHED_SHM;
 	bool shm_given = false;
@@ -62,6 +64,8 @@ std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path,
 struct Info {
 	int pid = 0;
 	std::string clock, shm, control, pin;
+	std::shared_ptr<const Ptp4lBound> ptp4l; // --ptp4l's readings (null: none)
+	std::string ptp4l_path;
 	bool spin_auto = true;
 	uint64_t check_interval_ns = 0;
 	uint32_t resume_after = 0;
