@@ -4,7 +4,8 @@
 // the frame's wire time fits a usable window (shrunk by the margin) of a
 // slot that connects the pair; frames to one destination never overlap and
 // a window carries its byte budget; and the drops: quiet, no circuit, a
-// wait over max_hold; addresses outside the schedule pass.
+// wait over max_hold; addresses outside the schedule pass; nothing is booked
+// past a change's instant before its tables are in.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -160,6 +161,27 @@ TEST(DpOpticalGate, DropsAndPasses)
 	EXPECT_EQ(s.overflow, 1u);
 	EXPECT_EQ(s.never, 2u);
 	EXPECT_THROW(OpticalGate(addrs(2), 0, 1), std::invalid_argument);
+}
+
+TEST(DpOpticalGate, NothingIsBookedPastAChangeUntilItsTablesAreIn)
+{
+	// node 1 in slot 0 of 2 (100 us slots): a change at the second period
+	GateTables t = tables({{1}, {}}, 2, 100'000, 10'000, 0, false);
+	t.change_ns = t.timing.t0_ns + 200'000;
+	OpticalGate g(addrs(2), 1000, 1'000'000'000);
+	g.set_tables(t);
+	uint64_t now = t.timing.t0_ns, dep = 0;
+	EXPECT_EQ(g.book(kBase + 1, 1000, now, &dep), GateVerdict::kSend); // in this period's window
+	EXPECT_EQ(g.book(kBase + 1, 1000, now + 95'000, &dep), GateVerdict::kDefer); // its window is the next period's
+	EXPECT_EQ(g.book(kBase + 1, 1000, now + 250'000, &dep), GateVerdict::kDefer); // the instant passed, no tables
+	EXPECT_EQ(g.stats().deferred, 2u);
+	// the new schedule (node 1 in both slots), from the instant on
+	GateTables n = tables({{1}, {1}}, 2, 100'000, 10'000, 0, false);
+	n.timing.t0_ns = t.change_ns;
+	n.version = 2;
+	g.set_tables(n);
+	EXPECT_EQ(g.book(kBase + 1, 1000, now + 250'000, &dep), GateVerdict::kSend);
+	EXPECT_EQ(dep, now + 250'000);
 }
 
 TEST(DpOpticalGate, NodeAddresses)

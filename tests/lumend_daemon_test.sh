@@ -51,9 +51,9 @@ page() {
 import struct, sys
 names = ["magic", "abi", "seq", "quiet", "version", "t0_ns", "slot_ns", "guard_ns", "period", "guard_at_start",
          "self", "nodes", "uplinks", "rate_mbps", "margin_ns", "slot", "boundary_ns", "late", "missed",
-         "waits_off", "dsts_off", "size"]
-fmt = "<IIIIQQQQIIIIIIQQQQQIIQ"
-assert struct.calcsize(fmt) == 128
+         "waits_off", "dsts_off", "size", "change_ns"]
+fmt = "<IIIIQQQQIIIIIIQQQQQIIQQ"
+assert struct.calcsize(fmt) == 136
 for _ in range(1000):
     with open(sys.argv[1], "rb") as f:
         data = f.read()
@@ -112,7 +112,7 @@ e2e_check "refused starts leave nothing behind" nothing_left
 	>"$tmp/log" 2>&1 &
 pid=$!
 e2e_check "lumend starts, its socket answers" e2e_wait_until 50 0.1 test -S "$tmp/sock"
-e2e_check "page: magic and ABI" test "$(page magic abi | tr '\n' ' ')" == "$((0x4353474c)) 1 "
+e2e_check "page: magic and ABI" test "$(page magic abi | tr '\n' ' ')" == "$((0x4353474c)) 2 "
 e2e_check "page: mode 0644" test "$(stat -c %a "$tmp/page")" == 644
 e2e_check "page: node 1 of 5, 1 uplink, version 1" test "$(page self nodes uplinks version | tr '\n' ' ')" == "1 5 1 1 "
 e2e_check "page: margin guard/4 = 5 us, period 4, size $(page size)" \
@@ -206,6 +206,7 @@ e2e_check "... status: no change under way, one change made" \
 	test "$(ask '{"cmd":"status"}' | e2e_json "d['change']"),$(stat_of changes)" == "None,1"
 at="$(boundary)"
 ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v4.json\",\"at\":$at}" >/dev/null
+e2e_check "staged: the page tells senders the instant (change_ns)" e2e_wait_until 20 0.01 page_says "$at" change_ns
 e2e_check "a second stage while one is staged refused" \
 	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" | e2e_json "'under way' in d['error']")" == True
 wait_until "$at"
@@ -214,8 +215,8 @@ e2e_check "staged, not committed, past the instant: quiet (version) in the page"
 e2e_check "... and in status" \
 	test "$(ask '{"cmd":"status"}' | e2e_json "d['quiet_reasons'], d['change']['state']")" == "(['version'], 'staged')"
 ask '{"cmd":"commit","version":4}' >/dev/null
-e2e_check "a late commit: version 4 in force, quiet no more" \
-	e2e_wait_until 20 0.05 page_says "0 4" quiet version
+e2e_check "a late commit: version 4 in force, quiet no more, no change under way" \
+	e2e_wait_until 20 0.05 page_says "0 4 0" quiet version change_ns
 at="$(boundary)"
 ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" >/dev/null
 e2e_check "abort" test "$(ask '{"cmd":"abort","version":5}' | e2e_json "d['aborted']")" == 5

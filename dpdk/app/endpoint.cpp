@@ -45,6 +45,8 @@ Endpoint::~Endpoint()
 
 	for (rte_mbuf *p : pending_)
 		rte_pktmbuf_free(p);
+	for (rte_mbuf *p : deferred_)
+		rte_pktmbuf_free(p);
 	while (held_.pop(UINT64_MAX, &m))
 		rte_pktmbuf_free(m);
 }
@@ -130,8 +132,10 @@ void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<Osche
 }
 
 /* The gate's verdict on a frame: true when it went to the delay line
- * (held to its departure) or was dropped; false: send it now. */
-static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, DelayLine<rte_mbuf *> &held)
+ * (held to its departure), was deferred (to a change's new tables) or was
+ * dropped; false: send it now. */
+static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, DelayLine<rte_mbuf *> &held,
+		  std::vector<rte_mbuf *> &deferred, bool again = false)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = rte_pktmbuf_data_len(m);
@@ -139,13 +143,16 @@ static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, De
 		return false;
 	uint32_t dst = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 | f[33];
 	uint64_t dep = tai;
-	switch (g.book(dst, len, tai, &dep)) {
+	switch (g.book(dst, len, tai, &dep, again)) {
 	case GateVerdict::kPass:
 		return false;
 	case GateVerdict::kSend:
 		if (dep <= tai)
 			return false;
 		held.push(m, now_ns + (dep - tai));
+		return true;
+	case GateVerdict::kDefer:
+		deferred.push_back(m);
 		return true;
 	default:
 		rte_pktmbuf_free(m); /* counted by the gate; the transport retransmits */
@@ -161,9 +168,22 @@ void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 		clock_gettime(CLOCK_TAI, &ts);
 		tai = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	}
+	if (gate_ && !deferred_.empty()) {
+		/* frames deferred to a change: offered again, in order, first */
+		if (!n) {
+			timespec ts;
+			clock_gettime(CLOCK_TAI, &ts);
+			tai = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
+		std::vector<rte_mbuf *> again;
+		again.swap(deferred_);
+		for (rte_mbuf *m : again)
+			if (!gated(*gate_, m, now_ns, tai, held_, deferred_, true))
+				pending_.push_back(m);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = pkts[i];
-		if (gate_ && gated(*gate_, m, now_ns, tai, held_))
+		if (gate_ && gated(*gate_, m, now_ns, tai, held_, deferred_))
 			continue;
 		if (!impair_) {
 			pending_.push_back(m);

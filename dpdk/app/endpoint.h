@@ -188,6 +188,7 @@ class Endpoint
 	std::unique_ptr<OpticalGate> gate_;
 	std::unique_ptr<OschedPage> page_;
 	GateTables gate_tables_;
+	std::vector<rte_mbuf *> deferred_; /* gated frames waiting for a change's new tables, in order */
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_;
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */

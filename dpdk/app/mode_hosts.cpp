@@ -216,11 +216,11 @@ int run_hosts(Options &o)
 				const GateStats &gs = g->stats();
 				std::printf(
 					"  %-15s gate: sent %llu, held %llu (max %.1f us), dropped: never %llu, quiet "
-					"%llu, overflow %llu; passed %llu\n",
+					"%llu, overflow %llu; passed %llu; deferred to a change %llu\n",
 					"", (unsigned long long)gs.sent, (unsigned long long)gs.held,
 					(double)gs.held_max_ns / 1e3, (unsigned long long)gs.never,
 					(unsigned long long)gs.quiet, (unsigned long long)gs.overflow,
-					(unsigned long long)gs.pass);
+					(unsigned long long)gs.pass, (unsigned long long)gs.deferred);
 			}
 			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||
 					 t.bytes_delivered != expect[i] * o.msg_size)) {

@@ -22,6 +22,17 @@ OschedPage::~OschedPage()
 
 std::string OschedPage::open(const std::string &path)
 {
+	path_ = path;
+	return map();
+}
+
+std::string OschedPage::map()
+{
+	const std::string &path = path_;
+	if (pg_) {
+		munmap(const_cast<lumen_osched_page *>(pg_), len_);
+		pg_ = nullptr;
+	}
 	int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return "cannot open lumend's page " + path + ": " + std::strerror(errno) + " (is lumend running?)";
@@ -56,12 +67,22 @@ bool OschedPage::refresh(GateTables *t)
 	n.self = pg_->self;
 	n.nodes = pg_->nodes;
 	n.margin_ns = pg_->margin_ns;
+	n.change_ns = pg_->change_ns;
 	uint64_t version = pg_->version;
 	size_t count = (size_t)n.timing.period * n.nodes;
 	bool tables = version != t->version || n.waits.size() != count;
+	if (pg_->size > len_) {
+		/* a new schedule grew the file past our mapping: map it again,
+		 * and read it next time (quiet if that fails) */
+		if (!map().empty()) {
+			t->quiet |= LUMEN_QUIET_NO_SCHEDULE;
+			return true;
+		}
+		return false;
+	}
 	if (tables) {
-		if (pg_->waits_off + count * sizeof(uint16_t) > len_ || pg_->size > len_) {
-			n.quiet |= LUMEN_QUIET_NO_SCHEDULE; /* grown past our mapping: lumend remade it */
+		if (pg_->waits_off + count * sizeof(uint16_t) > len_) {
+			n.quiet |= LUMEN_QUIET_NO_SCHEDULE;
 			count = 0;
 		}
 		n.waits.resize(count);
@@ -71,7 +92,7 @@ bool OschedPage::refresh(GateTables *t)
 	n.version = version;
 	if (lumen_osched_read_retry(pg_, s))
 		return false;
-	bool news = tables || n.quiet != t->quiet;
+	bool news = tables || n.quiet != t->quiet || n.change_ns != t->change_ns;
 	seq_ = s;
 	*t = std::move(n);
 	return news;

@@ -33,6 +33,9 @@ class OschedPage
 	bool refresh(GateTables *t);
 
       private:
+	std::string map();
+
+	std::string path_;
 	const lumen_osched_page *pg_ = nullptr;
 	size_t len_ = 0;
 	uint32_t seq_ = 1; /* odd: nothing read yet */

@@ -24,7 +24,7 @@ void OpticalGate::set_tables(const GateTables &t)
 		wire_free_.resize(t.nodes, 0);
 }
 
-GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai)
+GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, bool again)
 {
 	auto it = node_of_.find(dst_ip);
 	if (it == node_of_.end() || it->second >= t_.nodes || it->second == t_.self) {
@@ -39,6 +39,10 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	}
 	uint64_t base = now_tai > wire_free_[dst] ? now_tai : wire_free_[dst];
 	uint64_t wire = lumen_wire_ns(len, rate_mbps_);
+	if (t_.change_ns && base + wire > t_.change_ns) {
+		st_.deferred += !again;
+		return GateVerdict::kDefer;
+	}
 	lumen_slot_pos pos;
 	if (lumen_slot_at(&t_.timing, base, &pos)) {
 		st_.never++;
@@ -51,6 +55,10 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	if (!dep) {
 		st_.never++;
 		return GateVerdict::kNever;
+	}
+	if (t_.change_ns && dep + wire > t_.change_ns) {
+		st_.deferred += !again;
+		return GateVerdict::kDefer;
 	}
 	if (dep > now_tai && dep - now_tai > max_hold_ns_) {
 		st_.overflow++;

@@ -18,7 +18,9 @@
  * or longer than a window), that would wait longer than max_hold, or that
  * come while the schedule's daemon says quiet (lumend's page) are dropped
  * and counted: the transport retransmits them. Frames to addresses outside
- * the schedule pass at once.
+ * the schedule pass at once. While a schedule change is under way (the
+ * page's change_ns), a frame that would leave at or after its instant is
+ * not booked: the shell offers it again once the new tables are in.
  *
  * The tables come from lumend's shared-memory page (struct
  * lumen_osched_page, include/lumen/optical.h); times are CLOCK_TAI ns.
@@ -46,19 +48,23 @@ struct GateTables {
 	uint32_t self = 0, nodes = 0;
 	uint64_t margin_ns = 0;
 	uint32_t quiet = 0; /* LUMEN_QUIET_*: nonzero, nothing to a node is sent */
+	uint64_t change_ns = 0; /* a change takes over then (0: none): nothing is booked past it */
 	std::vector<uint16_t> waits; /* [in_period * nodes + dst] (lumen_osched_page) */
 };
 
+/* kDefer: the frame would leave after the instant of a schedule change
+ * whose tables are not here yet; the shell offers it again later. */
 enum class GateVerdict {
 	kPass,
 	kSend,
+	kDefer,
 	kNever,
 	kQuiet,
 	kOverflow
 };
 
 struct GateStats {
-	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0;
+	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0, deferred = 0;
 	uint64_t held_ns = 0, held_max_ns = 0;
 };
 
@@ -80,8 +86,9 @@ class OpticalGate
 
 	/* A frame of len bytes (Ethernet header on, FCS off) to dst_ip at
 	 * now_tai: kSend with *depart_tai (now or later: the shell holds it
-	 * until then), kPass (not to a node: send now), or a drop. */
-	GateVerdict book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai);
+	 * until then), kPass (not to a node: send now), kDefer, or a drop.
+	 * again: a frame deferred before (not counted as deferred twice). */
+	GateVerdict book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, bool again = false);
 
 	const GateStats &stats() const
 	{

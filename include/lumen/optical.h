@@ -234,7 +234,7 @@ LUMEN_INLINE int lumen_change_bank(const struct lumen_sched_change *c, __u64 t)
 /* shared-memory file, one header then its tables                          */
 
 #define LUMEN_OSCHED_MAGIC 0x4353474cu /* "LGSC" little-endian */
-#define LUMEN_OSCHED_ABI 1u
+#define LUMEN_OSCHED_ABI 2u
 #define LUMEN_OSCHED_SHM "/dev/shm/lumen-osched" /* lumend's default */
 
 /* Why senders must keep quiet (bits of lumen_osched_page.quiet); 0: they
@@ -274,6 +274,12 @@ struct lumen_osched_page {
 	__u32 waits_off; /* byte offsets from the page start */
 	__u32 dsts_off;
 	__u64 size; /* bytes of the whole file */
+	/* A schedule change is under way (staged or committed, optical.h): the
+	 * tables above are replaced at this instant (CLOCK_TAI ns; 0: none).
+	 * Until they are, a sender books nothing that would leave at or after
+	 * it: it does not know that schedule yet. */
+	__u64 change_ns;
+	__u64 reserved[7]; /* 0: the header is three cache lines */
 };
 
 #ifdef LUMEN_USERSPACE

@@ -15,6 +15,8 @@
 #     queues;
 #   - every message delivered and acknowledged, the gate held frames, and
 #     the rotor counted no frame of h1 or h2 in a guard or a wrong slot;
+#   - a schedule change during a second transfer (`lumen sched change` for
+#     the rotor and both lumends): every message delivered, no violation;
 #   - the control: the same hosts without the gate commit violations.
 source "$(dirname "$0")/../e2e/lib.sh"
 DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
@@ -78,6 +80,33 @@ v() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['guard'] + d['p
 f() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['forwarded']"; }
 e2e_check "the rotor forwarded h1's and h2's frames ($(f 0), $(f 1))" test "$(f 0)" -gt 40 -a "$(f 1)" -gt 0
 e2e_check "no frame of h1 or h2 in a guard or a wrong slot" test "$(v 0)" -eq 0 -a "$(v 1)" -eq 0
+
+# A schedule change while h1 sends: to 30 ms slots, at one instant for the
+# rotor switch and both lumends ('lumen sched change --lumend'). Until the
+# new tables are in lumend's page, lumen-dp books nothing past the instant
+# (its frames wait, deferred); lumen-dp's own bookings reach at most
+# --optical-max-hold-us ahead, below the change's lead.
+e2e_log "a schedule change during a transfer (h1 -> h2, 100 messages)"
+"$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 30ms --guard 3ms --t0 0 --out "$tmp/v2.json" >/dev/null
+before="$(v 0)+$(v 1)"
+rc=0
+timeout 150 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "lumen-op$$" "${VDEVS[@]}" -- hosts \
+	--pattern pairs --host "0,10.0.0.1,$M" --host "1,10.0.0.2,$M" --msgs 100 --msg-size 65536 --depth 4 \
+	--optical-pages "$tmp/page1,$tmp/page2" --optical-addrs "$ADDRS" --optical-rate 1000 --optical-max-hold-us 300000 \
+	--quiet >"$tmp/dp2.out" 2>&1 &
+dp=$!
+sleep 1.5
+e2e_check "sched change: the rotor and both lumends" bash -c "'$LUMEN_BIN' sched change '$tmp/v2.json' --testbed '$TB' \
+	--lumend '$tmp/sock1,$tmp/sock2' --lead 800ms --dir '$tmp/changes' --json >'$tmp/change.json'"
+wait $dp || rc=$?
+sed 's/^/  /' "$tmp/dp2.out" | grep -E "gate:|delivered" | head -n 4
+end="$(python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))")"
+e2e_check "the transfer ran across the instant" test "$end" -gt "$(e2e_json "d['switch_ns']" <"$tmp/change.json")"
+e2e_check "lumen-dp: every message delivered and acknowledged across the change (exit $rc)" test "$rc" -eq 0
+e2e_check "both lumends and the rotor on version 2" test "$("$LUMEN_BIN" sched status --control "$tmp/sock1" --json |
+	e2e_json "d['version']"),$("$LUMEN_BIN" sched status --control "$tmp/sock2" --json | e2e_json "d['version']"),$(
+	"$LUMEN_BIN" rotor stats --json | e2e_json "d['version']")" = 2,2,2
+e2e_check "no frame of h1 or h2 in a guard or a wrong slot across the change" test "$(v 0)+$(v 1)" = "$before"
 
 e2e_log "the control: the same without the gate, for 1 s"
 timeout 30 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "lumen-op$$" "${VDEVS[@]}" -- hosts \

@@ -19,7 +19,7 @@
 namespace lumen::lumend
 {
 
-static_assert(sizeof(lumen_osched_page) == 128, "the page header is two cache lines");
+static_assert(sizeof(lumen_osched_page) == 192, "the page header is three cache lines");
 
 namespace
 {
@@ -110,6 +110,7 @@ void ShmPage::fill(const Tables &t, uint64_t margin_ns, uint32_t quiet)
 	pg->waits_off = l.waits_off;
 	pg->dsts_off = l.dsts_off;
 	pg->size = file_size_;
+	pg->change_ns = 0; /* new tables: a change, if any, is done */
 	auto *base = reinterpret_cast<unsigned char *>(pg);
 	std::memcpy(base + l.waits_off, t.waits.data(), t.waits.size() * 2);
 	std::memcpy(base + l.dsts_off, t.dsts.data(), t.dsts.size() * 2);
@@ -191,6 +192,15 @@ void ShmPage::set_quiet(uint32_t quiet)
 {
 	lumen_osched_write_begin(pg_);
 	pg_->quiet = quiet;
+	lumen_osched_write_end(pg_);
+}
+
+void ShmPage::set_change(uint64_t at_ns)
+{
+	if (pg_->change_ns == at_ns)
+		return;
+	lumen_osched_write_begin(pg_);
+	pg_->change_ns = at_ns;
 	lumen_osched_write_end(pg_);
 }
 

@@ -83,6 +83,8 @@ class ShmPage
 	// The slot engine's writes, each under the seqlock:
 	void publish(uint64_t slot, uint64_t at_ns, uint64_t late, uint64_t missed);
 	void set_quiet(uint32_t quiet);
+	// A change under way takes over at at_ns (0: none any more).
+	void set_change(uint64_t at_ns);
 	// A new schedule: header and tables (grows the file first when needed).
 	void write_tables(const Tables &t, uint64_t margin_ns);
 

@@ -342,10 +342,14 @@ bool SlotEngine::follow_change(uint64_t boundary_ns)
 {
 	if (!has_change_.load(std::memory_order_acquire)) {
 		set_quiet(LUMEN_QUIET_VERSION, 0); // an abort ends the quiet
+		page_.set_change(0);
 		return false;
 	}
 	std::unique_lock<std::mutex> g(offer_mu_);
-	if (!staged_ || boundary_ns < staged_at_)
+	if (!staged_)
+		return false;
+	page_.set_change(staged_at_); // senders stop booking past the instant
+	if (boundary_ns < staged_at_)
 		return false;
 	if (!committed_) {
 		g.unlock();
