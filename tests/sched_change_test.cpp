@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "sched/change.h"
 #include "sched/schedule.h"
+#include "test_refusal.h"
 
 namespace
 {
@@ -39,16 +40,7 @@ Banks attached(const Schedule &s)
 	return b;
 }
 
-template <class F> std::string refusal(F &&f)
-{
-	try {
-		f();
-	} catch (const UsageError &e) {
-		return e.what();
-	}
-	return "";
-}
-
+using lumen::test::refusal;
 TEST(ChangeBank, EachStateAtEachSideOfTheInstant)
 {
 	lumen_sched_change c{};

@@ -16,6 +16,7 @@
 #include "sched/demand.h"
 #include "sched/report.h"
 #include "sched/schedule.h"
+#include "test_refusal.h"
 
 namespace
 {
@@ -34,17 +35,7 @@ Timing timing(uint64_t slot = 100'000, uint64_t guard = 10'000)
 	return t;
 }
 
-// The message of the UsageError that f throws ("" when it throws none).
-template <class F> std::string refusal(F &&f)
-{
-	try {
-		f();
-	} catch (const UsageError &e) {
-		return e.what();
-	}
-	return "";
-}
-
+using lumen::test::refusal;
 std::vector<double> ring(uint32_t n)
 {
 	std::vector<double> d((size_t)n * n, 0);

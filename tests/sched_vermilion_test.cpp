@@ -17,6 +17,7 @@
 #include "sched/schedule.h"
 #include "sched/vermilion.h"
 #include "test_rng.h"
+#include "test_refusal.h"
 
 namespace
 {
@@ -25,16 +26,7 @@ using lumen::UsageError;
 using lumen::test::Rng;
 using namespace lumen::sched;
 
-// The message of the UsageError that f throws ("" when it throws none).
-template <class F> std::string refusal(F &&f)
-{
-	try {
-		f();
-	} catch (const UsageError &e) {
-		return e.what();
-	}
-	return "";
-}
+using lumen::test::refusal;
 
 // ----------------------------------------------------------------------
 // Demand matrices (row = source, diagonal 0)

@@ -153,15 +153,21 @@ Banks stage(const Banks &b0, const Schedule &s, uint64_t switch_ns, uint64_t now
 	return b;
 }
 
-Banks commit(const Banks &b0, uint64_t version)
+// UsageError unless a change to `version` is under way.
+static void require_change_to(const Banks &b, uint64_t version)
 {
-	Banks b = b0;
 	uint64_t next = b.bank[(b.change.bank & 1) ^ 1].version;
 	if (b.change.state == LUMEN_CHANGE_NONE)
 		throw UsageError("no change is staged (version " + std::to_string(version) + ")");
 	if (next != version)
 		throw UsageError("the change staged is to version " + std::to_string(next) + ", not " +
 				 std::to_string(version));
+}
+
+Banks commit(const Banks &b0, uint64_t version)
+{
+	Banks b = b0;
+	require_change_to(b, version);
 	b.change.state = LUMEN_CHANGE_COMMITTED;
 	return b;
 }
@@ -169,12 +175,7 @@ Banks commit(const Banks &b0, uint64_t version)
 Banks abort(const Banks &b0, uint64_t version)
 {
 	Banks b = b0;
-	uint64_t next = b.bank[(b.change.bank & 1) ^ 1].version;
-	if (b.change.state == LUMEN_CHANGE_NONE)
-		throw UsageError("no change is staged (version " + std::to_string(version) + ")");
-	if (next != version)
-		throw UsageError("the change staged is to version " + std::to_string(next) + ", not " +
-				 std::to_string(version));
+	require_change_to(b, version);
 	if (b.change.state != LUMEN_CHANGE_STAGED)
 		throw UsageError(pending(b) + " is committed: the others may switch; it cannot be aborted");
 	b.change.state = LUMEN_CHANGE_NONE;
