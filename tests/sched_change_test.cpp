@@ -41,6 +41,7 @@ Banks attached(const Schedule &s)
 }
 
 using lumen::test::refusal;
+
 TEST(ChangeBank, EachStateAtEachSideOfTheInstant)
 {
 	lumen_sched_change c{};

@@ -36,6 +36,7 @@ Timing timing(uint64_t slot = 100'000, uint64_t guard = 10'000)
 }
 
 using lumen::test::refusal;
+
 std::vector<double> ring(uint32_t n)
 {
 	std::vector<double> d((size_t)n * n, 0);
