@@ -5,7 +5,9 @@
 // slot that connects the pair; frames to one destination never overlap and
 // a window carries its byte budget; and the drops: quiet, no circuit, a
 // wait over max_hold; addresses outside the schedule pass; nothing is booked
-// past a change's instant before its tables are in.
+// past a change's instant before its tables are in. A held frame released
+// late does not leave outside its window, bookings keep the slack for that,
+// and the per-node counters; the VOQ that holds the frames (voq.h).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "transport/optical_gate.h"
+#include "transport/voq.h"
 
 using namespace lumen::dp;
 
@@ -182,6 +185,101 @@ TEST(DpOpticalGate, NothingIsBookedPastAChangeUntilItsTablesAreIn)
 	g.set_tables(n);
 	EXPECT_EQ(g.book(kBase + 1, 1000, now + 250'000, &dep), GateVerdict::kSend);
 	EXPECT_EQ(dep, now + 250'000);
+}
+
+TEST(DpOpticalGate, ALateReleaseIsBookedAgainNeverSentIntoAGuard)
+{
+	// node 1 in slot 0 of 2; 100 us slots, 10 us guard at the end, 5 us
+	// margins, 2 us slack: bookings in [7 us, 83 us], a frame released
+	// late still fits in [5 us, 85 us]
+	GateTables t = tables({{1}, {}}, 2, 100'000, 10'000, 5'000, false);
+	OpticalGate g(addrs(2), 1000, 1'000'000'000, 2'000);
+	g.set_tables(t);
+	const uint64_t t0 = t.timing.t0_ns, wire = lumen_wire_ns(1000, 1000);
+	uint64_t dep = 0;
+	ASSERT_EQ(g.book(kBase + 1, 1000, t0, &dep), GateVerdict::kSend);
+	EXPECT_EQ(dep, t0 + 7'000); // margin and slack
+	g.restart(1);
+	ASSERT_EQ(g.book(kBase + 1, 1000, t0 + 83'000 - wire, &dep), GateVerdict::kSend);
+	EXPECT_EQ(dep, t0 + 83'000 - wire); // the last that fits, sent at once
+	g.restart(1);
+	EXPECT_EQ(g.book(kBase + 1, 1000, t0 + 83'000 - wire + 1, &dep), GateVerdict::kSend);
+	EXPECT_EQ(dep, t0 + 200'000 + 7'000); // past the booking edge: the next period
+	// released up to the slack late: still inside the margin, sent
+	EXPECT_EQ(g.release(kBase + 1, 1000, t0 + 85'000 - wire), GateVerdict::kPass);
+	// a nanosecond later it would cross into the margin: late
+	EXPECT_EQ(g.release(kBase + 1, 1000, t0 + 85'000 - wire + 1), GateVerdict::kLate);
+	EXPECT_EQ(g.release(kBase + 1, 1000, t0 + 150'000), GateVerdict::kLate); // in the dark slot
+	EXPECT_EQ(g.stats().late, 2u);
+	// booked again from scratch (restart): the next window, not behind the
+	// wire clock of the frames it was booked with
+	g.restart(1);
+	ASSERT_EQ(g.book(kBase + 1, 1000, t0 + 150'000, &dep, Offer::kRebook), GateVerdict::kSend);
+	EXPECT_EQ(dep, t0 + 200'000 + 7'000);
+	EXPECT_EQ(g.stats().held, 2u); // a rebooking is not held twice
+	// not to a node: passes; quiet meanwhile: dropped
+	EXPECT_EQ(g.release(0x0b000001, 1000, t0 + 150'000), GateVerdict::kPass);
+	t.quiet = LUMEN_QUIET_CLOCK;
+	g.set_tables(t);
+	EXPECT_EQ(g.release(kBase + 1, 1000, t0 + 207'000), GateVerdict::kQuiet);
+}
+
+TEST(DpOpticalGate, PerNodeCountersGiveDemandAndWhatLeft)
+{
+	GateTables t = tables({{1}, {2}, {}}, 4, 100'000, 10'000, 0, false);
+	OpticalGate g(addrs(4), 10000, 1'000'000'000);
+	g.set_tables(t);
+	const uint64_t t0 = t.timing.t0_ns;
+	uint64_t dep = 0;
+	EXPECT_EQ(g.book(kBase + 1, 500, t0, &dep), GateVerdict::kSend); // sent at once
+	EXPECT_EQ(g.book(kBase + 2, 600, t0, &dep), GateVerdict::kSend); // held to slot 1
+	EXPECT_EQ(g.book(kBase + 3, 700, t0, &dep), GateVerdict::kNever); // demand all the same
+	ASSERT_EQ(g.node_stats().size(), 4u);
+	const GateNodeStats &a = g.node_stats()[1], &b = g.node_stats()[2], &c = g.node_stats()[3];
+	EXPECT_EQ(a.offered_bytes, 500u);
+	EXPECT_EQ(a.sent_bytes, 500u);
+	EXPECT_EQ(b.offered_frames, 1u);
+	EXPECT_EQ(b.sent_frames, 0u); // not yet left
+	EXPECT_EQ(g.release(kBase + 2, 600, dep), GateVerdict::kPass);
+	EXPECT_EQ(g.node_stats()[2].sent_bytes, 600u);
+	EXPECT_EQ(c.offered_bytes, 700u);
+	EXPECT_EQ(c.sent_bytes, 0u);
+	EXPECT_EQ(g.node_stats()[0].offered_frames, 0u); // itself: passes, not a destination
+}
+
+TEST(DpVoq, ReleasesHeadsEarliestFirstAndTakesAQueueInOrder)
+{
+	Voq<int> q;
+	EXPECT_TRUE(q.empty());
+	q.push(2, 20, 200);
+	q.push(2, 21, 210);
+	q.push(0, 1, 150);
+	q.push(5, 50, 300);
+	EXPECT_EQ(q.size(), 4u);
+	uint32_t node = 99;
+	int v = 0;
+	EXPECT_FALSE(q.pop(149, &node, &v));
+	ASSERT_TRUE(q.pop(1000, &node, &v));
+	EXPECT_EQ(node, 0u);
+	EXPECT_EQ(v, 1);
+	ASSERT_TRUE(q.pop(200, &node, &v));
+	EXPECT_EQ(v, 20);
+	EXPECT_FALSE(q.pop(209, &node, &v));
+	auto rest = q.take(2);
+	ASSERT_EQ(rest.size(), 1u);
+	EXPECT_EQ(rest[0].item, 21);
+	EXPECT_EQ(q.size(), 1u);
+	EXPECT_FALSE(q.pop(299, &node, &v));
+	ASSERT_TRUE(q.pop(300, &node, &v));
+	EXPECT_EQ(node, 5u);
+	EXPECT_TRUE(q.empty());
+	EXPECT_FALSE(q.pop(UINT64_MAX, &node, &v));
+	EXPECT_TRUE(q.take(7).empty()); // a node it never had
+	// a FIFO per node: a head not yet due holds back a later item behind it
+	q.push(1, 10, 500);
+	q.push(1, 11, 400);
+	EXPECT_FALSE(q.pop(450, &node, &v));
+	EXPECT_EQ(q.nodes(), 6u);
 }
 
 TEST(DpOpticalGate, NodeAddresses)

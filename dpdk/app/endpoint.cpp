@@ -23,6 +23,17 @@ Clock::Clock()
 	mono_start_ = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t Clock::mono_ns(uint64_t now_ns) const
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t mono = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec - mono_start_;
+	uint64_t tsc = this->now_ns();
+	if (!tsc)
+		return mono_start_ + now_ns;
+	return mono_start_ + (uint64_t)((u128)now_ns * mono / tsc);
+}
+
 uint64_t Clock::now_ns() const
 {
 	uint64_t c = rte_get_tsc_cycles() - start_;
@@ -49,6 +60,9 @@ Endpoint::~Endpoint()
 		rte_pktmbuf_free(p);
 	while (held_.pop(UINT64_MAX, &m))
 		rte_pktmbuf_free(m);
+	for (uint32_t node = 0; node < voq_.nodes(); node++)
+		for (const auto &e : voq_.take(node))
+			rte_pktmbuf_free(e.item);
 }
 
 /*
@@ -131,28 +145,43 @@ void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<Osche
 		gate_->set_tables(gate_tables_);
 }
 
-/* The gate's verdict on a frame: true when it went to the delay line
- * (held to its departure), was deferred (to a change's new tables) or was
- * dropped; false: send it now. */
-static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, DelayLine<rte_mbuf *> &held,
-		  std::vector<rte_mbuf *> &deferred, bool again = false)
+/* An IPv4 frame's destination address (host order); false for the rest,
+ * which are not the schedule's. */
+static bool ipv4_dst(const rte_mbuf *m, uint32_t *dst)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t len = rte_pktmbuf_data_len(m);
-	if (len < 34 || f[12] != 0x08 || f[13] != 0x00) /* not IPv4: not the schedule's */
+	if (rte_pktmbuf_data_len(m) < 34 || f[12] != 0x08 || f[13] != 0x00)
 		return false;
-	uint32_t dst = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 | f[33];
+	*dst = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 | f[33];
+	return true;
+}
+
+static uint64_t tai_now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_TAI, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The gate's verdict on a frame: true when the gate took it (queued for
+ * its departure in its destination's VOQ, deferred to a change's new
+ * tables, or dropped); false: send it now. */
+bool Endpoint::gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer)
+{
+	uint32_t dst;
+	if (!ipv4_dst(m, &dst))
+		return false;
 	uint64_t dep = tai;
-	switch (g.book(dst, len, tai, &dep, again)) {
+	switch (gate_->book(dst, rte_pktmbuf_data_len(m), tai, &dep, offer)) {
 	case GateVerdict::kPass:
 		return false;
 	case GateVerdict::kSend:
 		if (dep <= tai)
 			return false;
-		held.push(m, now_ns + (dep - tai));
+		voq_.push((uint32_t)gate_->node_of(dst), m, now_ns + (dep - tai));
 		return true;
 	case GateVerdict::kDefer:
-		deferred.push_back(m);
+		deferred_.push_back(m);
 		return true;
 	default:
 		rte_pktmbuf_free(m); /* counted by the gate; the transport retransmits */
@@ -160,30 +189,58 @@ static bool gated(OpticalGate &g, rte_mbuf *m, uint64_t now_ns, uint64_t tai, De
 	}
 }
 
+/* The VOQ heads whose departure has come go to the port if they still fit
+ * their window at *tai (read here when 0). One that does not (the lcore
+ * polled late) is booked again with every frame behind it to its node, in
+ * order, so that none overtakes it: polling late must neither put a frame
+ * into a guard nor reorder a flow. */
+void Endpoint::release_due(uint64_t now_ns, uint64_t *tai)
+{
+	uint32_t node;
+	rte_mbuf *m;
+	while (voq_.pop(now_ns, &node, &m)) {
+		uint32_t dst = 0;
+		ipv4_dst(m, &dst); /* queued frames are IPv4 */
+		if (!*tai)
+			*tai = tai_now();
+		switch (gate_->release(dst, rte_pktmbuf_data_len(m), *tai)) {
+		case GateVerdict::kPass:
+			pending_.push_back(m);
+			break;
+		case GateVerdict::kLate: {
+			std::deque<Voq<rte_mbuf *>::Entry> rest = voq_.take(node);
+			gate_->restart(node);
+			if (!gate_frame(m, now_ns, *tai, Offer::kRebook))
+				pending_.push_back(m);
+			for (const auto &e : rest)
+				if (!gate_frame(e.item, now_ns, *tai, Offer::kRebook))
+					pending_.push_back(e.item);
+			break;
+		}
+		default:
+			rte_pktmbuf_free(m); /* quiet now: counted by the gate */
+		}
+	}
+}
+
 void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 {
-	uint64_t tai = 0;
-	if (gate_ && n) {
-		timespec ts;
-		clock_gettime(CLOCK_TAI, &ts);
-		tai = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
-	if (gate_ && !deferred_.empty()) {
-		/* frames deferred to a change: offered again, in order, first */
-		if (!n) {
-			timespec ts;
-			clock_gettime(CLOCK_TAI, &ts);
-			tai = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		}
+	uint64_t tai = 0; /* CLOCK_TAI, read once when the gate needs it */
+	if (gate_) {
+		/* in order: what was booked before, what was deferred to a
+		 * change, what is new */
+		release_due(now_ns, &tai);
+		if (!tai && (n || !deferred_.empty()))
+			tai = tai_now();
 		std::vector<rte_mbuf *> again;
 		again.swap(deferred_);
 		for (rte_mbuf *m : again)
-			if (!gated(*gate_, m, now_ns, tai, held_, deferred_, true))
+			if (!gate_frame(m, now_ns, tai, Offer::kAgain))
 				pending_.push_back(m);
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = pkts[i];
-		if (gate_ && gated(*gate_, m, now_ns, tai, held_, deferred_))
+		if (gate_ && gate_frame(m, now_ns, tai, Offer::kNew))
 			continue;
 		if (!impair_) {
 			pending_.push_back(m);

@@ -26,6 +26,7 @@
 #include "transport/engine.h"
 #include "transport/impair.h"
 #include "transport/optical_gate.h"
+#include "transport/voq.h"
 
 namespace lumen::dp
 {
@@ -38,12 +39,12 @@ class Clock
       public:
 	Clock();
 	uint64_t now_ns() const;
-	/* now_ns() on CLOCK_MONOTONIC (read once at construction), to line
-	 * up with what other processes time on this machine */
-	uint64_t mono_ns(uint64_t now_ns) const
-	{
-		return mono_start_ + now_ns;
-	}
+	/* now_ns() on CLOCK_MONOTONIC, to line up with what other processes
+	 * time on this machine (not on a hot path): scaled by how far
+	 * CLOCK_MONOTONIC and now_ns() have gone since construction, since
+	 * EAL's TSC rate is rounded (to 10 MHz: 0.2 % off on some machines,
+	 * milliseconds within a second). */
+	uint64_t mono_ns(uint64_t now_ns) const;
 
       private:
 	static constexpr unsigned kShift = 40;
@@ -178,6 +179,8 @@ class Endpoint
       private:
 	uint16_t steer(rte_mbuf **rx, uint16_t n);
 	void send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns);
+	bool gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer);
+	void release_due(uint64_t now_ns, uint64_t *tai);
 
 	std::string name_;
 	uint16_t port_, queue_;
@@ -190,7 +193,8 @@ class Endpoint
 	GateTables gate_tables_;
 	std::vector<rte_mbuf *> deferred_; /* gated frames waiting for a change's new tables, in order */
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
-	DelayLine<rte_mbuf *> held_;
+	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */
+	Voq<rte_mbuf *> voq_; /* gated frames, by destination node, until their departure */
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */
 	EndpointStats stats_;
 };

@@ -8,13 +8,16 @@
  *                given by --shift or drawn from --seed: every host is a
  *                client and a server
  *   pairs        host 2k sends to host 2k+1, in the order of --host
+ *   all-to-all   every host sends to every other host (on a reconfigurable
+ *                network: every circuit of the schedule carries traffic)
  *
  * A client opens --conns connections to its destination through its own
  * gateway (the MAC of the router its port is cabled to) and keeps --depth
  * messages of --msg-size outstanding on each, --msgs times (100 unless
  * --time is given). Servers answer whoever sends, through the router the
- * frames came from. Client i numbers its connections from i * conns + 1, so
- * two hosts that send to each other (a shift of n/2) keep them apart.
+ * frames came from. Client i numbers its connections from i * conns + 1
+ * (all-to-all: those to host j from (i * n + j) * conns + 1), so two hosts
+ * that send to each other keep them apart.
  *
  * This is how lumen-dp runs over a fabric of real routers on one machine:
  * the hosts' veths are handed to DPDK with net_af_packet (see
@@ -58,21 +61,49 @@ uint32_t shift_of(const Options &o)
 	return o.shift ? o.shift : 1 + (uint32_t)(lumen_rng_next(&rng) % (n - 1));
 }
 
-/* Whom each host sends to; -1: nobody (a server only). */
-std::vector<int> destinations(const Options &o)
+/* Whom each host sends to (none: a server only). */
+std::vector<std::vector<size_t>> destinations(const Options &o)
 {
 	size_t n = o.hosts.size();
-	std::vector<int> dst(n, -1);
+	std::vector<std::vector<size_t>> dst(n);
 
 	if (o.pattern == "pairs") {
 		for (size_t i = 0; i + 1 < n; i += 2)
-			dst[i] = (int)(i + 1);
-		return dst;
+			dst[i] = {i + 1};
+	} else if (o.pattern == "all-to-all") {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n; j++)
+				if (j != i)
+					dst[i].push_back(j);
+	} else {
+		uint32_t s = shift_of(o);
+		for (size_t i = 0; i < n; i++)
+			dst[i] = {(i + s) % n};
 	}
-	uint32_t s = shift_of(o);
-	for (size_t i = 0; i < n; i++)
-		dst[i] = (int)((i + s) % n);
 	return dst;
+}
+
+/* The first connection id of client i's connections to host j. */
+uint32_t first_conn_id(const Options &o, size_t i, size_t j)
+{
+	size_t n = o.hosts.size();
+	return (uint32_t)((o.pattern == "all-to-all" ? i * n + j : i) * o.conns + 1);
+}
+
+/* Where each host's frames went, by schedule node: the gate's counters. */
+nlohmann::json gate_json(const OpticalGate &g)
+{
+	const GateStats &s = g.stats();
+	nlohmann::json nodes = nlohmann::json::array();
+	for (const GateNodeStats &x : g.node_stats())
+		nodes.push_back({{"offered_frames", x.offered_frames},
+				 {"offered_bytes", x.offered_bytes},
+				 {"sent_frames", x.sent_frames},
+				 {"sent_bytes", x.sent_bytes}});
+	return {{"version", g.tables().version}, {"sent", s.sent},   {"held", s.held},
+		{"held_max_ns", s.held_max_ns},	 {"never", s.never}, {"quiet", s.quiet},
+		{"overflow", s.overflow},	 {"late", s.late},   {"passed", s.pass},
+		{"deferred", s.deferred},	 {"nodes", nodes}};
 }
 
 EngineConfig host_cfg(const Options &o, const HostSpec &h, const Mac &mac, uint64_t seed_salt)
@@ -105,6 +136,8 @@ std::string check_hosts(Options &o)
 		if (!ips.insert(h.ip).second)
 			return "two hosts have the address " + ip_str(h.ip);
 	}
+	if (o.pattern == "all-to-all" && (uint64_t)n * n * o.conns >= UINT32_MAX)
+		return "--conns: too many connections for " + std::to_string(n) + " hosts all-to-all";
 	if (o.pattern == "pairs" && n % 2)
 		return "--pattern pairs needs an even number of hosts (" + std::to_string(n) + " given)";
 	if (o.shift && (o.pattern != "permutation" || o.shift >= n))
@@ -143,17 +176,22 @@ int run_hosts(Options &o)
 			return fail(e);
 		}
 	}
-	const std::vector<int> dst = destinations(o);
+	const std::vector<std::vector<size_t>> dst = destinations(o);
 	const uint32_t shift = o.pattern == "permutation" ? shift_of(o) : 0;
 	std::fprintf(stderr, "lumen-dp hosts: %zu hosts, %s", n, o.pattern.c_str());
 	if (shift)
 		std::fprintf(stderr, " (shift %u)", shift);
 	std::fprintf(stderr, ", %zu queue(s) per port, %u lcore(s)\n", queues, rte_lcore_count());
+	auto to_str = [&](size_t i) {
+		std::string t;
+		for (size_t j : dst[i])
+			t += (t.empty() ? ", sends to " : ", ") + ip_str(o.hosts[j].ip);
+		return t;
+	};
 	for (size_t i = 0; i < n; i++)
-		std::fprintf(stderr, "  %-15s port %u (%s, %s), %s, gateway %s%s%s\n", ip_str(o.hosts[i].ip).c_str(),
+		std::fprintf(stderr, "  %-15s port %u (%s, %s), %s, gateway %s%s\n", ip_str(o.hosts[i].ip).c_str(),
 			     o.hosts[i].port, info[i].driver.c_str(), mac_str(info[i].mac).c_str(),
-			     queues_str(info[i]).c_str(), mac_str(o.hosts[i].gateway).c_str(),
-			     dst[i] < 0 ? "" : ", sends to ", dst[i] < 0 ? "" : ip_str(o.hosts[dst[i]].ip).c_str());
+			     queues_str(info[i]).c_str(), mac_str(o.hosts[i].gateway).c_str(), to_str(i).c_str());
 
 	/* the run (and its endpoints, which may hold mbufs) ends before the ports and the pool */
 	auto body = [&]() -> int {
@@ -172,31 +210,37 @@ int run_hosts(Options &o)
 			auto page = std::make_unique<OschedPage>();
 			if (std::string e = page->open(o.optical_pages[i]); !e.empty())
 				return fail(e);
-			hs[i][0]->ep->set_gate(
-				std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps, o.optical_max_hold_ns),
-				std::move(page));
+			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
+									     o.optical_max_hold_ns, o.optical_slack_ns),
+					       std::move(page));
 		}
 		nlohmann::json flows = nlohmann::json::array();
-		for (size_t i = 0; i < n; i++) {
-			if (dst[i] < 0)
-				continue;
-			const HostSpec &to = o.hosts[dst[i]];
-			if (std::string e =
-				    run.start_client(hs[i], to.ip, o.hosts[i].gateway, (uint32_t)i * o.conns + 1);
-			    !e.empty())
-				return fail(e);
-			flows.push_back({{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
-		}
+		for (size_t i = 0; i < n; i++)
+			for (size_t j : dst[i]) {
+				const HostSpec &to = o.hosts[j];
+				if (std::string e =
+					    run.start_client(hs[i], to.ip, o.hosts[i].gateway, first_conn_id(o, i, j));
+				    !e.empty())
+					return fail(e);
+				flows.push_back(
+					{{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
+			}
 		run.note("pattern", {{"name", o.pattern}, {"shift", shift}, {"flows", flows}});
 		int rc = run.loop();
+		if (!o.optical_pages.empty()) {
+			nlohmann::json gates = nlohmann::json::object();
+			for (size_t i = 0; i < n; i++)
+				gates[ip_str(o.hosts[i].ip)] = gate_json(*hs[i][0]->ep->gate());
+			run.note("gates", gates);
+		}
 		int rep = run.report("hosts");
 
 		/* per host: what it sent and how fast, what it received; and whether
 		 * every message reached its destination intact */
 		std::vector<uint64_t> expect(n, 0);
 		for (size_t i = 0; i < n; i++)
-			if (dst[i] >= 0)
-				expect[dst[i]] += msgs_total_of(hs[i]);
+			for (size_t j : dst[i])
+				expect[j] += (uint64_t)o.msgs * o.conns;
 		bool complete = o.msgs != 0 && rc == 0;
 		uint64_t corrupt = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -205,10 +249,13 @@ int run_hosts(Options &o)
 			const nlohmann::json fct = fct_json(hs[i]);
 			corrupt += t.corrupt;
 			std::printf("  %-15s", ip_str(o.hosts[i].ip).c_str());
-			if (dst[i] >= 0)
+			if (!dst[i].empty())
 				std::printf(" -> %-15s %llu/%llu acked, p50 %.1f us, p99 %.1f us,",
-					    ip_str(o.hosts[dst[i]].ip).c_str(), (unsigned long long)t.msgs_acked,
-					    (unsigned long long)total, fct.value("p50", 0.0), fct.value("p99", 0.0));
+					    dst[i].size() == 1
+						    ? ip_str(o.hosts[dst[i][0]].ip).c_str()
+						    : ("the " + std::to_string(dst[i].size()) + " others").c_str(),
+					    (unsigned long long)t.msgs_acked, (unsigned long long)total,
+					    fct.value("p50", 0.0), fct.value("p99", 0.0));
 			std::printf(" %llu received; sent %llu packets, %llu retransmitted, %llu timeouts\n",
 				    (unsigned long long)t.msgs_delivered, (unsigned long long)t.data_sent,
 				    (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
@@ -216,11 +263,12 @@ int run_hosts(Options &o)
 				const GateStats &gs = g->stats();
 				std::printf(
 					"  %-15s gate: sent %llu, held %llu (max %.1f us), dropped: never %llu, quiet "
-					"%llu, overflow %llu; passed %llu; deferred to a change %llu\n",
+					"%llu, overflow %llu; passed %llu; deferred to a change %llu; late %llu\n",
 					"", (unsigned long long)gs.sent, (unsigned long long)gs.held,
 					(double)gs.held_max_ns / 1e3, (unsigned long long)gs.never,
 					(unsigned long long)gs.quiet, (unsigned long long)gs.overflow,
-					(unsigned long long)gs.pass, (unsigned long long)gs.deferred);
+					(unsigned long long)gs.pass, (unsigned long long)gs.deferred,
+					(unsigned long long)gs.late);
 			}
 			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||
 					 t.bytes_delivered != expect[i] * o.msg_size)) {

@@ -246,15 +246,18 @@ const Mode kModes[] = {
 	 "  --host PORT,IP,MAC  a host on DPDK port PORT with address IP, MAC its gateway's (repeat:\n"
 	 "                      2..64 hosts, one port each)\n"
 	 "  --pattern P         permutation: host i sends to host (i + shift) mod n, every host\n"
-	 "                      a client and a server; pairs: host 2k sends to host 2k+1\n"
-	 "                      (permutation)\n"
+	 "                      a client and a server; pairs: host 2k sends to host 2k+1;\n"
+	 "                      all-to-all: every host to every other (permutation)\n"
 	 "  --shift N           permutation: the shift, 1..n-1 (drawn from --seed)\n"
 	 "  (--conns, --msgs, --msg-size and --depth are per client, 100 messages by default)\n"
 	 "  on a reconfigurable network (docs/optical.md), frames to a node wait for its window:\n"
 	 "  --optical-pages P,...  lumend's page (--shm) of each host, in --host order\n"
 	 "  --optical-addrs A,...  the schedule's node addresses, node 0 first\n"
 	 "  --optical-rate MBPS    the link's rate, Mbit/s (window byte budgets)\n"
-	 "  --optical-max-hold-us N  a frame that would wait longer is dropped (1000000)\n",
+	 "  --optical-max-hold-us N  a frame that would wait longer is dropped (1000000)\n"
+	 "  --optical-slack-us N   how late a poll may send a frame: bookings keep this far\n"
+	 "                         inside the windows' margins; a frame later still is booked\n"
+	 "                         again (late), never sent into a guard (50)\n",
 	 check_hosts, run_hosts},
 	{nullptr, nullptr, nullptr, nullptr, nullptr},
 };

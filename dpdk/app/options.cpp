@@ -61,6 +61,9 @@ enum Opt {
 	kOpticalAddrs,
 	kOpticalRate,
 	kOpticalMaxHold,
+	kOpticalSlack,
+	kRtoMin,
+	kRtoMax,
 	kHelp,
 };
 
@@ -105,6 +108,9 @@ const option kLong[] = {
 	{"optical-addrs", required_argument, nullptr, kOpticalAddrs},
 	{"optical-rate", required_argument, nullptr, kOpticalRate},
 	{"optical-max-hold-us", required_argument, nullptr, kOpticalMaxHold},
+	{"optical-slack-us", required_argument, nullptr, kOpticalSlack},
+	{"rto-min-us", required_argument, nullptr, kRtoMin},
+	{"rto-max-us", required_argument, nullptr, kRtoMax},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
@@ -118,6 +124,10 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --mtu N             IP packet size (1500)\n"
 			    "  --window N          send and receive window, packets, power of two (1024)\n"
 			    "  --ack-every N       DATA packets per ACK (1)\n"
+			    "  --rto-min-us N      retransmission timeout's floor (200); on a reconfigurable\n"
+			    "                      network, above the longest a frame and its ACK wait for\n"
+			    "                      their circuits (two periods and the gate's hold)\n"
+			    "  --rto-max-us N      retransmission timeout's ceiling (100000)\n"
 			    "  --gbn               Go-Back-N (in-order receiver, NACKs) instead of SACK\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
@@ -349,6 +359,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("window", 64, 65536);
 			o->engine.rx_window = o->engine.tx_window = (uint32_t)v;
 			break;
+		case kRtoMin:
+			NUM("rto-min-us", 1, 1ull << 30);
+			o->engine.rto.min_ns = v * 1000;
+			break;
+		case kRtoMax:
+			NUM("rto-max-us", 1, 1ull << 30);
+			o->engine.rto.max_ns = v * 1000;
+			break;
 		case kAckEvery:
 			NUM("ack-every", 1, 64);
 			o->engine.ack_every = (uint32_t)v;
@@ -419,9 +437,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("optical-max-hold-us", 1, 3'600'000'000ull);
 			o->optical_max_hold_ns = v * 1000;
 			break;
+		case kOpticalSlack:
+			NUM("optical-slack-us", 0, 1'000'000);
+			o->optical_slack_ns = v * 1000;
+			break;
 		case kPattern:
-			if (std::strcmp(a, "permutation") && std::strcmp(a, "pairs"))
-				return std::string("--pattern: unknown pattern '") + a + "' (permutation, pairs)";
+			if (std::strcmp(a, "permutation") && std::strcmp(a, "pairs") && std::strcmp(a, "all-to-all"))
+				return std::string("--pattern: unknown pattern '") + a +
+				       "' (permutation, pairs, all-to-all)";
 			o->pattern = a;
 			break;
 		case kShift:
@@ -465,6 +488,12 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		return "--queues " + std::to_string(o->queues.queues) + " --udp-port " +
 		       std::to_string(o->queues.udp_base) + ": " + e;
 	o->engine.cc.mss = o->engine.max_payload();
+	/* the first RTO sits inside the bounds the user moved */
+	RtoParams &r = o->engine.rto;
+	if (r.max_ns < r.min_ns)
+		return "--rto-max-us (" + std::to_string(r.max_ns / 1000) + ") is below --rto-min-us (" +
+		       std::to_string(r.min_ns / 1000) + ")";
+	r.initial_ns = std::clamp(r.initial_ns, r.min_ns, std::max(r.min_ns, r.max_ns));
 	return o->engine.validate();
 }
 

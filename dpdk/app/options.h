@@ -46,6 +46,7 @@ struct Options {
 	std::string optical_addrs;
 	uint32_t optical_rate_mbps = 0;
 	uint64_t optical_max_hold_ns = 1'000'000'000;
+	uint64_t optical_slack_ns = 50'000; /* how late a poll may send a frame (OpticalGate) */
 	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */

@@ -127,6 +127,49 @@ int tel_stats(const char *, const char *params, rte_tel_data *d)
 	return 0;
 }
 
+/* /lumen/gate,HOST: a gated host's optical gate (mode hosts with
+ * --optical-pages): its counters and, by schedule node, the frames and
+ * bytes offered (demand) and sent, as of at_tai_ns (CLOCK_TAI) */
+int tel_gate(const char *, const char *params, rte_tel_data *d)
+{
+	Host *h = nullptr;
+	if (!g_run || !params)
+		return -1;
+	for (const auto &x : g_run->hosts())
+		if (x->ep->name() == params && x->ep->gate())
+			h = x.get();
+	if (!h)
+		return -1;
+	std::lock_guard<std::mutex> lock(h->snap_mu);
+	const Host::Snapshot &s = h->snap;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "host", h->ep->name().c_str());
+	rte_tel_data_add_dict_u64(d, "at_tai_ns", s.at_tai_ns);
+	rte_tel_data_add_dict_u64(d, "version", s.gate_version);
+	const GateStats &g = s.gate;
+	const std::pair<const char *, uint64_t> totals[] = {
+		{"sent", g.sent},   {"held", g.held},	      {"never", g.never},
+		{"quiet", g.quiet}, {"overflow", g.overflow}, {"late", g.late},
+		{"passed", g.pass}, {"deferred", g.deferred}, {"held_max_ns", g.held_max_ns}};
+	for (const auto &t : totals)
+		rte_tel_data_add_dict_u64(d, t.first, t.second);
+	const std::pair<const char *, uint64_t GateNodeStats::*> per_node[] = {
+		{"offered_frames", &GateNodeStats::offered_frames},
+		{"offered_bytes", &GateNodeStats::offered_bytes},
+		{"sent_frames", &GateNodeStats::sent_frames},
+		{"sent_bytes", &GateNodeStats::sent_bytes}};
+	for (const auto &p : per_node) {
+		rte_tel_data *a = rte_tel_data_alloc();
+		if (!a)
+			return -1;
+		rte_tel_data_start_array(a, RTE_TEL_U64_VAL);
+		for (const GateNodeStats &x : s.gate_nodes)
+			rte_tel_data_add_array_u64(a, x.*p.second);
+		rte_tel_data_add_dict_container(d, p.first, a, 0);
+	}
+	return 0;
+}
+
 /* /lumen/hosts: the host names, for /lumen/stats,NAME */
 int tel_hosts(const char *, const char *, rte_tel_data *d)
 {
@@ -204,6 +247,14 @@ void Host::publish(uint64_t now_ns)
 	snap.port = ep->stats();
 	snap.conns = (uint32_t)ep->engine().connections().size();
 	snap.at_ns = now_ns;
+	if (const OpticalGate *g = ep->gate()) {
+		timespec ts{};
+		clock_gettime(CLOCK_TAI, &ts);
+		snap.at_tai_ns = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
+		snap.gate = g->stats();
+		snap.gate_nodes = g->node_stats();
+		snap.gate_version = g->tables().version;
+	}
 }
 
 Run::Run(Options &o) : o_(o)
@@ -225,6 +276,9 @@ void Run::register_telemetry()
 	done = true;
 	rte_telemetry_register_cmd("/lumen/stats", tel_stats, "lumen-dp totals of a host. Parameters: host name");
 	rte_telemetry_register_cmd("/lumen/hosts", tel_hosts, "lumen-dp hosts (endpoints) of this process");
+	rte_telemetry_register_cmd("/lumen/gate", tel_gate,
+				   "lumen-dp optical gate of a host: counters, per node demand and sent. Parameters: "
+				   "host name");
 }
 
 std::vector<Host *> Run::add(const std::string &name, uint16_t port, const PortInfo &info, rte_mempool *pool,
@@ -262,11 +316,19 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 	if (!started_)
 		wait_start();
 	uint64_t now = clock_.now_ns();
+	/* a host may be a client of several peers (all-to-all): its
+	 * connection ids only grow from call to call */
+	if (h.left.empty())
+		h.first_conn_id = first_conn_id;
+	else if (first_conn_id < h.first_conn_id + h.left.size())
+		return "connection ids " + std::to_string(first_conn_id) + ".. of " + h.ep->name() +
+		       " overlap its earlier ones";
+	const size_t base = first_conn_id - h.first_conn_id;
 	h.msgs_per_conn = o_.msgs;
 	h.msg_size = o_.msg_size;
-	h.msgs_total = (uint64_t)o_.msgs * conns;
-	h.left.assign(conns, o_.msgs);
-	h.first_conn_id = first_conn_id;
+	h.msgs_total += (uint64_t)o_.msgs * conns;
+	h.left.resize(base + conns, 0);
+	std::fill(h.left.begin() + (ptrdiff_t)base, h.left.end(), o_.msgs);
 	Host *hp = &h;
 	bool record = !o_.fct_csv.empty();
 	e.on_acked = [hp, record](Connection &c, uint32_t id, uint32_t len, uint64_t posted, uint64_t now_ns) {
@@ -286,9 +348,9 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 		if (!c)
 			return "cannot open connection " + std::to_string(first_conn_id + i) +
 			       " (--conns beyond the engine's limit)";
-		for (uint32_t k = 0; k < o_.depth && (o_.msgs == 0 || h.left[i] > 0); k++) {
+		for (uint32_t k = 0; k < o_.depth && (o_.msgs == 0 || h.left[base + i] > 0); k++) {
 			if (o_.msgs)
-				h.left[i]--;
+				h.left[base + i]--;
 			e.post(*c, o_.msg_size, now);
 		}
 	}

@@ -46,6 +46,10 @@ struct Host {
 		EndpointStats port;
 		uint32_t conns = 0;
 		uint64_t at_ns = 0;
+		/* the optical gate's, when there is one; at_tai: CLOCK_TAI of the copy */
+		GateStats gate;
+		std::vector<GateNodeStats> gate_nodes;
+		uint64_t gate_version = 0, at_tai_ns = 0;
 	} snap;
 	void publish(uint64_t now_ns);
 };

@@ -10,8 +10,9 @@
 namespace lumen::dp
 {
 
-OpticalGate::OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns)
-    : node_of_(std::move(node_of)), rate_mbps_(rate_mbps), max_hold_ns_(max_hold_ns)
+OpticalGate::OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns,
+			 uint64_t slack_ns)
+    : node_of_(std::move(node_of)), rate_mbps_(rate_mbps), max_hold_ns_(max_hold_ns), slack_ns_(slack_ns)
 {
 	if (!rate_mbps)
 		throw std::invalid_argument("the optical gate needs the link's rate");
@@ -22,17 +23,31 @@ void OpticalGate::set_tables(const GateTables &t)
 	t_ = t;
 	if (wire_free_.size() < t.nodes)
 		wire_free_.resize(t.nodes, 0);
+	if (nodes_.size() < t.nodes)
+		nodes_.resize(t.nodes);
 }
 
-GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, bool again)
+int64_t OpticalGate::node_of(uint32_t dst_ip) const
 {
 	auto it = node_of_.find(dst_ip);
-	if (it == node_of_.end() || it->second >= t_.nodes || it->second == t_.self) {
+	if (it == node_of_.end() || it->second >= t_.nodes || it->second == t_.self)
+		return -1;
+	return it->second;
+}
+
+GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, Offer offer)
+{
+	const int64_t node = node_of(dst_ip);
+	if (node < 0) {
 		st_.pass++;
 		*depart_tai = now_tai;
 		return GateVerdict::kPass;
 	}
-	uint32_t dst = it->second;
+	uint32_t dst = (uint32_t)node;
+	if (offer == Offer::kNew) {
+		nodes_[dst].offered_frames++;
+		nodes_[dst].offered_bytes += len;
+	}
 	if (t_.quiet || t_.waits.size() < (size_t)t_.timing.period * t_.nodes) {
 		st_.quiet++;
 		return GateVerdict::kQuiet;
@@ -40,7 +55,7 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	uint64_t base = now_tai > wire_free_[dst] ? now_tai : wire_free_[dst];
 	uint64_t wire = lumen_wire_ns(len, rate_mbps_);
 	if (t_.change_ns && base + wire > t_.change_ns) {
-		st_.deferred += !again;
+		st_.deferred += offer == Offer::kNew;
 		return GateVerdict::kDefer;
 	}
 	lumen_slot_pos pos;
@@ -49,7 +64,7 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 		return GateVerdict::kNever;
 	}
 	uint32_t next = pos.in_period + 1 < t_.timing.period ? pos.in_period + 1 : 0;
-	uint64_t dep = lumen_slot_departure(&t_.timing, base, t_.margin_ns, wire,
+	uint64_t dep = lumen_slot_departure(&t_.timing, base, t_.margin_ns + slack_ns_, wire,
 					    t_.waits[(size_t)pos.in_period * t_.nodes + dst],
 					    t_.waits[(size_t)next * t_.nodes + dst]);
 	if (!dep) {
@@ -57,7 +72,7 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 		return GateVerdict::kNever;
 	}
 	if (t_.change_ns && dep + wire > t_.change_ns) {
-		st_.deferred += !again;
+		st_.deferred += offer == Offer::kNew;
 		return GateVerdict::kDefer;
 	}
 	if (dep > now_tai && dep - now_tai > max_hold_ns_) {
@@ -67,14 +82,47 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	wire_free_[dst] = dep + wire;
 	*depart_tai = dep;
 	if (dep > now_tai) {
+		if (offer == Offer::kRebook)
+			return GateVerdict::kSend;
 		st_.held++;
 		st_.held_ns += dep - now_tai;
 		if (dep - now_tai > st_.held_max_ns)
 			st_.held_max_ns = dep - now_tai;
 	} else {
 		st_.sent++;
+		nodes_[dst].sent_frames++;
+		nodes_[dst].sent_bytes += len;
 	}
 	return GateVerdict::kSend;
+}
+
+GateVerdict OpticalGate::release(uint32_t dst_ip, uint32_t len, uint64_t now_tai)
+{
+	const int64_t node = node_of(dst_ip);
+	if (node < 0)
+		return GateVerdict::kPass; /* the tables changed under it: not a node now */
+	uint32_t dst = (uint32_t)node;
+	if (t_.quiet || t_.waits.size() < (size_t)t_.timing.period * t_.nodes) {
+		st_.quiet++;
+		return GateVerdict::kQuiet;
+	}
+	/* it fits when the earliest departure from now, the wire clock aside,
+	 * is now itself */
+	const uint64_t wire = lumen_wire_ns(len, rate_mbps_);
+	lumen_slot_pos pos;
+	if (!lumen_slot_at(&t_.timing, now_tai, &pos) && (!t_.change_ns || now_tai + wire <= t_.change_ns)) {
+		uint32_t next = pos.in_period + 1 < t_.timing.period ? pos.in_period + 1 : 0;
+		uint64_t dep = lumen_slot_departure(&t_.timing, now_tai, t_.margin_ns, wire,
+						    t_.waits[(size_t)pos.in_period * t_.nodes + dst],
+						    t_.waits[(size_t)next * t_.nodes + dst]);
+		if (dep == now_tai) {
+			nodes_[dst].sent_frames++;
+			nodes_[dst].sent_bytes += len;
+			return GateVerdict::kPass;
+		}
+	}
+	st_.late++;
+	return GateVerdict::kLate;
 }
 
 std::string parse_node_addrs(const std::string &text, std::unordered_map<uint32_t, uint32_t> *out)

@@ -52,29 +52,57 @@ struct GateTables {
 	std::vector<uint16_t> waits; /* [in_period * nodes + dst] (lumen_osched_page) */
 };
 
+/* Whether a frame is new to the gate (kNew: counted as offered),
+ * offered again after a deferral (kAgain: not counted twice), or booked
+ * again after it came late (kRebook: counted as neither held nor sent
+ * again; its release counts). */
+enum class Offer {
+	kNew,
+	kAgain,
+	kRebook
+};
+
 /* kDefer: the frame would leave after the instant of a schedule change
- * whose tables are not here yet; the shell offers it again later. */
+ * whose tables are not here yet; the shell offers it again later. kLate
+ * (release only): the frame's window closed before the shell sent it. */
 enum class GateVerdict {
 	kPass,
 	kSend,
 	kDefer,
 	kNever,
 	kQuiet,
-	kOverflow
+	kOverflow,
+	kLate
 };
 
+/* late: held frames whose departure came when they no longer fit their
+ * window (the shell polled late), booked again rather than sent into a
+ * closed circuit */
 struct GateStats {
-	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0, deferred = 0;
+	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0, deferred = 0, late = 0;
 	uint64_t held_ns = 0, held_max_ns = 0;
+};
+
+/* Per destination node: what was offered to it (every frame, whatever
+ * became of it: its demand, as the kernel gate counts it) and what left
+ * for it (at its departure). Bytes are frame bytes, Ethernet header on and
+ * FCS off; a frame costs LUMEN_WIRE_OVERHEAD more on the wire. */
+struct GateNodeStats {
+	uint64_t offered_frames = 0, offered_bytes = 0, sent_frames = 0, sent_bytes = 0;
 };
 
 class OpticalGate
 {
       public:
 	/* node_of: IPv4 address (host order) -> node; rate_mbps: the link's
-	 * (> 0); max_hold_ns: the longest a frame may wait. Throws
-	 * std::invalid_argument for a rate of 0. */
-	OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns);
+	 * (> 0); max_hold_ns: the longest a frame may wait; slack_ns: how
+	 * late the shell may send a frame after its departure (its polling
+	 * jitter): bookings keep that much further from both ends of a
+	 * window than the margin, so a frame sent up to slack_ns late still
+	 * fits its window (release). Throws std::invalid_argument for a rate
+	 * of 0. */
+	OpticalGate(std::unordered_map<uint32_t, uint32_t> node_of, uint32_t rate_mbps, uint64_t max_hold_ns,
+		    uint64_t slack_ns = 0);
 
 	/* New tables (lumend published a version, or its quiet word changed):
 	 * the wire clocks stay, so bookings already made are respected. */
@@ -87,21 +115,45 @@ class OpticalGate
 	/* A frame of len bytes (Ethernet header on, FCS off) to dst_ip at
 	 * now_tai: kSend with *depart_tai (now or later: the shell holds it
 	 * until then), kPass (not to a node: send now), kDefer, or a drop.
-	 * again: a frame deferred before (not counted as deferred twice). */
-	GateVerdict book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, bool again = false);
+	 * A frame the shell sends at once (*depart_tai == now_tai) is
+	 * counted as sent here; a held one at its release. */
+	GateVerdict book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai,
+			 Offer offer = Offer::kNew);
+
+	/* A held frame whose departure has come, at now_tai: kPass when it
+	 * still fits an open window, shrunk by the margin alone (send it:
+	 * counted as sent), kQuiet when the daemon went quiet meanwhile (drop
+	 * it), kLate (counted) when it no longer fits: the shell then books it
+	 * and every frame behind it to that node again, in order, after
+	 * restart(node). */
+	GateVerdict release(uint32_t dst_ip, uint32_t len, uint64_t now_tai);
+	/* Forget node's wire clock: its frames are booked again from now. */
+	void restart(uint32_t node)
+	{
+		if (node < wire_free_.size())
+			wire_free_[node] = 0;
+	}
+	/* The node of dst_ip, or -1: not a node of the tables, or this one. */
+	int64_t node_of(uint32_t dst_ip) const;
 
 	const GateStats &stats() const
 	{
 		return st_;
 	}
+	/* By node; nodes the tables have not named yet have none. */
+	const std::vector<GateNodeStats> &node_stats() const
+	{
+		return nodes_;
+	}
 
       private:
 	std::unordered_map<uint32_t, uint32_t> node_of_;
 	uint32_t rate_mbps_;
-	uint64_t max_hold_ns_;
+	uint64_t max_hold_ns_, slack_ns_;
 	GateTables t_;
 	std::vector<uint64_t> wire_free_; /* by node: when the wire to it is free again */
 	GateStats st_;
+	std::vector<GateNodeStats> nodes_;
 };
 
 /* "10.0.0.1,10.0.0.2,...": node i's address, host order. Empty string on

@@ -3,8 +3,8 @@
 # switch, on the host (no VM: the gating is lumen-dp's own, not fq's).
 #
 # A rotor testbed of 4 nodes (round robin, 20 ms slots, 2 ms guards); the
-# host ends of h1's and h2's links are moved to the root namespace (renamed
-# rh1, rh2; no address, forwarding off) and handed to one lumen-dp process
+# host ends of the hosts' links are moved to the root namespace (renamed
+# rh1..rh4; no address, forwarding off) and handed to one lumen-dp process
 # through net_af_packet, in hosts mode, pairs: h1 sends 40 messages of
 # 64 KiB to h2, whose ACKs come back through the rotor too (h2 -> h1 is
 # another slot). A lumend per host (--clock-error 0: the namespaces share
@@ -16,7 +16,13 @@
 #   - every message delivered and acknowledged, the gate held frames, and
 #     the rotor counted no frame of h1 or h2 in a guard or a wrong slot;
 #   - a schedule change during a second transfer (`lumen sched change` for
-#     the rotor and both lumends): every message delivered, no violation;
+#     the rotor and every lumend): every message delivered, no violation;
+#   - all to all (before the change): the 4 hosts, every one a client of
+#     the 3 others, gated at 100 Mbit/s: (almost) no violation, and each of
+#     the 12 pairs carries its windows' byte budget within 10 % (the gates'
+#     counters read twice through DPDK telemetry, /lumen/gate, the budget
+#     of the windows between the two readings computed from the schedule);
+#     `lumen sched adapt --dp-telemetry` reads the same counters as demand;
 #   - the control: the same hosts without the gate commit violations.
 source "$(dirname "$0")/../e2e/lib.sh"
 DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
@@ -43,13 +49,15 @@ e2e_check "gating with two queues" e2e_fails 2 "one queue per port" \
 	--optical-addrs "$ADDRS" --optical-rate 1000 --queues 2
 e2e_check "a bad node address" e2e_fails 2 "'10.0.0.x' is not an IPv4 address" \
 	"$DP" -- hosts --optical-addrs 10.0.0.1,10.0.0.x
+e2e_check "an RTO ceiling below its floor" e2e_fails 2 "rto-max-us .100. is below --rto-min-us .300." \
+	"$DP" -- hosts --rto-min-us 300 --rto-max-us 100
 
 e2e_on_exit "'$LUMEN_BIN' testbed down '$TB' >/dev/null 2>&1"
 "$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --slot 20ms --guard 2ms >"$tmp/up.out" 2>&1 ||
 	{ cat "$tmp/up.out"; exit 1; }
 SCHED="$("$LUMEN_BIN" testbed status "$TB" --json | e2e_json "d['schedule']")"
-VDEVS=()
-for i in 1 2; do
+VDEVS=() PAGES=""
+for i in 1 2 3 4; do
 	ns="lt-$TB-h$i" dev="rh$i$(($$ % 1000))"
 	ip -n "$ns" link set eth0 down
 	ip -n "$ns" link set eth0 name "$dev"
@@ -59,11 +67,13 @@ for i in 1 2; do
 	ip link set "$dev" up
 	e2e_on_exit "ip link del '$dev' 2>/dev/null"
 	VDEVS+=(--vdev "net_af_packet$((i - 1)),iface=$dev,framecnt=2048,qdisc_bypass=1")
-	"$LUMEND" --schedule "$SCHED" --node $((i - 1)) --clock-error 0 --shm "$tmp/page$i" --control "$tmp/sock$i" \
+	"$LUMEND" --schedule "$SCHED" --node $((i - 1)) --clock-error 0 --cpu 0 --shm "$tmp/page$i" --control "$tmp/sock$i" \
 		2>"$tmp/lumend$i.log" &
 	e2e_on_exit "kill $! 2>/dev/null"
+	PAGES+="${PAGES:+,}$tmp/page$i"
 done
-e2e_check "both lumends gate" e2e_wait_until 100 0.1 bash -c "grep -q gating: '$tmp/lumend1.log' && grep -q gating: '$tmp/lumend2.log'"
+all_gate() { for i in 1 2 3 4; do grep -q gating: "$tmp/lumend$i.log" || return 1; done; }
+e2e_check "every lumend gates" e2e_wait_until 100 0.1 all_gate
 
 e2e_log "h1 -> h2, 40 messages of 64 KiB, gated by lumend's schedule"
 rc=0
@@ -81,8 +91,124 @@ f() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['forwarded']"; 
 e2e_check "the rotor forwarded h1's and h2's frames ($(f 0), $(f 1))" test "$(f 0)" -gt 40 -a "$(f 1)" -gt 0
 e2e_check "no frame of h1 or h2 in a guard or a wrong slot" test "$(v 0)" -eq 0 -a "$(v 1)" -eq 0
 
+# All to all, for 6 s: lumen-dp's telemetry gives each gate's bytes sent
+# to each node (at their departure) at a CLOCK_TAI instant; between a
+# reading at 2 s and one at 5 s, every pair's circuit carries the byte
+# budget of its windows in that interval: the window less the margin and
+# lumen-dp's slack at both ends, at 100 Mbit/s, a frame costing 24 bytes
+# more on the wire. The RTO floor is above two periods and the gate's
+# hold: a frame and its ACK each wait for their circuit.
+e2e_log "all to all: 4 hosts, 12 pairs, gated at 100 Mbit/s"
+HOSTS=()
+for i in 1 2 3 4; do HOSTS+=(--host "$((i - 1)),10.0.0.$i,$M"); done
+before="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
+timeout 60 "$DP" --no-huge --no-pci -m 1024 -l 1 --log-level=error --file-prefix "lumen-oa$$" "${VDEVS[@]}" -- hosts \
+	--pattern all-to-all "${HOSTS[@]}" --time 6 --msg-size 65536 --depth 8 --rto-min-us 300000 --rto-max-us 2000000 \
+	--optical-pages "$PAGES" --optical-addrs "$ADDRS" --optical-rate 100 --quiet --json "$tmp/a2a.json" \
+	>"$tmp/a2a.out" 2>&1 &
+dp=$!
+tel_rc=0
+python3 - "/var/run/dpdk/lumen-oa$$/dpdk_telemetry.v2" "$tmp/tel" "$LUMEN_BIN" "$TB" "lumen-oa$$" <<'PY' || tel_rc=$?
+import json, socket, subprocess, sys, time
+path, out, lumen, tb, prefix = sys.argv[1:6]
+def read_all():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    s.recv(16384)  # the greeting
+    got = {}
+    for i in range(1, 5):
+        s.send(f"/lumen/gate,10.0.0.{i}".encode())
+        got[f"10.0.0.{i}"] = json.loads(s.recv(65536))["/lumen/gate"]
+        got[f"10.0.0.{i}"]["sent_bytes"]  # null until the hosts are gated
+    s.close()
+    return got
+start = time.monotonic()
+while True:
+    try:
+        read_all()
+        break
+    except (OSError, ValueError, KeyError, TypeError):
+        if time.monotonic() - start > 20:
+            sys.exit("no telemetry from lumen-dp")
+        time.sleep(0.1)
+# traffic-aware operation reads the same counters: one window of 2 s
+adapt = subprocess.Popen([lumen, "sched", "adapt", "--testbed", tb, "--dp-telemetry", prefix, "--window", "2s",
+                          "--rounds", "1", "--json"], stdout=open(out + ".adapt", "w"), stderr=subprocess.STDOUT)
+time.sleep(2)
+first = read_all()
+time.sleep(3)
+json.dump({"first": first, "second": read_all()}, open(out, "w"))
+sys.exit(adapt.wait())
+PY
+rc=0
+wait $dp || rc=$?
+grep -E "gate:|goodput" "$tmp/a2a.out" | sed 's/^/  /'
+e2e_check "lumen-dp all to all ran (exit $rc) and answered telemetry" test "$rc" -le 1 -a "$tel_rc" -eq 0
+after="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
+"$LUMEN_BIN" rotor stats | sed 's/^/  /'
+# lumen-dp sends a frame only while it fits its window (checked when it
+# leaves the VOQ, a late one booked again); what reaches the rotor late
+# is the emulation's: this machine's 2 cores are shared by lumen-dp's
+# lcore, the veths' softirqs, 4 lumends and the test's readers, and a
+# preemption of more than the margin (500 us) between the check and the
+# rotor's clock reading shows as a violation. 0 in most runs; up to 1 in
+# 10,000 frames is put down to that.
+e2e_check "violations all to all ($((after - before))) at most 0.01 % of the frames" \
+	python3 -c "import sys; sys.exit(not ($after - $before) * 10000 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+rc=0
+python3 - "$tmp/tel" "$SCHED" <<'PY' >"$tmp/a2a.txt" || rc=$?
+import json, math, sys
+tel, sched = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+slot, guard, period, t0 = sched["slot_ns"], sched["guard_ns"], sched["period"], sched["t0_ns"]
+margin = 500_000 + 50_000  # lumend's default margin and lumen-dp's default slack
+def dst_of(i, k):  # whom node i reaches in slot k (one uplink, guard at the end)
+    return sched["matchings"][0][k % period][i]
+def budget(i, j, a, b):
+    total = 0
+    for s in range((a - t0) // slot - 1, (b - t0) // slot + 2):
+        if dst_of(i, s) != j:
+            continue
+        lo = t0 + s * slot + margin
+        hi = t0 + s * slot + slot - guard - margin
+        lo, hi = max(lo, a), min(hi, b)
+        if hi > lo:
+            total += (hi - lo) * 100 / 8 / 1000  # bytes at 100 Mbit/s
+    return total
+worst = 0
+for i in range(4):
+    h = f"10.0.0.{i + 1}"
+    x, y = tel["first"][h], tel["second"][h]
+    for j in range(4):
+        if j == i:
+            continue
+        sent = (y["sent_bytes"][j] - x["sent_bytes"][j]) + 24 * (y["sent_frames"][j] - x["sent_frames"][j])
+        want = budget(i, j, x["at_tai_ns"], y["at_tai_ns"])
+        worst = max(worst, abs(sent - want) / want)
+        print(f"h{i + 1} -> h{j + 1}: {sent} B on the wire, budget {want:.0f} B ({(sent - want) / want * 100:+.1f} %)")
+print(f"worst {worst * 100:.1f} %")
+sys.exit(0 if worst <= 0.10 else 1)
+PY
+sed 's/^/  /' "$tmp/a2a.txt"
+e2e_check "every pair within 10 % of its windows' budget" test "$rc" -eq 0
+# the demand 'sched adapt' read from lumen-dp: the 4 gated hosts, every
+# pair about the same (each fills its windows), so round robin stays
+sed 's/^/  /' "$tmp/tel.adapt"
+e2e_check "sched adapt read lumen-dp's gates: 4 hosts, 12 pairs of even demand, no change" \
+	python3 - "$tmp/tel.adapt" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+d = r["demand_bytes_per_s"]
+pairs = [d[i * 4 + j] for i in range(4) for j in range(4) if i != j]
+mean = sum(pairs) / len(pairs)
+assert r["gated_hosts"] == 4 and not r["changed"], r
+assert all(d[i * 5] == 0 for i in range(4)), d
+assert mean > 1e6 and all(abs(p - mean) <= 0.25 * mean for p in pairs), pairs
+PY
+e2e_check "sched adapt: a lumen-dp that is not there" e2e_fails 1 "cannot reach DPDK telemetry" \
+	"$LUMEN_BIN" sched adapt --testbed "$TB" --dp-telemetry "lumen-none$$" --window 10ms
+
 # A schedule change while h1 sends: to 30 ms slots, at one instant for the
-# rotor switch and both lumends ('lumen sched change --lumend'). Until the
+# rotor switch and every lumend ('lumen sched change --lumend'). Until the
 # new tables are in lumend's page, lumen-dp books nothing past the instant
 # (its frames wait, deferred); lumen-dp's own bookings reach at most
 # --optical-max-hold-us ahead, below the change's lead.
@@ -96,8 +222,8 @@ timeout 150 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix
 	--quiet >"$tmp/dp2.out" 2>&1 &
 dp=$!
 sleep 1.5
-e2e_check "sched change: the rotor and both lumends" bash -c "'$LUMEN_BIN' sched change '$tmp/v2.json' --testbed '$TB' \
-	--lumend '$tmp/sock1,$tmp/sock2' --lead 800ms --dir '$tmp/changes' --json >'$tmp/change.json'"
+e2e_check "sched change: the rotor and the 4 lumends" bash -c "'$LUMEN_BIN' sched change '$tmp/v2.json' --testbed '$TB' \
+	--lumend '$tmp/sock1,$tmp/sock2,$tmp/sock3,$tmp/sock4' --lead 800ms --dir '$tmp/changes' --json >'$tmp/change.json'"
 wait $dp || rc=$?
 sed 's/^/  /' "$tmp/dp2.out" | grep -E "gate:|delivered" | head -n 4
 end="$(python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))")"

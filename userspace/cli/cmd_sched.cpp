@@ -43,7 +43,8 @@ const char kUsage[] =
        lumen sched status [--control PATH] [--json]
        lumen sched change FILE [--testbed NAME] [--lumend SOCK,...] [--lead D | --at NS] [--dir DIR] [--json]
        lumen sched adapt --testbed NAME [--window D] [--rounds N] [--alpha A] [--min-gain G] [--k K] [--l L]
-                         [--seed S] [--lumend SOCK,...] [--lead D] [--dir DIR] [--json]
+                         [--seed S] [--lumend SOCK,...] [--dp-telemetry PREFIX,...] [--lead D] [--dir DIR]
+                         [--json]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -86,7 +87,9 @@ change FILE            the schedule becomes FILE at one instant for every
                        file in --dir (/run/lumen/changes)
 adapt                  traffic-aware operation of a rotor testbed: every
                        --window (2s) the bytes each host's gate saw per
-                       destination, their rates smoothed by an EWMA (--alpha
+                       destination (the kernel gates', and lumen-dp's through
+                       DPDK telemetry: --dp-telemetry, its --file-prefix or
+                       socket), their rates smoothed by an EWMA (--alpha
                        0.5: the newest window's weight), Vermilion for them
                        (--k, --l, --seed), and a change at an instant
                        (as 'change', with --lumend, --lead, --dir) when that
@@ -389,16 +392,16 @@ int cmd_status(const Args &a)
 	return 0;
 }
 
-std::vector<std::string> socket_list(const Args &a)
+std::vector<std::string> socket_list(const Args &a, const std::string &opt = "--lumend")
 {
 	std::vector<std::string> out;
-	if (!a.has("--lumend"))
+	if (!a.has(opt))
 		return out;
-	std::string list = *a.get("--lumend");
+	std::string list = *a.get(opt);
 	for (size_t start = 0; start <= list.size();) {
 		size_t comma = std::min(list.find(',', start), list.size());
 		if (comma == start)
-			throw UsageError("--lumend: an empty socket path in '" + list + "'");
+			throw UsageError(opt + ": an empty socket in '" + list + "'");
 		out.push_back(list.substr(start, comma - start));
 		start = comma + 1;
 	}
@@ -449,7 +452,7 @@ int cmd_change(const Args &a)
 int cmd_adapt(const Args &a)
 {
 	a.allow_only({"--testbed", "--window", "--rounds", "--alpha", "--min-gain", "--k", "--l", "--seed", "--lumend",
-		      "--lead", "--dir", "--json"});
+		      "--lead", "--dir", "--json", "--dp-telemetry"});
 	if (a.positional.size() != 1 || !a.has("--testbed"))
 		throw UsageError("adapt takes --testbed NAME and no file");
 	AdaptOptions o;
@@ -474,6 +477,7 @@ int cmd_adapt(const Args &a)
 	if (a.has("--dir"))
 		o.how.dir = *a.get("--dir");
 	o.lumends = socket_list(a);
+	o.dp_telemetry = socket_list(a, "--dp-telemetry");
 	bool json = a.has("--json");
 	install_interrupt_handlers();
 	adapt_testbed(*a.get("--testbed"), o, [&](const AdaptRound &r) {

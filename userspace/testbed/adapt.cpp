@@ -4,6 +4,7 @@
 // (adapt.h).
 #include "testbed/adapt.h"
 
+#include "base/dpdk_telemetry.h"
 #include "base/error.h"
 #include "base/interrupt.h"
 #include "base/system.h"
@@ -15,8 +16,43 @@ namespace lumen
 namespace
 {
 
+// What lumen-dp's gates offered to each node so far (/lumen/gate, the
+// frames' bytes), added to the rows of the testbed's hosts they are: a
+// lumen-dp host is named by its address. Error for a lumen-dp host that is
+// none of the testbed's, or an answer without the counters.
+void add_dp_demand(const TestbedStatus &st, const std::string &where, std::vector<uint64_t> *bytes, uint32_t *gated)
+{
+	size_t n = st.hosts.size();
+	DpdkTelemetry tel(where);
+	nlohmann::json names = tel.query("/lumen/hosts");
+	if (!names.is_array())
+		throw Error("DPDK telemetry at " + tel.path() +
+			    " lists no lumen-dp hosts (/lumen/hosts): is it lumen-dp, and has its run begun?");
+	for (const nlohmann::json &name : names) {
+		if (!name.is_string())
+			continue;
+		nlohmann::json g = tel.query("/lumen/gate," + name.get<std::string>());
+		if (g.is_null())
+			continue; /* not gated */
+		size_t i = 0;
+		while (i < n && st.hosts[i].addr != name.get<std::string>())
+			i++;
+		if (i == n)
+			throw Error("lumen-dp host " + name.get<std::string>() + " (" + tel.path() +
+				    ") is no host of the testbed");
+		const nlohmann::json &offered = g.contains("offered_bytes") ? g["offered_bytes"] : nlohmann::json();
+		if (!offered.is_array())
+			throw Error("lumen-dp at " + tel.path() + " gave no offered_bytes for " +
+				    name.get<std::string>());
+		for (size_t j = 0; j < n && j < offered.size(); j++)
+			if (offered[j].is_number_unsigned())
+				(*bytes)[i * n + j] += offered[j].get<uint64_t>();
+		(*gated)++;
+	}
+}
+
 // Every pair's bytes so far, row = source (hosts without a gate: 0).
-std::vector<uint64_t> read_demand(const TestbedStatus &st, uint32_t *gated)
+std::vector<uint64_t> read_demand(const TestbedStatus &st, const AdaptOptions &o, uint32_t *gated)
 {
 	size_t n = st.hosts.size();
 	std::vector<uint64_t> bytes(n * n, 0);
@@ -29,6 +65,8 @@ std::vector<uint64_t> read_demand(const TestbedStatus &st, uint32_t *gated)
 			bytes[i * n + j] = g.dsts[j].bytes;
 		(*gated)++;
 	}
+	for (const std::string &where : o.dp_telemetry)
+		add_dp_demand(st, where, &bytes, gated);
 	return bytes;
 }
 
@@ -45,12 +83,12 @@ void adapt_testbed(const std::string &name, const AdaptOptions &o,
 	uint32_t n = (uint32_t)st->hosts.size();
 	sched::DemandEstimate estimate(n, o.alpha);
 	uint32_t gated = 0;
-	estimate.add(read_demand(*st, &gated), monotonic_ns());
+	estimate.add(read_demand(*st, o, &gated), monotonic_ns());
 	for (uint32_t round = 1; o.rounds == 0 || round <= o.rounds; round++) {
 		sleep_interruptible_ns(o.window_ns);
 		AdaptRound r;
 		r.round = round;
-		estimate.add(read_demand(*st, &r.gated), monotonic_ns());
+		estimate.add(read_demand(*st, o, &r.gated), monotonic_ns());
 		r.demand = estimate.rates();
 		sched::Schedule current = sched::load(st->schedule_path);
 		r.decision = sched::decide(current, r.demand, o.vermilion, o.min_gain);

@@ -2,8 +2,9 @@
 //
 // userspace/testbed/adapt.h - traffic-aware operation of a rotor testbed
 // (`lumen sched adapt`): every window, the bytes each host's gate saw per
-// destination, an EWMA of the rates, a Vermilion schedule for them, and a
-// change at an instant for every party when it serves the demand better
+// destination (the kernel gate's counters, and lumen-dp's gates through
+// DPDK telemetry), an EWMA of the rates, a Vermilion schedule for them, and
+// a change at an instant for every party when it serves the demand better
 // enough (sched/adapt.h, schedule_change.h).
 #pragma once
 
@@ -26,11 +27,14 @@ struct AdaptOptions {
 	sched::VermilionParams vermilion; // k, l, uplinks, seed (the timing is the schedule's)
 	TestbedChange how; // the change's lead (or instant) and file directory
 	std::vector<std::string> lumends; // also change these lumends (control sockets)
+	// lumen-dp processes (DPDK file prefixes or telemetry sockets) whose
+	// gated hosts are hosts of the testbed: their demand is read too
+	std::vector<std::string> dp_telemetry;
 };
 
 struct AdaptRound {
 	uint32_t round = 0;
-	uint32_t gated = 0; // hosts whose gates were read (the others' demand is unknown: 0)
+	uint32_t gated = 0; // gates read, kernel and lumen-dp (hosts with none: demand unknown, 0)
 	std::vector<double> demand; // bytes/s, EWMA, row = source
 	sched::AdaptDecision decision;
 	bool changed = false;
