@@ -41,9 +41,9 @@ class Clock
 	uint64_t now_ns() const;
 	/* now_ns() on CLOCK_MONOTONIC, to line up with what other processes
 	 * time on this machine (not on a hot path): scaled by how far
-	 * CLOCK_MONOTONIC and now_ns() have gone since construction, since
-	 * EAL's TSC rate is rounded (to 10 MHz: 0.2 % off on some machines,
-	 * milliseconds within a second). */
+	 * CLOCK_MONOTONIC and now_ns() have gone since construction, so that
+	 * what is left of the TSC rate's error (measured over 10 ms at
+	 * construction) does not add up over a run. */
 	uint64_t mono_ns(uint64_t now_ns) const;
 
       private:

@@ -10,6 +10,12 @@
  *   pairs        host 2k sends to host 2k+1, in the order of --host
  *   all-to-all   every host sends to every other host (on a reconfigurable
  *                network: every circuit of the schedule carries traffic)
+ *   --demand     a matrix of rates (Mbit/s of payload): each pair with a
+ *                rate has a client that posts messages at it, open loop,
+ *                whatever the network carries (Run::start_paced). The
+ *                summary's "pairs" give each pair's demand, what its
+ *                client posted and what its server received: a schedule's
+ *                throughput on that demand, measured
  *
  * A client opens --conns connections to its destination through its own
  * gateway (the MAC of the router its port is cabled to) and keeps --depth
@@ -35,6 +41,7 @@
 
 #include "app/osched_page.h"
 #include "app/run.h"
+#include "sched/demand.h"
 #include "transport/optical_gate.h"
 
 namespace lumen::dp
@@ -67,7 +74,12 @@ std::vector<std::vector<size_t>> destinations(const Options &o)
 	size_t n = o.hosts.size();
 	std::vector<std::vector<size_t>> dst(n);
 
-	if (o.pattern == "pairs") {
+	if (!o.demand_mbps.empty()) {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n; j++)
+				if (j != i && o.demand_mbps[i * n + j] > 0)
+					dst[i].push_back(j);
+	} else if (o.pattern == "pairs") {
 		for (size_t i = 0; i + 1 < n; i += 2)
 			dst[i] = {i + 1};
 	} else if (o.pattern == "all-to-all") {
@@ -87,7 +99,8 @@ std::vector<std::vector<size_t>> destinations(const Options &o)
 uint32_t first_conn_id(const Options &o, size_t i, size_t j)
 {
 	size_t n = o.hosts.size();
-	return (uint32_t)((o.pattern == "all-to-all" ? i * n + j : i) * o.conns + 1);
+	bool many = o.pattern == "all-to-all" || !o.demand_mbps.empty();
+	return (uint32_t)((many ? i * n + j : i) * o.conns + 1);
 }
 
 /* Where each host's frames went, by schedule node: the gate's counters. */
@@ -148,10 +161,63 @@ std::string check_hosts(Options &o)
 		if (o.queues.queues != 1)
 			return "gating needs one queue per port (--queues 1): one wire clock per destination";
 	}
+	if (!o.demand_file.empty()) {
+		if (o.given.count("pattern") || o.given.count("msgs") || !o.seconds)
+			return "--demand is the pattern: it takes --time, and no --pattern or --msgs";
+		uint32_t m = 0;
+		try {
+			o.demand_mbps = sched::load_demand(o.demand_file, &m);
+		} catch (const std::exception &e) {
+			return std::string("--demand: ") + e.what();
+		}
+		if (m != n)
+			return "--demand: a " + std::to_string(m) + " x " + std::to_string(m) + " matrix for " +
+			       std::to_string(n) + " hosts";
+		double any = 0;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n; j++)
+				any += i != j ? o.demand_mbps[i * n + j] : 0;
+		if (any <= 0)
+			return "--demand: no pair has a rate";
+		if ((uint64_t)n * n * o.conns >= UINT32_MAX)
+			return "--conns: too many connections for " + std::to_string(n) + " hosts";
+	}
 	if (!o.msgs && !o.seconds)
 		o.msgs = 100;
 	return "";
 }
+
+namespace
+{
+
+/* --demand: per pair, the demand, what its client posted and what its
+ * server received (delivered in order), in bytes. */
+nlohmann::json pairs_json(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			  const std::vector<std::vector<size_t>> &dst)
+{
+	const size_t n = o.hosts.size();
+	nlohmann::json out = nlohmann::json::array();
+	for (size_t i = 0; i < n; i++)
+		for (size_t j : dst[i]) {
+			uint64_t posted = 0, received = 0;
+			for (const Host *h : hs[i])
+				for (const auto &c : h->ep->engine().connections())
+					if (c && c->client && c->peer_ip == o.hosts[j].ip)
+						posted += c->stats.msgs_sent * o.msg_size;
+			for (const Host *h : hs[j])
+				for (const auto &c : h->ep->engine().connections())
+					if (c && !c->client && c->peer_ip == o.hosts[i].ip)
+						received += c->stats.bytes_delivered;
+			out.push_back({{"src", ip_str(o.hosts[i].ip)},
+				       {"dst", ip_str(o.hosts[j].ip)},
+				       {"demand_mbps", o.demand_mbps[i * n + j]},
+				       {"posted_bytes", posted},
+				       {"received_bytes", received}});
+		}
+	return out;
+}
+
+} // namespace
 
 int run_hosts(Options &o)
 {
@@ -218,15 +284,29 @@ int run_hosts(Options &o)
 		for (size_t i = 0; i < n; i++)
 			for (size_t j : dst[i]) {
 				const HostSpec &to = o.hosts[j];
-				if (std::string e =
-					    run.start_client(hs[i], to.ip, o.hosts[i].gateway, first_conn_id(o, i, j));
-				    !e.empty())
+				std::string e = o.demand_mbps.empty()
+							? run.start_client(hs[i], to.ip, o.hosts[i].gateway,
+									   first_conn_id(o, i, j))
+							: run.start_paced(hs[i], to.ip, o.hosts[i].gateway,
+									  first_conn_id(o, i, j),
+									  o.demand_mbps[i * n + j] * 1e6);
+				if (!e.empty())
 					return fail(e);
 				flows.push_back(
 					{{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
 			}
-		run.note("pattern", {{"name", o.pattern}, {"shift", shift}, {"flows", flows}});
+		run.note("pattern",
+			 {{"name", o.demand_mbps.empty() ? o.pattern : "demand"}, {"shift", shift}, {"flows", flows}});
 		int rc = run.loop();
+		if (!o.demand_mbps.empty()) {
+			run.note("pairs", pairs_json(o, hs, dst));
+			uint64_t posted = 0, skipped = 0;
+			for (const auto &h : run.hosts()) {
+				posted += h->paced_posted;
+				skipped += h->paced_skipped;
+			}
+			run.note("paced", {{"posted", posted}, {"skipped", skipped}});
+		}
 		if (!o.optical_pages.empty()) {
 			nlohmann::json gates = nlohmann::json::object();
 			for (size_t i = 0; i < n; i++)

@@ -62,6 +62,8 @@ enum Opt {
 	kOpticalRate,
 	kOpticalMaxHold,
 	kOpticalSlack,
+	kDemand,
+	kInitCwnd,
 	kRtoMin,
 	kRtoMax,
 	kHelp,
@@ -109,6 +111,8 @@ const option kLong[] = {
 	{"optical-rate", required_argument, nullptr, kOpticalRate},
 	{"optical-max-hold-us", required_argument, nullptr, kOpticalMaxHold},
 	{"optical-slack-us", required_argument, nullptr, kOpticalSlack},
+	{"demand", required_argument, nullptr, kDemand},
+	{"init-cwnd", required_argument, nullptr, kInitCwnd},
 	{"rto-min-us", required_argument, nullptr, kRtoMin},
 	{"rto-max-us", required_argument, nullptr, kRtoMax},
 	{"help", no_argument, nullptr, kHelp},
@@ -124,6 +128,8 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --mtu N             IP packet size (1500)\n"
 			    "  --window N          send and receive window, packets, power of two (1024)\n"
 			    "  --ack-every N       DATA packets per ACK (1)\n"
+			    "  --init-cwnd N       DCTCP's initial window, packets (10); on a reconfigurable\n"
+			    "                      network the RTT is a period: start near its BDP\n"
 			    "  --rto-min-us N      retransmission timeout's floor (200); on a reconfigurable\n"
 			    "                      network, above the longest a frame and its ACK wait for\n"
 			    "                      their circuits (two periods and the gate's hold)\n"
@@ -436,6 +442,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kOpticalMaxHold:
 			NUM("optical-max-hold-us", 1, 3'600'000'000ull);
 			o->optical_max_hold_ns = v * 1000;
+			break;
+		case kInitCwnd:
+			NUM("init-cwnd", 1, 65536);
+			o->engine.cc.init_cwnd_pkts = (uint32_t)v;
+			break;
+		case kDemand:
+			o->demand_file = a;
 			break;
 		case kOpticalSlack:
 			NUM("optical-slack-us", 0, 1'000'000);

@@ -48,6 +48,11 @@ struct Options {
 	uint64_t optical_max_hold_ns = 1'000'000'000;
 	uint64_t optical_slack_ns = 50'000; /* how late a poll may send a frame (OpticalGate) */
 	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
+	/* hosts: --demand FILE, an n x n matrix of payload rates in Mbit/s
+	 * (sched/demand.h's format, row = source): every pair with a rate has
+	 * an open-loop client that posts messages at it (check_hosts reads it) */
+	std::string demand_file;
+	std::vector<double> demand_mbps;
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
 	std::string json; /* summary file, "-" for stdout */

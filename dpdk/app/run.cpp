@@ -310,7 +310,45 @@ std::string Run::start_client(const std::vector<Host *> &host, uint32_t peer_ip,
 	return "";
 }
 
-std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns)
+std::string Run::start_paced(const std::vector<Host *> &host, uint32_t peer_ip, const Mac &peer_mac,
+			     uint32_t first_conn_id, double rate_bps)
+{
+	for (size_t q = 0; q < host.size(); q++) {
+		ConnShare s = conn_share(o_.conns, (uint16_t)host.size(), (uint16_t)q, first_conn_id);
+		if (!s.count)
+			continue;
+		if (std::string e = start_queue(*host[q], peer_ip, peer_mac, s.first_id, s.count,
+						rate_bps * s.count / o_.conns);
+		    !e.empty())
+			return e;
+	}
+	return "";
+}
+
+/* Open loop: each connection's messages fall due every interval; a due
+ * one is posted unless the connection already has paced_cap
+ * unacknowledged (then it is skipped: the network did not keep up). After
+ * a stall of more than a second the schedule restarts from now rather
+ * than posting the backlog at once. */
+void Host::pace(uint64_t now_ns)
+{
+	for (Paced &p : paced) {
+		if (now_ns > p.next_ns + 1'000'000'000ull)
+			p.next_ns = now_ns;
+		for (int k = 0; k < 64 && now_ns >= p.next_ns; k++) {
+			p.next_ns += p.interval_ns;
+			if (p.c->msgs.size() >= paced_cap) {
+				paced_skipped++;
+				continue;
+			}
+			ep->engine().post(*p.c, msg_size, now_ns);
+			paced_posted++;
+		}
+	}
+}
+
+std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns,
+			     double rate_bps)
 {
 	Engine &e = h.ep->engine();
 	if (!started_)
@@ -331,11 +369,14 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 	std::fill(h.left.begin() + (ptrdiff_t)base, h.left.end(), o_.msgs);
 	Host *hp = &h;
 	bool record = !o_.fct_csv.empty();
+	h.paced_cap = o_.depth;
 	e.on_acked = [hp, record](Connection &c, uint32_t id, uint32_t len, uint64_t posted, uint64_t now_ns) {
 		hp->fct_ns.push_back(now_ns - posted);
 		if (record)
 			hp->done.push_back({c.conn_id, id, len, posted, now_ns});
 		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
+		if (!hp->paced.empty())
+			return; /* open loop: Host::pace posts */
 		uint32_t i = c.conn_id - hp->first_conn_id;
 		if (i < hp->left.size() && (hp->msgs_per_conn == 0 || hp->left[i] > 0)) {
 			if (hp->msgs_per_conn)
@@ -348,6 +389,11 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 		if (!c)
 			return "cannot open connection " + std::to_string(first_conn_id + i) +
 			       " (--conns beyond the engine's limit)";
+		if (rate_bps > 0) {
+			double interval = (double)o_.msg_size * 8e9 / (rate_bps / conns);
+			h.paced.push_back({c, (uint64_t)std::max(1.0, std::min(interval, 3.6e12)), now});
+			continue;
+		}
 		for (uint32_t k = 0; k < o_.depth && (o_.msgs == 0 || h.left[base + i] > 0); k++) {
 			if (o_.msgs)
 				h.left[base + i]--;
@@ -427,8 +473,11 @@ void Run::poll_share(unsigned share, unsigned shares)
 
 	while (!stop_.load(std::memory_order_relaxed)) {
 		uint64_t now = clock_.now_ns();
-		for (size_t i = share; i < hosts_.size(); i += shares)
+		for (size_t i = share; i < hosts_.size(); i += shares) {
+			if (!hosts_[i]->paced.empty())
+				hosts_[i]->pace(now);
 			hosts_[i]->ep->poll(now);
+		}
 		if (now >= next_snap) {
 			for (size_t i = share; i < hosts_.size(); i += shares)
 				hosts_[i]->publish(now);

@@ -36,6 +36,17 @@ struct Host {
 	};
 	std::vector<Done> done; /* client, with --fct-csv: every message acknowledged */
 	uint32_t first_conn_id = 1; /* client: its connections are first_conn_id, +1, ... */
+	/* client, open loop (--demand): connections that post a message every
+	 * interval, whatever was acknowledged, while fewer than `cap` of
+	 * theirs are unacknowledged */
+	struct Paced {
+		Connection *c;
+		uint64_t interval_ns, next_ns;
+	};
+	std::vector<Paced> paced;
+	uint32_t paced_cap = 0;
+	uint64_t paced_posted = 0, paced_skipped = 0;
+	void pace(uint64_t now_ns);
 	std::atomic<uint64_t> msgs_done{0};
 	uint64_t msgs_total = 0; /* client: 0 = unlimited */
 
@@ -71,6 +82,10 @@ class Run
 	 * messages of each. */
 	std::string start_client(const std::vector<Host *> &host, uint32_t peer_ip, const Mac &peer_mac,
 				 uint32_t first_conn_id = 1);
+	/* Open o.conns connections to peer that together post messages at
+	 * rate_bps of payload, open loop (Host::pace), until the run ends. */
+	std::string start_paced(const std::vector<Host *> &host, uint32_t peer_ip, const Mac &peer_mac,
+				uint32_t first_conn_id, double rate_bps);
 	/* An extra top-level entry of the JSON summary (a mode's own facts). */
 	void note(const std::string &key, nlohmann::json value)
 	{
@@ -95,7 +110,8 @@ class Run
 	}
 
       private:
-	std::string start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns);
+	std::string start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns,
+				double rate_bps = 0);
 	static int lcore_main(void *arg);
 	void poll_share(unsigned share, unsigned shares);
 	bool clients_done() const;
