@@ -316,12 +316,15 @@ restore_link() {
 e2e_check "healthy, reps: leaf 2 -> leaf 1, every message delivered" \
 	run healthy --pattern pairs "${PAIRS[@]}" --path reps --msgs $FAIL_MSGS --quiet
 report healthy
-# the failure comes 1 s in: make the runs last 2.5 s or more when healthy
+# the failure comes 1 s in: make the runs last 2.5 s or more when healthy;
+# the runs with a dead link may take several times the healthy one (a
+# sanitized build here: healthy 14 s, ops 38 s), so their limit scales too
 FAIL_MSGS="$(python3 -c "print(max($FAIL_MSGS, int($FAIL_MSGS * 2.5 / max(0.1, float('${healthy_secs:-2.5}')))))")"
+FAIL_TIME="$(python3 -c "print(max(30, int(6 * float('${healthy_secs:-2.5}'))))")"
 for p in ops reps reps-freeze; do
 	ON_START=fail_link
 	e2e_check "failure, $p: every message delivered intact" \
-		run "fail-$p" --pattern pairs "${PAIRS[@]}" --path "$p" --msgs $FAIL_MSGS --time 30
+		run "fail-$p" --pattern pairs "${PAIRS[@]}" --path "$p" --msgs $FAIL_MSGS --time "$FAIL_TIME"
 	ON_START=
 	restore_link
 	report "fail-$p"
