@@ -65,6 +65,7 @@ struct PortRecord {
 constexpr __u32 kRecClsactDev = 0x1; // the attach created DEV's clsact
 constexpr __u32 kRecClsactPeer = 0x2; // the attach created PEER's clsact
 constexpr __u32 kRecPending = 0x4; // the attach has not finished (or its process died)
+constexpr const char *kPendingState = "attaching (or its attacher died: detach it)";
 constexpr __u32 kRecTbf = 0x8; // the attach replaced DEV's root qdisc with its tbf
 
 // The two sides of a recorded port: DEV's egress, PEER's ingress.
@@ -244,7 +245,7 @@ std::string port_state(const PortRecord &rec)
 		if (::if_nametoindex(s.dev) != s.ifindex)
 			return std::string(s.dev) + " gone";
 		if (rec.flags & kRecPending)
-			return "attaching (or its attacher died: detach it)";
+			return kPendingState;
 		if (query_filter(s.ifindex, s.point, s.handle, s.priority) != s.prog_id)
 			return std::string(s.point == BPF_TC_EGRESS ? "egress" : "ingress") +
 			       " program detached from " + s.dev;
@@ -534,18 +535,27 @@ std::vector<SwitchPort> list_switch_ports(bool with_state)
 	if (stats_fd.valid())
 		check_map_layout(stats_fd.get(), kStatsMap, sizeof(lumen_switch_port_stats));
 	std::vector<SwitchPort> ports;
-	for (__u32 id = 0; id < LUMEN_SWITCH_MAX_PORTS && cfg_fd.valid(); id++) {
-		auto cfg = read_entry<lumen_switch_port_cfg>(cfg_fd.get(), id);
-		if (!cfg.in_use)
-			continue;
+	// A record without a configuration is an attach under way, or one whose
+	// process died before it configured the port: listed, so that a human
+	// (or a testbed's down) sees it and can detach it.
+	for (__u32 id = 0; id < LUMEN_SWITCH_MAX_PORTS && (cfg_fd.valid() || records.valid()); id++) {
+		lumen_switch_port_cfg cfg;
+		std::memset(&cfg, 0, sizeof(cfg));
+		if (cfg_fd.valid())
+			cfg = read_entry<lumen_switch_port_cfg>(cfg_fd.get(), id);
 		PortRecord rec = read_entry<PortRecord>(records.get(), id);
+		if (!cfg.in_use && !rec.in_use)
+			continue;
 		SwitchPort p = port_of(id, rec);
 		p.cfg = cfg;
-		p.stats = read_entry<lumen_switch_port_stats>(stats_fd.get(), id);
+		if (stats_fd.valid())
+			p.stats = read_entry<lumen_switch_port_stats>(stats_fd.get(), id);
 		if (!rec.in_use)
 			p.state = "no record";
 		else if (with_state)
 			p.state = port_state(rec);
+		else if (!cfg.in_use)
+			p.state = kPendingState;
 		ports.push_back(std::move(p));
 	}
 	return ports;

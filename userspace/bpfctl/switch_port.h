@@ -65,7 +65,8 @@ struct SwitchPort {
 	std::uint32_t id = 0;
 	bool recorded = false; // false: configured but no record (an attach killed half-way)
 	std::string dev, dev_netns, peer, peer_netns;
-	std::string state; // "ok", "<dev> gone", "netns of <dev> gone", "... program detached ...", "no record"
+	std::string
+		state; // "ok", "<dev> gone", "netns of <dev> gone", "... program detached ...", "no record", "attaching ..."
 	lumen_switch_port_cfg cfg{};
 	lumen_switch_port_stats stats{};
 };

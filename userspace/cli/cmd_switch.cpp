@@ -263,6 +263,8 @@ int cmd_stats(const Args &a)
 		}
 		std::printf("port %u: %s -> %s [%s]\n", p.id, where(p.dev, p.dev_netns).c_str(),
 			    where(p.peer, p.peer_netns).c_str(), p.state.c_str());
+		if (!cfg.in_use)
+			continue; // not configured yet: nothing more to show
 		std::printf("  rate %s (INT code %u = %u Mbit/s), buffer %s, ECN threshold %s, INT %s\n",
 			    format_rate_mbps(cfg.rate_mbps).c_str(), cfg.rate_code, lumen_int_rate_mbps(cfg.rate_code),
 			    fmt_bytes(cfg.buffer_bytes).c_str(),
@@ -318,6 +320,8 @@ int cmd_sample(const Args &a)
 	std::vector<std::uint32_t> ids;
 	std::string head = "{\"ports\": [";
 	for (const SwitchPort &p : list_switch_ports(false)) {
+		if (!p.cfg.in_use)
+			continue; // an attach under way (or dead): no counters yet
 		Json j;
 		j.num("port_id", std::uint64_t(p.id))
 			.str("dev", p.dev)
