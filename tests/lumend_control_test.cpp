@@ -8,7 +8,10 @@
 // lumend per socket, the socket file gone at the end.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -19,10 +22,12 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "base/json_socket.h"
 #include "sched/change.h"
 #include "base/system.h"
 #include "lumend/control.h"
 #include "lumend/daemon.h"
+#include "lumend/demand.h"
 
 namespace
 {
@@ -69,6 +74,104 @@ TEST(LumendControl, Requests)
 	// a handler's failure is an answer too
 	EXPECT_EQ(error_of(answer_line(R"({"cmd":"fails"})", h, &ok)), "fails: no luck");
 	EXPECT_TRUE(ok);
+}
+
+TEST(LumendControl, TokenOverTcp)
+{
+	Handlers h = handlers();
+	const std::string token = "0123456789abcdef-secret";
+	bool ok = true;
+	const std::string need = "over TCP a request needs this lumend's token";
+	// without it, with another, or not a string: refused before anything else
+	EXPECT_NE(error_of(answer_line(R"({"cmd":"status"})", h, &ok, token)).find(need), std::string::npos);
+	EXPECT_FALSE(ok);
+	EXPECT_NE(error_of(answer_line(R"({"cmd":"status","token":"0123456789abcdef-secreT"})", h, &ok, token))
+			  .find(need),
+		  std::string::npos);
+	EXPECT_NE(error_of(answer_line(R"({"cmd":"status","token":"0123456789abcdef-secret0"})", h, nullptr, token))
+			  .find(need),
+		  std::string::npos);
+	EXPECT_NE(error_of(answer_line(R"({"cmd":"status","token":7})", h, nullptr, token)).find(need),
+		  std::string::npos);
+	EXPECT_NE(error_of(answer_line(R"({"cmd":"nope"})", h, nullptr, token)).find(need), std::string::npos);
+	EXPECT_NE(error_of(answer_line("[1]", h, nullptr, token)).find(need), std::string::npos);
+	// with it: taken off, the request answered as on the Unix socket
+	EXPECT_EQ(answer_line(R"({"cmd":"status","token":"0123456789abcdef-secret"})", h, &ok, token), R"({"node":1})");
+	EXPECT_TRUE(ok);
+	EXPECT_EQ(error_of(answer_line(R"({"cmd":"status","token":"0123456789abcdef-secret","x":1})", h, &ok, token)),
+		  "unknown key 'x' in the request");
+	// the Unix socket wants none, and takes a token for a key it does not know
+	EXPECT_EQ(error_of(answer_line(R"({"cmd":"status","token":"0123456789abcdef-secret"})", h)),
+		  "unknown key 'token' in the request");
+}
+
+TEST(LumendControl, Endpoints)
+{
+	EXPECT_TRUE(is_tcp_endpoint("10.0.0.1:7100"));
+	EXPECT_TRUE(is_tcp_endpoint("[fd00::1]:7100"));
+	EXPECT_TRUE(is_tcp_endpoint("host-3:7100"));
+	EXPECT_FALSE(is_tcp_endpoint("/run/lumen/lumend.sock"));
+	EXPECT_FALSE(is_tcp_endpoint("./a:b/sock"));
+	EXPECT_FALSE(is_tcp_endpoint("lumend.sock"));
+	std::string host;
+	unsigned port = 0;
+	split_host_port("[fd00::1]:7100", "x", &host, &port);
+	EXPECT_EQ(host, "fd00::1");
+	EXPECT_EQ(port, 7100u);
+	split_host_port("10.0.0.1:1", "x", &host, &port);
+	EXPECT_EQ(host, "10.0.0.1");
+	EXPECT_EQ(port, 1u);
+	for (const char *bad : {"10.0.0.1", ":7100", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "10.0.0.1:12a",
+				"fd00::1:7100", "[fd00::1:7100", "[]:7100", "10.0.0.1:123456"})
+		EXPECT_THROW(split_host_port(bad, "x", &host, &port), UsageError) << bad;
+	EXPECT_TRUE(tokens_equal("abc", "abc"));
+	EXPECT_FALSE(tokens_equal("abc", "abd"));
+	EXPECT_FALSE(tokens_equal("abc", "abcd"));
+	EXPECT_FALSE(tokens_equal("abcd", "abc"));
+	EXPECT_FALSE(tokens_equal("", "a"));
+}
+
+TEST(LumendControl, TokenFiles)
+{
+	char tmpl[] = "/tmp/lumend-token-XXXXXX";
+	ASSERT_NE(mkdtemp(tmpl), nullptr);
+	const std::string dir = tmpl, f = dir + "/token";
+	auto write = [&](const std::string &text, mode_t mode) {
+		unlink(f.c_str());
+		Fd fd(open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+		ASSERT_TRUE(fd.valid());
+		ASSERT_EQ(::write(fd.get(), text.data(), text.size()), (ssize_t)text.size());
+		ASSERT_EQ(fchmod(fd.get(), mode), 0);
+	};
+	write("0123456789abcdef\n", 0600);
+	EXPECT_EQ(read_token_file(f, "--t"), "0123456789abcdef");
+	write("0123456789abcdef", 0400);
+	EXPECT_EQ(read_token_file(f, "--t"), "0123456789abcdef");
+	auto refused = [&](const std::string &why) {
+		try {
+			read_token_file(f, "--t");
+			ADD_FAILURE() << "accepted; expected: " << why;
+		} catch (const UsageError &e) {
+			EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+		}
+	};
+	write("0123456789abcdef\n", 0640);
+	refused("others than its owner");
+	write("0123456789abcdef\n", 0604);
+	refused("others than its owner");
+	write("short\n", 0600);
+	refused("16 to 256");
+	write(std::string(257, 'a'), 0600);
+	refused("16 to 256");
+	write("0123456789 abcdef\n", 0600);
+	refused("not printable");
+	write("0123456789abcdef\nsecond line\n", 0600);
+	refused("not printable");
+	unlink(f.c_str());
+	refused("cannot open");
+	ASSERT_EQ(mkdir(f.c_str(), 0700), 0);
+	refused("no regular file");
+	std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 TEST(LumendControl, StatusAndStats)
@@ -186,6 +289,67 @@ TEST(LumendControl, Options)
 	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--frobnicate", "1"}).find("unknown option --frobnicate"),
 		  std::string::npos);
 	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "extra"}).find("unexpected argument"), std::string::npos);
+
+	// the demand's sources
+	o = parse_options({"--schedule", "s", "--node", "0", "--gate", "eth0", "--gate-netns", "h1", "--dp-telemetry",
+			   "a,/run/b.sock"});
+	EXPECT_EQ(o.demand.gate_dev, "eth0");
+	EXPECT_EQ(o.demand.gate_netns, "h1");
+	EXPECT_EQ(o.demand.dp_telemetry, (std::vector<std::string>{"a", "/run/b.sock"}));
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--gate-netns", "h1"}).find("goes with --gate"),
+		  std::string::npos);
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--gate", ""}).find("--gate"), std::string::npos);
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--dp-telemetry", "a,,b"}).find("an empty prefix"),
+		  std::string::npos);
+	// control over TCP
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--control-tcp", "10.0.0.1:7311"})
+			  .find("--control-tcp needs --control-token"),
+		  std::string::npos);
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--control-tcp", "10.0.0.1", "--control-token", "/x"})
+			  .find("not HOST:PORT"),
+		  std::string::npos);
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--control-token", "/x"}).find("goes with --control-tcp"),
+		  std::string::npos);
+	EXPECT_NE(refusal({"--schedule", "s", "--node", "1", "--control-tcp", "10.0.0.1:7311", "--control-token",
+			   "/nonexistent/token"})
+			  .find("cannot open"),
+		  std::string::npos);
+}
+
+TEST(LumendDemand, LumenDpGatesOfThisNode)
+{
+	auto gate = [](uint64_t node, std::vector<uint64_t> offered) {
+		return json{{"node", node}, {"offered_bytes", offered}, {"sent_bytes", offered}};
+	};
+	std::vector<uint64_t> bytes(4, 0);
+	// two hosts of node 1 (two lumen-dp hosts may share a node's uplink),
+	// one of node 2: only node 1's add up
+	EXPECT_EQ(add_dp_gates({gate(1, {0, 0, 10, 20}), gate(2, {5, 5, 0, 5}), gate(1, {1, 0, 2, 3})}, 1, &bytes, "x"),
+		  2u);
+	EXPECT_EQ(bytes, (std::vector<uint64_t>{1, 0, 12, 23}));
+	// a shorter or longer array than the schedule: what fits
+	EXPECT_EQ(add_dp_gates({gate(1, {7}), gate(1, {0, 0, 0, 0, 99})}, 1, &bytes, "x"), 2u);
+	EXPECT_EQ(bytes, (std::vector<uint64_t>{8, 0, 12, 23}));
+	EXPECT_EQ(add_dp_gates({gate(3, {1, 1, 1, 1})}, 1, &bytes, "x"), 0u);
+	EXPECT_EQ(bytes, (std::vector<uint64_t>{8, 0, 12, 23}));
+	// shapes that are not a gate's
+	EXPECT_THROW(add_dp_gates({json{{"offered_bytes", {1}}}}, 1, &bytes, "x"), Error);
+	EXPECT_THROW(add_dp_gates({json{{"node", -1}, {"offered_bytes", {1}}}}, 1, &bytes, "x"), Error);
+	EXPECT_THROW(add_dp_gates({json{{"node", 1}}}, 1, &bytes, "x"), Error);
+	EXPECT_THROW(add_dp_gates({json{{"node", 1}, {"offered_bytes", 5}}}, 1, &bytes, "x"), Error);
+	EXPECT_THROW(add_dp_gates({json::array()}, 1, &bytes, "x"), Error);
+	EXPECT_EQ(bytes, (std::vector<uint64_t>{8, 0, 12, 23}));
+	// no source at all: a usage error, said so
+	try {
+		read_demand(DemandSources{}, 0, 4);
+		ADD_FAILURE() << "read_demand without sources";
+	} catch (const UsageError &e) {
+		EXPECT_NE(std::string(e.what()).find("--gate DEV or --dp-telemetry"), std::string::npos);
+	}
+	// a lumen-dp that is not there
+	DemandSources src;
+	src.dp_telemetry = {"/nonexistent/dpdk_telemetry.v2"};
+	EXPECT_THROW(read_demand(src, 0, 4), Error);
 }
 
 // ---------------------------------------------------------------------------
@@ -262,12 +426,18 @@ TEST_F(LumendSocket, ServesRequestsOnIoUring)
 		EXPECT_EQ(read_lines(c.get(), 1), "{\"published\":7}\n");
 	}
 	{
-		// an overlong line: answered, then closed
+		// an overlong line: answered, then closed (the send may see the
+		// close before it has written everything)
 		Fd c = connect_to();
 		std::string junk(kMaxRequest + 10, 'x');
-		ASSERT_EQ(send(c.get(), junk.data(), junk.size(), 0), (ssize_t)junk.size());
+		for (size_t done = 0; done < junk.size();) {
+			ssize_t n = send(c.get(), junk.data() + done, junk.size() - done, MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
 		std::string got = read_lines(c.get(), 2);
-		EXPECT_NE(got.find("at most 4096 bytes"), std::string::npos) << got;
+		EXPECT_NE(got.find("at most 1048576 bytes"), std::string::npos) << got;
 		EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 1);
 	}
 	loop->stop();
@@ -277,6 +447,65 @@ TEST_F(LumendSocket, ServesRequestsOnIoUring)
 	EXPECT_TRUE(path_exists(path_));
 	loop.reset();
 	EXPECT_FALSE(path_exists(path_)); // removed at the end
+}
+
+// A TCP port nobody listens on now (bound to port 0 and let go).
+unsigned free_tcp_port()
+{
+	Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(sa);
+	if (bind(s.get(), (sockaddr *)&sa, sizeof(sa)) != 0 || getsockname(s.get(), (sockaddr *)&sa, &len) != 0)
+		return 0;
+	return ntohs(sa.sin_port);
+}
+
+TEST_F(LumendSocket, TcpWithToken)
+{
+	const std::string token = "tcp-token-0123456789";
+	unsigned port = free_tcp_port();
+	ASSERT_NE(port, 0u);
+	const std::string at = "127.0.0.1:" + std::to_string(port);
+	EXPECT_THROW(ControlLoop("", -1, at, ""), UsageError);
+	EXPECT_THROW(ControlLoop("", -1, "localhost:" + std::to_string(port), token), UsageError); // not numeric
+	std::unique_ptr<ControlLoop> loop;
+	try {
+		loop = std::make_unique<ControlLoop>(path_, -1, at, token);
+	} catch (const Error &e) {
+		if (std::string(e.what()).find("io_uring") != std::string::npos)
+			GTEST_SKIP() << e.what();
+		throw;
+	}
+	EXPECT_THROW(ControlLoop("", -1, at, token), Error); // the port is taken
+	ControlHooks hooks;
+	hooks.handlers = handlers();
+	hooks.handlers["size"] = Handler({"blob"}, [](const json &req) {
+		return json{{"size", req.at("blob").get<std::string>().size()}};
+	});
+	std::thread t([&] { loop->run(hooks); });
+	// over TCP, through the client's own code: with the token, without it
+	EXPECT_EQ(json_request(at, {{"cmd", "status"}}, "lumend", token), json({{"node", 1}}));
+	try {
+		json_request(at, {{"cmd", "status"}}, "lumend");
+		ADD_FAILURE() << "answered without the token";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("needs this lumend's token"), std::string::npos) << e.what();
+	}
+	EXPECT_THROW(json_request(at, {{"cmd", "status"}}, "lumend", token + "x"), Error);
+	// the Unix socket beside it wants none
+	EXPECT_EQ(json_request(path_, {{"cmd", "status"}}, "lumend"), json({{"node", 1}}));
+	// a request of most of a MiB (a big schedule staged inline) is one line
+	std::string blob(900'000, 'b');
+	EXPECT_EQ(json_request(at, {{"cmd", "size"}, {"blob", blob}}, "lumend", token), json({{"size", 900'000}}));
+	loop->stop();
+	t.join();
+	EXPECT_EQ(loop->requests(), 5u);
+	EXPECT_EQ(loop->bad_requests(), 2u);
+	loop.reset();
+	// gone with the loop: nothing answers there any more
+	EXPECT_THROW(json_request(at, {{"cmd", "status"}}, "lumend", token), Error);
 }
 
 TEST_F(LumendSocket, StaleSocketReplacedOtherFilesNot)

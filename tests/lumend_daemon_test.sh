@@ -24,6 +24,9 @@
 #   ptp4l     (root, linuxptp) --ptp4l: the bound from a follower ptp4l's
 #             offsets, gating once it has its grandmaster, quiet once the
 #             grandmaster is gone, quiet when no ptp4l answers
+#   tcp       two lumends with --control-tcp and a token: refusals (no
+#             token, an open token file, a name for an address, another
+#             token), then one 'sched change' over TCP to both, inline
 #   measure   lumend --measure --json prints the boundary error distribution
 # CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
 source "$(dirname "$0")/e2e/lib.sh"
@@ -143,7 +146,7 @@ e2e_check "schedule: the file's" test "$(e2e_json "(d['nodes'], d['version'], d[
 	== "(5, 1, 'lumen-schedule')"
 e2e_check "unknown command answered with an error" \
 	test "$(ask '{"cmd":"frob"}' | e2e_json "d['error']")" == \
-	"unknown command 'frob' (abort, commit, schedule, stage, stats, status)"
+	"unknown command 'frob' (abort, commit, demand, schedule, stage, stats, status)"
 bad="$(ask 'nope')"
 e2e_check "bad JSON answered with an error" test "$(e2e_json "'not JSON' in d['error']" <<<"$bad")" == True
 
@@ -251,6 +254,77 @@ wait "$reader" || true
 e2e_check "... STOPPED in the page (quiet $(tail -1 "$tmp/last-word"))" test "$(tail -1 "$tmp/last-word")" == 4
 e2e_check "... page and socket removed" nothing_left
 e2e_check "... the log says so" grep -q "stopping on SIGTERM" "$tmp/log"
+
+# --- control over TCP: one coordinator, lumends on "other hosts" -------------------------------
+# Two lumends answer on 127.0.0.1 ports with a token (they would be on other
+# machines' management addresses); 'lumen sched change' reaches both over
+# TCP, the schedule travelling in the request, not as a file.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+(
+	umask 077
+	printf 'lumend-test-token-%s\n' "$$" >"$tmp/token"
+	printf 'another-token-0123456789\n' >"$tmp/wrong-token"
+)
+cp "$tmp/token" "$tmp/open-token"
+chmod 644 "$tmp/open-token"
+gen "$tmp/t1.json" 5 1 1
+gen "$tmp/t2.json" 5 2 2
+p1="$(free_port)"
+p2="$(free_port)"
+t0=(--schedule "$tmp/t1.json" --node 0 --shm "$tmp/page-t0" --control "$tmp/sock-t0")
+e2e_check "--control-tcp without --control-token: exit 2" e2e_fails 2 "--control-tcp needs --control-token" \
+	"$LUMEND" "${t0[@]}" --control-tcp "127.0.0.1:$p1"
+e2e_check "a token file others may read: exit 2" e2e_fails 2 "chmod 600" \
+	"$LUMEND" "${t0[@]}" --control-tcp "127.0.0.1:$p1" --control-token "$tmp/open-token"
+e2e_check "--control-tcp: a name, not an address: exit 2" e2e_fails 2 "no IP address" \
+	"$LUMEND" "${t0[@]}" --control-tcp "localhost:$p1" --control-token "$tmp/token"
+tpids=()
+for n in 0 1; do
+	port=$p1
+	((n == 1)) && port=$p2
+	"$LUMEND" --schedule "$tmp/t1.json" --node "$n" --clock-error 0 --shm "$tmp/page-t$n" --control "$tmp/sock-t$n" \
+		--control-tcp "127.0.0.1:$port" --control-token "$tmp/token" >"$tmp/log-t$n" 2>&1 &
+	tpids+=($!)
+done
+e2e_on_exit 'kill -9 "${tpids[@]}" 2>/dev/null'
+tstatus() { "$LUMEN_BIN" sched status --control "127.0.0.1:$1" --token "$tmp/token" --json; }
+tstatus_ok() { tstatus "$p1" >/dev/null && tstatus "$p2" >/dev/null; }
+e2e_check "sched status over TCP with the token" e2e_wait_until 50 0.1 tstatus_ok
+e2e_check "... node and version; the TCP endpoint in status" \
+	test "$(tstatus "$p2" | e2e_json "d['node'], d['version'], d['control_tcp']")" == "(1, 1, '127.0.0.1:$p2')"
+e2e_check "sched status over TCP without --token: exit 2" e2e_fails 2 "--token FILE" \
+	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1"
+e2e_check "... with another token: refused by lumend" e2e_fails 1 "needs this lumend's token" \
+	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1" --token "$tmp/wrong-token"
+both=(--lumend "127.0.0.1:$p1,127.0.0.1:$p2" --dir "$tmp/changes")
+e2e_check "sched change to a TCP lumend without --lumend-token: exit 2" e2e_fails 2 "--lumend-token" \
+	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}"
+e2e_check "... with another token: refused" e2e_fails 1 "needs this lumend's token" \
+	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/wrong-token"
+e2e_check "... both still on version 1, no change under way" \
+	test "$(tstatus "$p1" | e2e_json "d['version'], d['change']"),$(tstatus "$p2" | e2e_json "d['version'], d['change']")" \
+	== "(1, None),(1, None)"
+out="$("$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/token" --lead 1s --json)"
+at="$(e2e_json "d['switch_ns']" <<<"$out")"
+e2e_check "sched change over TCP: both lumends, committed" \
+	test "$(e2e_json "d['version'], d['commit_failures'], len(d['parties'])" <<<"$out")" == "(2, [], 2)"
+wait_until "$at"
+# tpages: version, uplinks and t0 of both pages (header: include/lumen/optical.h)
+tpages() {
+	python3 - "$tmp/page-t0" "$tmp/page-t1" <<'EOF'
+import struct, sys
+for path in sys.argv[1:]:
+    d = open(path, "rb").read(136)
+    print(struct.unpack_from("<Q", d, 16)[0], struct.unpack_from("<I", d, 64)[0], struct.unpack_from("<Q", d, 24)[0])
+EOF
+}
+tpages_say() { test "$(tpages | tr '\n' ' ')" == "$1 "; }
+e2e_check "... both pages on version 2 (two uplinks) from the same instant" \
+	e2e_wait_until 20 0.05 tpages_say "2 2 $at 2 2 $at"
+e2e_check "... staged inline: their logs name the request, not a file" \
+	grep -q "version 2 from the request staged" "$tmp/log-t0" "$tmp/log-t1"
+kill -TERM "${tpids[@]}"
+wait "${tpids[@]}" || true
 
 # --- the slot state pinned for the kernel (--pin) -------------------------------------------
 # root and bpffs: CI runs as root; elsewhere this part says why it is skipped

@@ -146,6 +146,7 @@ int tel_gate(const char *, const char *params, rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "host", h->ep->name().c_str());
 	rte_tel_data_add_dict_u64(d, "at_tai_ns", s.at_tai_ns);
 	rte_tel_data_add_dict_u64(d, "version", s.gate_version);
+	rte_tel_data_add_dict_u64(d, "node", s.gate_self);
 	const GateStats &g = s.gate;
 	const std::pair<const char *, uint64_t> totals[] = {
 		{"sent", g.sent},   {"held", g.held},	      {"never", g.never},
@@ -254,6 +255,7 @@ void Host::publish(uint64_t now_ns)
 		snap.gate = g->stats();
 		snap.gate_nodes = g->node_stats();
 		snap.gate_version = g->tables().version;
+		snap.gate_self = g->tables().self;
 	}
 }
 

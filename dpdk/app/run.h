@@ -61,6 +61,7 @@ struct Host {
 		GateStats gate;
 		std::vector<GateNodeStats> gate_nodes;
 		uint64_t gate_version = 0, at_tai_ns = 0;
+		uint32_t gate_self = 0; /* the node this host is in the schedule */
 	} snap;
 	void publish(uint64_t now_ns);
 };

@@ -26,6 +26,7 @@ purpose: it is the oracle the BPF switch is checked against.
 Addresses may be IPv4 or IPv6 (both ends of one run use the same family).
 """
 import argparse
+import ctypes
 import json
 import select
 import socket
@@ -208,10 +209,33 @@ def parse_segment(seg, src, dst, v6):
     return r
 
 
+SO_ATTACH_FILTER = 26
+
+
+def keep_only_port(s, v6, port):
+    """A classic BPF filter that queues only segments to `port` on the raw
+    socket: a bulk flow to the same host (the load test) would otherwise fill
+    the receive buffer faster than python drains it (a VM under software
+    emulation) and crowd the probes out. An IPv4 raw socket sees the IP
+    header first, an IPv6 one the transport header."""
+    ret_all, ret_none = (0x06, 0, 0, 0xFFFFFFFF), (0x06, 0, 0, 0)
+    if v6:
+        load = [(0x28, 0, 0, 2)]  # A = half word at 2 (destination port)
+    else:
+        load = [(0xB1, 0, 0, 0),  # X = 4 * (IP header byte 0 & 0xf)
+                (0x48, 0, 0, 2)]  # A = half word at X + 2
+    prog = load + [(0x15, 0, 1, port), ret_all, ret_none]  # A == port ?
+    code = b"".join(struct.pack("HBBI", *i) for i in prog)
+    buf = ctypes.create_string_buffer(code)
+    fprog = struct.pack("HL", len(prog), ctypes.addressof(buf))
+    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+
+
 def cmd_recv(a):
     v6 = ":" in a.dst
     fam = socket.AF_INET6 if v6 else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_UDP if a.dp else socket.IPPROTO_TCP)
+    keep_only_port(s, v6, DP_PORT if a.dp else a.dport)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     results = {}
     deadline = time.time() + a.timeout

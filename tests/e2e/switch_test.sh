@@ -165,11 +165,21 @@ e2e_check "no qdisc or filter left on any device" \
 
 # The shaped flows below must fill port B, so its rate must sit well below
 # what one TCP flow moves on this machine: a VM under software emulation, or
-# a busy one, moves only some tens of Mbit/s. Measure the unshaped path and
-# use at most half of it.
+# a busy one, moves only some hundreds of Mbit/s. Measure the unshaped path
+# and use at most an eighth of it: once attached, the switch's programs cost
+# per packet too, and the shaper (tbf, a burst of 500 us or two frames)
+# loses tokens whenever its timer fires more than about a frame's time late,
+# as an emulated guest's timers do: a 6.1 guest under emulation measured
+# 242 Mbit/s unshaped, yet moved 84 through a 100 Mbit/s port and 35 through
+# a 40 Mbit/s one, each with a standing queue.
 iperf_run "$TMPD/iperf0.json" 1
 path_mbps="$(iperf_field "$TMPD/iperf0.json" rx_mbps)"
-rate="$(py_print "max(10, min(int(a[0]), int(float(a[1]) / 2) // 10 * 10))" "$rate" "$path_mbps")"
+rate="$(py_print "max(10, min(int(a[0]), int(float(a[1]) / 8) // 10 * 10))" "$rate" "$path_mbps")"
+# Even so, under software emulation the shaper keeps a standing queue and
+# still delivers 85-93 % of its rate (the guest's timers), less when the
+# host is busy: there the throughput floors below are 0.1 lower.
+low=0
+e2e_software_emulated && low=0.1
 # INT byte unit at that rate (include/lumen/int_option.h: 2^14 units hold
 # 2^22 ns of line rate) and a buffer whose queue the qlen field can hold
 unit=1
@@ -193,8 +203,8 @@ enq="$(port_field b1 "$SW" enq_bytes)"
 e2e_log "  iperf3 ${mbps} Mbit/s, sent $sent B; switch enq $enq B deq $deq B, max queue" \
 	"$(port_field b1 "$SW" qlen_max_bytes) B, p50 $(port_field b1 "$SW" qlen_p50_bytes) B," \
 	"p99 $(port_field b1 "$SW" qlen_p99_bytes) B, drops $(port_field b1 "$SW" drops)"
-e2e_check "throughput close to the port rate (0.85..1.05 x $rate Mbit/s): $mbps" \
-	py "0.85 * int(a[1]) <= float(a[0]) <= 1.05 * int(a[1])" "$mbps" "$rate"
+e2e_check "throughput close to the port rate ($(py_print "round(0.85 - float(a[0]), 2)" "$low")..1.05 x $rate Mbit/s): $mbps" \
+	py "(0.85 - float(a[2])) * int(a[1]) <= float(a[0]) <= 1.05 * int(a[1])" "$mbps" "$rate" "$low"
 # every received byte was dequeued (with headers); at most what was sent
 # plus headers and retransmissions (iperf3's sent count may include bytes
 # still unsent in the socket when the test ended)
@@ -239,7 +249,9 @@ e2e_log "port B with a 2k buffer, idle: one GSO packet larger than the buffer pa
 # whatever the buffer (later ones that find it busy are tail-dropped, as
 # they should be): before, every such packet was dropped, however idle the
 # port, and the transfer crawled on retransmission timeouts.
-attach_b --rate "${rate}mbit" --buffer 2k >/dev/null
+# At 1 Gbit/s: where the kernel forwards the burst in single segments (see
+# below), a slow port would queue them behind each other and drop some.
+attach_b --rate 1gbit --buffer 2k >/dev/null
 burst() { # burst BYTES: one write h1 -> h2 on a new connection; prints bytes received
 	ip netns exec "$H2" python3 -c '
 import socket, sys
@@ -297,15 +309,15 @@ e2e_check "ECN marks counted: $marks" py "int(a[0]) > 0" "$marks"
 # 30k threshold is ~2.5 ms at 100 Mbit/s, so the link is not always full;
 # a 2 s run in an emulated VM measured 75 % (the tail-drop run beside it
 # 82 %). 0.7 still fails a flow that marking throttles or stalls.
-e2e_check "ECN keeps the throughput (>= 0.7 x $rate Mbit/s)" \
-	py "float(a[0]) >= 0.7 * int(a[1])" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)" "$rate"
+e2e_check "ECN keeps the throughput (>= 0.7 - $low x $rate Mbit/s)" \
+	py "float(a[0]) >= (0.7 - float(a[2])) * int(a[1])" "$(iperf_field "$TMPD/iperf3.json" rx_mbps)" "$rate" "$low"
 iperf_run "$TMPD/iperf3v6.json" 2 fd88:2::1
 sleep 0.3
 marks6="$(port_field b1 "$SW" ecn_marks)"
 e2e_log "  IPv6: iperf3 $(iperf_field "$TMPD/iperf3v6.json" rx_mbps) Mbit/s, ECN marks now $marks6"
 e2e_check "IPv6 flow marked too (traffic class CE)" py "int(a[0]) > int(a[1])" "$marks6" "$marks"
-e2e_check "IPv6 ECN flow at >= 0.8 x $rate Mbit/s" \
-	py "float(a[0]) >= 0.8 * int(a[1])" "$(iperf_field "$TMPD/iperf3v6.json" rx_mbps)" "$rate"
+e2e_check "IPv6 ECN flow at >= 0.8 - $low x $rate Mbit/s" \
+	py "float(a[0]) >= (0.8 - float(a[2])) * int(a[1])" "$(iperf_field "$TMPD/iperf3v6.json" rx_mbps)" "$rate" "$low"
 ip netns exec "$H1" sysctl -qw net.ipv4.tcp_ecn=2
 ip netns exec "$H2" sysctl -qw net.ipv4.tcp_ecn=2
 "$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // userspace/base/json_socket.h - one request to a daemon that speaks JSON
-// lines on a Unix stream socket (lumend's control socket): the request as
-// one line, its answer as one line.
+// lines (lumend's control socket): the request as one line, its answer as
+// one line, over a Unix stream socket on this host or TCP from another.
+//
+// An endpoint is a Unix socket's path (it has a '/') or HOST:PORT for TCP
+// (a name, an IPv4 address, or [IPv6]:PORT). Over TCP a daemon answers only
+// requests that carry its token: a secret shared through a file that only
+// its owner may read (read_token_file), sent as the request's "token".
 #pragma once
 
 #include <string>
@@ -12,10 +17,28 @@
 namespace lumen
 {
 
-// Sends request, returns the answer object. Error when the socket cannot
-// be reached, nothing or no JSON object comes back within 5 s, or the
-// answer is {"error": ...} (its text, after `who`). UsageError for a path
-// that cannot be a Unix socket's.
-nlohmann::json json_request(const std::string &path, const nlohmann::json &request, const std::string &who);
+// True for HOST:PORT, false for a Unix socket's path.
+bool is_tcp_endpoint(const std::string &endpoint);
+
+// Splits HOST:PORT ([IPv6]:PORT too). UsageError, naming `what`, for
+// anything else (no port, a port outside 1..65535, an empty host).
+void split_host_port(const std::string &endpoint, const std::string &what, std::string *host, unsigned *port);
+
+// A control token from its file: one line of 16 to 256 printable
+// characters (no spaces), in a regular file that neither its group nor
+// others may read or write. UsageError naming `what` otherwise.
+std::string read_token_file(const std::string &path, const std::string &what);
+
+// The same comparison time whatever the first differing byte (a token is
+// a secret).
+bool tokens_equal(const std::string &a, const std::string &b);
+
+// Sends request (with "token" added when token is not empty), returns the
+// answer object. Error when the endpoint cannot be reached, nothing or no
+// JSON object comes back within 5 s, or the answer is {"error": ...} (its
+// text, after `who`). UsageError for an endpoint that is neither a Unix
+// socket's path nor HOST:PORT.
+nlohmann::json json_request(const std::string &endpoint, const nlohmann::json &request, const std::string &who,
+			    const std::string &token = "");
 
 } // namespace lumen

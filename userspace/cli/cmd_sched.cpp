@@ -40,11 +40,13 @@ const char kUsage[] =
        lumen sched validate FILE [--json]
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
-       lumen sched status [--control PATH] [--json]
-       lumen sched change FILE [--testbed NAME] [--lumend SOCK,...] [--lead D | --at NS] [--dir DIR] [--json]
+       lumen sched status [--control PATH | --control HOST:PORT --token FILE] [--json]
+       lumen sched change FILE [--testbed NAME] [--lumend SOCK|HOST:PORT,... [--lumend-token FILE]]
+                         [--lead D | --at NS] [--dir DIR] [--json]
        lumen sched adapt --testbed NAME [--window D] [--rounds N] [--alpha A] [--min-gain G] [--k K] [--l L]
-                         [--seed S] [--lumend SOCK,...] [--dp-telemetry PREFIX,...] [--lead D] [--dir DIR]
-                         [--json]
+                         [--seed S] [--lumend SOCK|HOST:PORT,... [--lumend-token FILE]]
+                         [--dp-telemetry PREFIX,...] [--lead D] [--dir DIR] [--json]
+       lumen sched adapt --lumend SOCK|HOST:PORT,... [--lumend-token FILE] [...]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -71,13 +73,17 @@ bench                  how long Vermilion takes on one core: per node count
                        the worst, and the lowest single-hop throughput next
                        to the bound (K-L)/K x duty
 status                 what lumend, the schedule's daemon on this host, says
-                       on its control socket (--control, /run/lumen/lumend.sock):
+                       on its control socket (--control, /run/lumen/lumend.sock;
+                       or a lumend on another host, HOST:PORT of its
+                       --control-tcp, with --token FILE, its token):
                        the schedule in force, the clock, whether senders may
                        send, the slot boundary errors (docs/lumend.md)
 change FILE            the schedule becomes FILE at one instant for every
                        party: a rotor testbed's rotor switch and its hosts'
                        gates (--testbed), lumends by their control sockets
-                       (--lumend); the instant is the first period boundary
+                       (--lumend; HOST:PORT for one on another host, which
+                       gets the schedule in the request and wants the token
+                       of --lumend-token FILE); the instant is the first period boundary
                        --lead (1s) from now, or --at NS (CLOCK_TAI). Two
                        phases: every party takes the new schedule for that
                        instant, then every party commits; if one refuses,
@@ -96,7 +102,10 @@ adapt                  traffic-aware operation of a rotor testbed: every
                        serves at least --min-gain (0.05) more of the demand
                        single-hop than the schedule in force. --rounds N
                        windows (1; 0: until Ctrl-C), a line (or JSON object)
-                       per round
+                       per round. Without --testbed, across machines: each
+                       --lumend answers its host's demand (lumend --gate,
+                       --dp-telemetry), the first the schedule in force,
+                       and the lumends change
 
 TIMING (generate):
   --slot D             slot length, guard included (100us)
@@ -327,9 +336,21 @@ int cmd_bench(const Args &a)
 
 const char kLumendSocket[] = "/run/lumen/lumend.sock"; // lumend's --control default
 
-nlohmann::json ask_lumend(const std::string &path, const std::string &cmd)
+// The token for lumends reached over TCP (base/json_socket.h): read from
+// the file of `opt`, which any HOST:PORT among endpoints needs.
+std::string lumend_token(const Args &a, const std::vector<std::string> &endpoints, const std::string &opt)
 {
-	return json_request(path, {{"cmd", cmd}}, "lumend");
+	bool tcp = false;
+	for (const std::string &e : endpoints)
+		tcp = tcp || is_tcp_endpoint(e);
+	if (!a.has(opt)) {
+		if (tcp)
+			throw UsageError("a lumend at HOST:PORT answers only with its token: give " + opt + " FILE");
+		return "";
+	}
+	if (!tcp)
+		throw UsageError(opt + " is for lumends at HOST:PORT (a Unix socket needs none)");
+	return read_token_file(*a.get(opt), opt);
 }
 
 std::string ns_words(const nlohmann::json &v)
@@ -351,10 +372,11 @@ std::string ns_words(const nlohmann::json &v)
 
 int cmd_status(const Args &a)
 {
-	a.allow_only({"--control", "--json"});
+	a.allow_only({"--control", "--token", "--json"});
 	if (a.positional.size() != 1)
 		throw UsageError("status takes no file");
-	nlohmann::json j = ask_lumend(a.get("--control").value_or(kLumendSocket), "status");
+	const std::string control = a.get("--control").value_or(kLumendSocket);
+	nlohmann::json j = json_request(control, {{"cmd", "status"}}, "lumend", lumend_token(a, {control}, "--token"));
 	if (a.has("--json")) {
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
@@ -410,12 +432,13 @@ std::vector<std::string> socket_list(const Args &a, const std::string &opt = "--
 
 int cmd_change(const Args &a)
 {
-	a.allow_only({"--testbed", "--lumend", "--lead", "--at", "--dir", "--json"});
+	a.allow_only({"--testbed", "--lumend", "--lumend-token", "--lead", "--at", "--dir", "--json"});
 	if (a.positional.size() != 2 || (!a.has("--testbed") && !a.has("--lumend")))
 		throw UsageError("change takes one schedule file, and --testbed NAME or --lumend SOCK,... (or both)");
 	ChangeTargets targets;
 	targets.testbed = a.get("--testbed").value_or("");
 	targets.lumends = socket_list(a);
+	targets.lumend_token = lumend_token(a, targets.lumends, "--lumend-token");
 	if (a.has("--lead") && a.has("--at"))
 		throw UsageError("give --lead or --at, not both");
 	TestbedChange how;
@@ -452,9 +475,9 @@ int cmd_change(const Args &a)
 int cmd_adapt(const Args &a)
 {
 	a.allow_only({"--testbed", "--window", "--rounds", "--alpha", "--min-gain", "--k", "--l", "--seed", "--lumend",
-		      "--lead", "--dir", "--json", "--dp-telemetry"});
-	if (a.positional.size() != 1 || !a.has("--testbed"))
-		throw UsageError("adapt takes --testbed NAME and no file");
+		      "--lumend-token", "--lead", "--dir", "--json", "--dp-telemetry"});
+	if (a.positional.size() != 1 || (!a.has("--testbed") && !a.has("--lumend")))
+		throw UsageError("adapt takes --testbed NAME or --lumend ENDPOINT,... (or both), and no file");
 	AdaptOptions o;
 	if (a.has("--window"))
 		o.window_ns = parse_duration_ns(*a.get("--window"), "--window", 3600 * kSec);
@@ -477,10 +500,11 @@ int cmd_adapt(const Args &a)
 	if (a.has("--dir"))
 		o.how.dir = *a.get("--dir");
 	o.lumends = socket_list(a);
+	o.lumend_token = lumend_token(a, o.lumends, "--lumend-token");
 	o.dp_telemetry = socket_list(a, "--dp-telemetry");
 	bool json = a.has("--json");
 	install_interrupt_handlers();
-	adapt_testbed(*a.get("--testbed"), o, [&](const AdaptRound &r) {
+	auto report = [&](const AdaptRound &r) {
 		const sched::AdaptDecision &d = r.decision;
 		if (json) {
 			nlohmann::json j = {{"round", r.round},
@@ -508,7 +532,11 @@ int cmd_adapt(const Args &a)
 			std::printf("\n");
 		}
 		std::fflush(stdout);
-	});
+	};
+	if (a.has("--testbed"))
+		adapt_testbed(*a.get("--testbed"), o, report);
+	else
+		adapt_lumends(o, report);
 	return 0;
 }
 

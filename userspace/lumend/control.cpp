@@ -4,6 +4,7 @@
 // by a second thread so the slot engine never waits (control.h).
 #include "lumend/control.h"
 
+#include <netdb.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -12,10 +13,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <cerrno>
 #include <cstring>
 
 #include "base/error.h"
+#include "base/json_socket.h"
 #include "base/system.h"
 
 namespace lumen::lumend
@@ -66,7 +69,7 @@ sockaddr_un unix_addr(const std::string &path)
 
 } // namespace
 
-std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok)
+std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok, const std::string &token)
 {
 	if (ok)
 		*ok = false;
@@ -75,6 +78,15 @@ std::string answer_line(std::string_view line, const Handlers &handlers, bool *o
 		req = nlohmann::json::parse(line);
 	} catch (const nlohmann::json::exception &e) {
 		return error_json(std::string("not JSON: ") + e.what()).dump();
+	}
+	if (!token.empty()) {
+		// before anything else is looked at: without the token, nothing
+		if (!req.is_object() || !req.contains("token") || !req["token"].is_string() ||
+		    !tokens_equal(req["token"].get<std::string>(), token))
+			return error_json("over TCP a request needs this lumend's token (\"token\", the line of "
+					  "its --control-token file)")
+				.dump();
+		req.erase("token");
 	}
 	if (!req.is_object() || !req.contains("cmd") || !req["cmd"].is_string())
 		return error_json("a request is a JSON object with a string \"cmd\" (" + names(handlers) + ")").dump();
@@ -95,8 +107,11 @@ std::string answer_line(std::string_view line, const Handlers &handlers, bool *o
 	}
 }
 
-ControlLoop::ControlLoop(const std::string &path, int signal_fd) : path_(path), signal_fd_(signal_fd)
+ControlLoop::ControlLoop(const std::string &path, int signal_fd, const std::string &tcp, const std::string &token)
+    : path_(path), token_(token), signal_fd_(signal_fd)
 {
+	if (!tcp.empty() && token.empty())
+		throw UsageError("a TCP control socket needs a token");
 	wake_.reset(eventfd(0, EFD_CLOEXEC));
 	if (!wake_.valid())
 		throw Error("eventfd: " + errno_text(errno));
@@ -105,6 +120,8 @@ ControlLoop::ControlLoop(const std::string &path, int signal_fd) : path_(path), 
 		throw Error("cannot create an io_uring: " + errno_text(rc) +
 			    (rc == -EPERM ? " (io_uring disabled? see sysctl kernel.io_uring_disabled)" : ""));
 	have_ring_ = true;
+	if (!tcp.empty())
+		listen_tcp(tcp);
 	if (path.empty())
 		return;
 
@@ -137,6 +154,31 @@ ControlLoop::ControlLoop(const std::string &path, int signal_fd) : path_(path), 
 	}
 }
 
+void ControlLoop::listen_tcp(const std::string &tcp)
+{
+	std::string host;
+	unsigned port = 0;
+	split_host_port(tcp, "--control-tcp", &host, &port);
+	addrinfo hints = {};
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
+	addrinfo *res = nullptr;
+	int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+	if (rc != 0)
+		throw UsageError("--control-tcp: '" + host + "' is no IP address (" + gai_strerror(rc) + ")");
+	std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> hold(res, freeaddrinfo);
+	listen_tcp_.reset(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	if (!listen_tcp_.valid())
+		throw Error("socket: " + errno_text(errno));
+	int one = 1;
+	setsockopt(listen_tcp_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(listen_tcp_.get(), res->ai_addr, res->ai_addrlen) != 0)
+		throw Error("cannot bind the TCP control socket to " + tcp + ": " + errno_text(errno));
+	if (listen(listen_tcp_.get(), 16) != 0)
+		throw Error("cannot listen on " + tcp + ": " + errno_text(errno));
+}
+
 ControlLoop::~ControlLoop()
 {
 	// the ring first: its requests may still point into the connections' buffers
@@ -163,9 +205,10 @@ io_uring_sqe *ControlLoop::sqe(uint64_t user_data)
 	return s;
 }
 
-void ControlLoop::arm_accept()
+void ControlLoop::arm_accept(bool tcp)
 {
-	io_uring_prep_accept(sqe(tag(kAccept)), listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+	io_uring_prep_accept(sqe(tag(kAccept, tcp)), (tcp ? listen_tcp_ : listen_).get(), nullptr, nullptr,
+			     SOCK_CLOEXEC);
 }
 
 void ControlLoop::arm_signal()
@@ -203,9 +246,9 @@ void ControlLoop::close_conn(uint32_t id)
 	conns_[id].reset();
 }
 
-void ControlLoop::on_accept(int res)
+void ControlLoop::on_accept(int res, bool tcp)
 {
-	arm_accept();
+	arm_accept(tcp);
 	if (res < 0)
 		return; // EINTR, ECONNABORTED, EMFILE: the next accept may do better
 	accepted_++;
@@ -219,6 +262,7 @@ void ControlLoop::on_accept(int res)
 		conns_.emplace_back();
 	conns_[id] = std::make_unique<Conn>();
 	conns_[id]->fd = std::move(fd);
+	conns_[id]->tcp = tcp;
 	arm_recv(id);
 }
 
@@ -236,7 +280,7 @@ void ControlLoop::on_recv(uint32_t id, int res, const Handlers &h)
 	}
 	c.in.append(c.buf, (size_t)res);
 	size_t start = 0, nl;
-	while ((nl = c.in.find('\n', start)) != std::string::npos) {
+	while ((nl = c.in.find('\n', start ? start : c.scanned)) != std::string::npos) {
 		std::string_view line(c.in.data() + start, nl - start);
 		start = nl + 1;
 		if (!line.empty() && line.back() == '\r')
@@ -244,11 +288,12 @@ void ControlLoop::on_recv(uint32_t id, int res, const Handlers &h)
 		if (line.find_first_not_of(" \t") == std::string_view::npos)
 			continue;
 		bool ok = false;
-		c.out += answer_line(line, h, &ok) + "\n";
+		c.out += answer_line(line, h, &ok, c.tcp ? token_ : std::string()) + "\n";
 		requests_++;
 		bad_requests_ += !ok;
 	}
 	c.in.erase(0, start);
+	c.scanned = c.in.size();
 	if (c.in.size() > kMaxRequest) {
 		c.out += error_json("a request is one line of at most " + std::to_string(kMaxRequest) + " bytes")
 				 .dump() +
@@ -282,7 +327,9 @@ void ControlLoop::on_send(uint32_t id, int res)
 void ControlLoop::run(const ControlHooks &hooks)
 {
 	if (listen_.valid())
-		arm_accept();
+		arm_accept(false);
+	if (listen_tcp_.valid())
+		arm_accept(true);
 	if (signal_fd_ >= 0)
 		arm_signal();
 	arm_wake();
@@ -308,7 +355,7 @@ void ControlLoop::run(const ControlHooks &hooks)
 			uint32_t id = (uint32_t)(ud >> 8);
 			switch ((Op)(ud & 0xff)) {
 			case kAccept:
-				on_accept(res);
+				on_accept(res, id != 0);
 				break;
 			case kSignal:
 				if (res == (int)sizeof(signalfd_siginfo) && hooks.on_signal) {

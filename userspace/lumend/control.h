@@ -10,15 +10,22 @@
 //   {"cmd":"status"}     where the daemon stands: schedule, clock, quiet
 //   {"cmd":"stats"}      its counters and the boundary error distribution
 //   {"cmd":"schedule"}   the schedule in force, as its file has it
-//   {"cmd":"stage","file":PATH,"at":NS}, {"cmd":"commit","version":V},
+//   {"cmd":"demand"}     what this host offered to each node (demand.h)
+//   {"cmd":"stage","file":PATH,"at":NS} (or "schedule":{...} for PATH),
+//   {"cmd":"commit","version":V},
 //   {"cmd":"abort","version":V}
 //                        lumend's part in a schedule change at an instant
 //                        (sched/change.h; daemon.h)
 //
 // Anything else is answered {"error":"..."} (not JSON, not an object, no
 // "cmd", a key its command does not take, an unknown command), the
-// connection staying open; a line
-// longer than 4096 bytes is answered so and the connection closed.
+// connection staying open; a line longer than 1 MiB (a staged schedule of
+// a few hundred nodes fits) is answered so and the connection closed.
+//
+// With --control-tcp ADDR:PORT the same protocol is served on TCP too, for
+// a coordinator on another host, and every request there must carry the
+// daemon's token ("token": the line of --control-token FILE); one without
+// it, or with another, is answered {"error":"..."} and does nothing.
 //
 // Why a second thread: the slot engine spins up to the boundaries and must
 // not wait for anybody; on a 2-core machine the control thread sleeps in
@@ -66,11 +73,13 @@ struct Handler {
 };
 using Handlers = std::map<std::string, Handler>;
 
-constexpr size_t kMaxRequest = 4096;
+constexpr size_t kMaxRequest = 1 << 20;
 
 // One request line to its answer (one line of JSON, no newline). *ok: the
 // request was understood (a handler's own failure still answers an error).
-std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok = nullptr);
+// token not empty: the request must carry it as "token" (a TCP client's).
+std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok = nullptr,
+			const std::string &token = "");
 
 struct ControlHooks {
 	Handlers handlers;
@@ -84,8 +93,9 @@ class ControlLoop
       public:
 	// Listens on path ("" : no socket, signals only) and reads signal_fd
 	// (a signalfd). Error when a lumend already answers at path or the
-	// socket cannot be made; a stale socket file is replaced.
-	ControlLoop(const std::string &path, int signal_fd);
+	// socket cannot be made; a stale socket file is replaced. tcp
+	// (ADDR:PORT, numeric) also listens there, for requests with token.
+	ControlLoop(const std::string &path, int signal_fd, const std::string &tcp = "", const std::string &token = "");
 	~ControlLoop(); // closes everything; removes the socket file if still ours
 	ControlLoop(const ControlLoop &) = delete;
 	ControlLoop &operator=(const ControlLoop &) = delete;
@@ -111,23 +121,26 @@ class ControlLoop
 	struct Conn {
 		Fd fd;
 		std::string in, out;
-		char buf[1024];
+		size_t scanned = 0; // in[0, scanned) holds no newline
+		char buf[16384];
 		bool closing = false;
+		bool tcp = false; // its requests need the token
 	};
-	void arm_accept();
+	void listen_tcp(const std::string &tcp);
+	void arm_accept(bool tcp);
 	void arm_signal();
 	void arm_wake();
 	void arm_tick(uint64_t ns);
 	void arm_recv(uint32_t id);
 	void arm_send(uint32_t id);
-	void on_accept(int res);
+	void on_accept(int res, bool tcp);
 	void on_recv(uint32_t id, int res, const Handlers &h);
 	void on_send(uint32_t id, int res);
 	void close_conn(uint32_t id);
 	io_uring_sqe *sqe(uint64_t user_data);
 
-	std::string path_;
-	Fd listen_, wake_;
+	std::string path_, token_;
+	Fd listen_, listen_tcp_, wake_;
 	int signal_fd_;
 	bool have_ring_ = false;
 	io_uring ring_;

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
@@ -22,9 +23,11 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/json_socket.h"
 #include "base/system.h"
 #include "base/units.h"
 #include "lumend/control.h"
+#include "lumend/demand.h"
 #include "sched/change.h"
 
 namespace lumen::lumend
@@ -33,7 +36,8 @@ namespace lumen::lumend
 const char kUsage[] =
 	R"(usage: lumend --schedule FILE --node I [--phc DEV [--phc-error NS]] [--clock-error NS | --ptp4l PATH]
               [--margin NS] [--spin NS|auto] [--stride N] [--cpu C] [--fifo P] [--shm PATH]
-              [--control PATH] [--pin NAME]
+              [--control PATH] [--control-tcp ADDR:PORT --control-token FILE] [--pin NAME]
+              [--gate DEV [--gate-netns NS]] [--dp-telemetry PREFIX,...]
               [--stats-interval S] [--check-interval NS] [--resume-after N]
        lumend --schedule FILE --node I --measure SECONDS [--json] [...]
 
@@ -74,6 +78,20 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
                       in every second (sched_rt_runtime_us)
   --shm PATH          the page (/dev/shm/lumen-osched)
   --control PATH      the control socket (/run/lumen/lumend.sock)
+  --control-tcp ADDR:PORT
+                      also answer on TCP (a management address; [IPv6]:PORT),
+                      for a coordinator on another host ('lumen sched change
+                      --lumend ADDR:PORT'): only requests that carry the
+                      token of --control-token FILE (one line of 16-256
+                      printable characters, a file only its owner may read)
+  --gate DEV          answer 'demand' (what this host offered to each node,
+                      for 'lumen sched adapt --lumend' on another host) from
+                      the kernel gate on DEV ('lumen gate'; --gate-netns NS:
+                      DEV in that network namespace)
+  --dp-telemetry PREFIX,...
+                      ... and from these lumen-dp processes (their
+                      --file-prefix or telemetry socket): the demand of
+                      their gated hosts that are this node
   --pin NAME          also publish the slot state for the kernel in pinned
                       BPF maps, /sys/fs/bpf/lumen/osched/NAME/{state,windows}
                       (struct lumen_osched_state, include/lumen/bpf_shared.h):
@@ -139,9 +157,30 @@ std::string guard_at_name(const lumen_slot_timing &t)
 Options parse_options(const std::vector<std::string> &argv)
 {
 	Args a = Args::parse(argv, {"--json"});
-	a.allow_only({"--schedule", "--node", "--phc", "--phc-error", "--clock-error", "--margin", "--spin", "--stride",
-		      "--cpu", "--fifo", "--shm", "--control", "--pin", "--ptp4l", "--stats-interval",
-		      "--check-interval", "--resume-after", "--measure", "--json"});
+	a.allow_only({"--schedule",
+		      "--node",
+		      "--phc",
+		      "--phc-error",
+		      "--clock-error",
+		      "--margin",
+		      "--spin",
+		      "--stride",
+		      "--cpu",
+		      "--fifo",
+		      "--shm",
+		      "--control",
+		      "--control-tcp",
+		      "--control-token",
+		      "--pin",
+		      "--ptp4l",
+		      "--stats-interval",
+		      "--gate",
+		      "--gate-netns",
+		      "--dp-telemetry",
+		      "--check-interval",
+		      "--resume-after",
+		      "--measure",
+		      "--json"});
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 	Options o;
@@ -198,6 +237,36 @@ Options parse_options(const std::vector<std::string> &argv)
 		if (o.control.empty())
 			throw UsageError("--control: give a path");
 	}
+	if (a.has("--control-tcp")) {
+		o.control_tcp = *a.get("--control-tcp");
+		std::string host;
+		unsigned port = 0;
+		split_host_port(o.control_tcp, "--control-tcp", &host, &port);
+		if (!a.has("--control-token"))
+			throw UsageError("--control-tcp needs --control-token FILE: over TCP lumend answers only "
+					 "requests with its token");
+		o.control_token = read_token_file(*a.get("--control-token"), "--control-token");
+	} else if (a.has("--control-token")) {
+		throw UsageError("--control-token goes with --control-tcp ADDR:PORT");
+	}
+	if (a.has("--gate")) {
+		o.demand.gate_dev = *a.get("--gate");
+		if (o.demand.gate_dev.empty())
+			throw UsageError("--gate: give the device whose gate counts the demand, e.g. eth0");
+		o.demand.gate_netns = a.get("--gate-netns").value_or("");
+	} else if (a.has("--gate-netns")) {
+		throw UsageError("--gate-netns goes with --gate DEV");
+	}
+	if (a.has("--dp-telemetry")) {
+		const std::string list = *a.get("--dp-telemetry");
+		for (size_t start = 0; start <= list.size();) {
+			size_t comma = std::min(list.find(',', start), list.size());
+			if (comma == start)
+				throw UsageError("--dp-telemetry: an empty prefix in '" + list + "'");
+			o.demand.dp_telemetry.push_back(list.substr(start, comma - start));
+			start = comma + 1;
+		}
+	}
 	if (a.has("--pin")) {
 		o.pin = *a.get("--pin");
 		osched_dir(o.pin); // a name that can be a pin's
@@ -227,9 +296,15 @@ Options parse_options(const std::vector<std::string> &argv)
 
 std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path, uint64_t t0_ns)
 {
+	return make_plan(o, sched::load(path), path, t0_ns);
+}
+
+std::shared_ptr<const Plan> make_plan(const Options &o, sched::Schedule schedule, const std::string &path,
+				      uint64_t t0_ns)
+{
 	auto plan = std::make_shared<Plan>();
 	plan->path = path;
-	plan->schedule = sched::load(path);
+	plan->schedule = std::move(schedule);
 	if (t0_ns)
 		plan->schedule.t0_ns = t0_ns;
 	const sched::Schedule &s = plan->schedule;
@@ -300,6 +375,7 @@ nlohmann::json status_json(const Info &info, const EngineStats &st, const Plan &
 		{"stride", st.stride},
 		{"shm", info.shm},
 		{"control", info.control},
+		{"control_tcp", info.control_tcp.empty() ? nlohmann::json() : nlohmann::json(info.control_tcp)},
 		{"pin", info.pin.empty() ? nlohmann::json() : nlohmann::json(info.pin)},
 		{"clock", clock_json(info, st)},
 		{"quiet", st.quiet},
@@ -442,7 +518,7 @@ int run(const Options &o)
 			       : ShmPage::create(o.shm, plan->tables, plan->margin_ns, LUMEN_QUIET_CLOCK);
 	page.remove_on_close();
 	std::string control = measure && !o.control_given ? "" : o.control;
-	ControlLoop loop(control, sfd.get());
+	ControlLoop loop(control, sfd.get(), o.control_tcp, o.control_token);
 	std::unique_ptr<OschedPin> pin;
 	if (!o.pin.empty())
 		pin = std::make_unique<OschedPin>(o.pin, plan->tables.self, plan->tables.nodes);
@@ -454,6 +530,7 @@ int run(const Options &o)
 	info.clock = clock.name();
 	info.shm = page.path();
 	info.control = control;
+	info.control_tcp = o.control_tcp;
 	info.pin = pin ? pin->dir() : "";
 	info.ptp4l = ptp4l_bound;
 	info.ptp4l_path = o.ptp4l;
@@ -480,12 +557,17 @@ int run(const Options &o)
 		std::shared_ptr<const Plan> p = engine.plan();
 		return status_json(fresh_info(), engine.snapshot(), *p, change_now());
 	};
-	hooks.handlers["stage"] = Handler({"file", "at"}, [&](const nlohmann::json &req) {
-		if (!req.contains("file") || !req["file"].is_string() || !req.contains("at") ||
-		    !req["at"].is_number_unsigned())
-			throw UsageError("stage takes \"file\" (a schedule file's path) and \"at\" (CLOCK_TAI ns)");
+	hooks.handlers["stage"] = Handler({"file", "schedule", "at"}, [&](const nlohmann::json &req) {
+		const bool file = req.contains("file") && req["file"].is_string();
+		const bool inline_schedule = req.contains("schedule") && req["schedule"].is_object();
+		if (file == inline_schedule || !req.contains("at") || !req["at"].is_number_unsigned())
+			throw UsageError("stage takes \"file\" (a schedule file's path) or \"schedule\" (the "
+					 "schedule itself, as its file has it), and \"at\" (CLOCK_TAI ns)");
 		uint64_t at = req["at"].get<uint64_t>();
-		std::shared_ptr<const Plan> next = make_plan(o, req["file"].get<std::string>(), at);
+		std::shared_ptr<const Plan> next =
+			file ? make_plan(o, req["file"].get<std::string>(), at)
+			     : make_plan(o, sched::from_json(req["schedule"], "the staged schedule"), "the request",
+					 at);
 		if (next->schedule.nodes != engine.plan()->schedule.nodes)
 			throw UsageError("a schedule of " + std::to_string(next->schedule.nodes) + " nodes; " +
 					 std::to_string(engine.plan()->schedule.nodes) + " are in force");
@@ -515,6 +597,15 @@ int run(const Options &o)
 		return nlohmann::json{{"aborted", v}};
 	});
 	hooks.handlers["stats"] = [&] { return stats_json(fresh_info(), engine.snapshot()); };
+	hooks.handlers["demand"] = [&] {
+		const uint32_t nodes = engine.plan()->schedule.nodes;
+		DemandReading d = read_demand(o.demand, o.node, nodes);
+		return nlohmann::json{{"node", o.node},
+				      {"nodes", nodes},
+				      {"at_ns", clock.now()},
+				      {"bytes", d.bytes},
+				      {"sources", d.sources}};
+	};
 	hooks.handlers["schedule"] = [&] { return sched::to_json(engine.plan()->schedule); };
 	hooks.on_signal = [&](int sig) {
 		if (sig != SIGHUP) {

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lumend/demand.h"
 #include "lumend/ptp4l.h"
 #include "lumend/slot_engine.h"
 
@@ -46,6 +47,9 @@ struct Options {
 	std::string pin; // --pin NAME: the slot state for the kernel, LUMEN_PIN_ROOT/osched/NAME ("": none)
 	std::string control = "/run/lumen/lumend.sock";
 	bool control_given = false;
+	std::string control_tcp; // --control-tcp ADDR:PORT ("": no TCP control)
+	std::string control_token; // --control-token FILE's token (with control_tcp)
+	DemandSources demand; // --gate, --gate-netns, --dp-telemetry: the `demand` request's
 	uint64_t stats_interval_s = 0; // --stats-interval S (0: no stats log lines)
 	uint64_t measure_ns = 0; // --measure SECONDS (0: run as a daemon)
 	bool json = false;
@@ -59,11 +63,15 @@ Options parse_options(const std::vector<std::string> &argv);
 // margin checked, tables built. UsageError naming the file otherwise.
 // t0_ns > 0: the schedule's t0 becomes it (a change's instant).
 std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path, uint64_t t0_ns = 0);
+// The same for a schedule already parsed (a change's, sent inline); path
+// names where it came from.
+std::shared_ptr<const Plan> make_plan(const Options &o, sched::Schedule schedule, const std::string &path,
+				      uint64_t t0_ns = 0);
 
 // What status and stats answer (pure: tests build them from made-up stats).
 struct Info {
 	int pid = 0;
-	std::string clock, shm, control, pin;
+	std::string clock, shm, control, control_tcp, pin;
 	std::shared_ptr<const Ptp4lBound> ptp4l; // --ptp4l's readings (null: none)
 	std::string ptp4l_path;
 	bool spin_auto = true;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // userspace/testbed/adapt.h - traffic-aware operation of a rotor testbed
-// (`lumen sched adapt`): every window, the bytes each host's gate saw per
+// (`lumen sched adapt`), or of the hosts of several machines through their
+// lumends: every window, the bytes each host's gate saw per
 // destination (the kernel gate's counters, and lumen-dp's gates through
 // DPDK telemetry), an EWMA of the rates, a Vermilion schedule for them, and
 // a change at an instant for every party when it serves the demand better
@@ -26,7 +27,8 @@ struct AdaptOptions {
 	double min_gain = 0.05; // single-hop throughput a change must add
 	sched::VermilionParams vermilion; // k, l, uplinks, seed (the timing is the schedule's)
 	TestbedChange how; // the change's lead (or instant) and file directory
-	std::vector<std::string> lumends; // also change these lumends (control sockets)
+	std::vector<std::string> lumends; // also change these lumends (control endpoints)
+	std::string lumend_token; // for those at HOST:PORT
 	// lumen-dp processes (DPDK file prefixes or telemetry sockets) whose
 	// gated hosts are hosts of the testbed: their demand is read too
 	std::vector<std::string> dp_telemetry;
@@ -47,5 +49,13 @@ struct AdaptRound {
 // round, and the next rounds go on; Interrupted on Ctrl-C.
 void adapt_testbed(const std::string &name, const AdaptOptions &o,
 		   const std::function<void(const AdaptRound &)> &on_round);
+
+// The same across machines: the demand from each lumend of o.lumends (its
+// `demand`: every host's lumend reads its own gate and lumen-dp), the
+// schedule in force from the first, and the change made by the lumends
+// (each host's gate follows its lumend). A round whose reading fails says so
+// in its error and changes nothing. UsageError without lumends, or with
+// o.dp_telemetry (a testbed's).
+void adapt_lumends(const AdaptOptions &o, const std::function<void(const AdaptRound &)> &on_round);
 
 } // namespace lumen

@@ -32,12 +32,16 @@ std::vector<sched::ChangeParty> testbed_change_parties(const TestbedStatus &st)
 	return parties;
 }
 
-sched::ChangeParty lumend_change_party(const std::string &control, const std::string &file)
+sched::ChangeParty lumend_change_party(const std::string &control, const std::string &file, const std::string &token)
 {
-	auto ask = [control](const nlohmann::json &req) { json_request(control, req, "lumend"); };
+	auto ask = [control, token](const nlohmann::json &req) { json_request(control, req, "lumend", token); };
+	const bool remote = is_tcp_endpoint(control);
 	return {"lumend at " + control,
-		[ask, file](const sched::Schedule &, uint64_t at) {
-			ask({{"cmd", "stage"}, {"file", file}, {"at", at}});
+		[ask, file, remote](const sched::Schedule &s, uint64_t at) {
+			if (remote) // the file is on this host, not on lumend's
+				ask({{"cmd", "stage"}, {"schedule", sched::to_json(s)}, {"at", at}});
+			else
+				ask({{"cmd", "stage"}, {"file", file}, {"at", at}});
 		},
 		[ask](uint64_t v) {
 			ask({{"cmd", "commit"}, {"version", v}});
@@ -51,9 +55,9 @@ namespace
 {
 
 // The schedule in force at a lumend, from its status.
-sched::ChangeView lumend_view(const std::string &control)
+sched::ChangeView lumend_view(const std::string &control, const std::string &token)
 {
-	nlohmann::json st = json_request(control, {{"cmd", "status"}}, "lumend");
+	nlohmann::json st = json_request(control, {{"cmd", "status"}}, "lumend", token);
 	sched::ChangeView v;
 	const nlohmann::json &t = st.at("timing");
 	v.in_force.version = st.at("version").get<uint64_t>();
@@ -90,7 +94,7 @@ TestbedChangeResult change_schedule(const ChangeTargets &targets, sched::Schedul
 		v = sched::view(sched::banks_of(read_rotor().cfg), tai_ns());
 		reference = "the rotor switch";
 	} else {
-		v = lumend_view(targets.lumends[0]);
+		v = lumend_view(targets.lumends[0], targets.lumend_token);
 		reference = "lumend at " + targets.lumends[0];
 	}
 	if (v.quiet || std::string(v.state) != "none")
@@ -108,7 +112,7 @@ TestbedChangeResult change_schedule(const ChangeTargets &targets, sched::Schedul
 	if (st)
 		parties = testbed_change_parties(*st);
 	for (const std::string &c : targets.lumends)
-		parties.push_back(lumend_change_party(c, file));
+		parties.push_back(lumend_change_party(c, file, targets.lumend_token));
 	for (const auto &p : parties)
 		r.parties.push_back(p.name);
 	r.outcome = sched::run_change(parties, s, tai_ns);

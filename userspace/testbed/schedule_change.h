@@ -19,14 +19,18 @@ namespace lumen
 // The rotor switch, then the hosts' gates (those attached, on eth0).
 std::vector<sched::ChangeParty> testbed_change_parties(const TestbedStatus &st);
 
-// lumend at a control socket, staging the schedule file `file` (which
-// holds the change's schedule, its t0 the instant).
-sched::ChangeParty lumend_change_party(const std::string &control, const std::string &file);
+// lumend at a control endpoint: a Unix socket on this host stages the
+// schedule file `file` (which holds the change's schedule, its t0 the
+// instant); HOST:PORT (another host: base/json_socket.h) gets the schedule
+// itself in the request, with token.
+sched::ChangeParty lumend_change_party(const std::string &control, const std::string &file,
+				       const std::string &token = "");
 
 // Who changes: a rotor testbed's parties, lumends, or both.
 struct ChangeTargets {
 	std::string testbed; // "": none
-	std::vector<std::string> lumends; // control sockets
+	std::vector<std::string> lumends; // control endpoints: Unix sockets, HOST:PORT
+	std::string lumend_token; // for the HOST:PORT ones
 };
 
 struct TestbedChange {
