@@ -173,9 +173,12 @@ e2e_check "no qdisc or filter left on any device" \
 # 242 Mbit/s unshaped, yet moved 84 through a 100 Mbit/s port and 35 through
 # a 40 Mbit/s one, each with a standing queue; a 6.12 guest, 24 through a
 # 30 Mbit/s one. The shorter a frame's time, the more a late timer costs.
+# Not below 20 Mbit/s: the INT probes under load need a buffer the qlen field
+# can hold (14 KB at 20 Mbit/s and below), and at 10 Mbit/s the flow keeps it
+# so full that half the probes were tail-dropped.
 iperf_run "$TMPD/iperf0.json" 1
 path_mbps="$(iperf_field "$TMPD/iperf0.json" rx_mbps)"
-rate="$(py_print "max(10, min(int(a[0]), int(float(a[1]) / 12) // 10 * 10))" "$rate" "$path_mbps")"
+rate="$(py_print "max(20, min(int(a[0]), int(float(a[1]) / 12) // 10 * 10))" "$rate" "$path_mbps")"
 # Even so, under software emulation the shaper keeps a standing queue and
 # still delivers 85-93 % of its rate (the guest's timers), less when the
 # host is busy: there the throughput floors below are 0.1 lower.
@@ -280,19 +283,27 @@ c.close()' "$1"
 }
 # offloads on at h1: the 14 KB leaves a0 as one TSO packet and is forwarded whole
 ip netns exec "$H1" ethtool -K a0 tx on sg on tso on gso on >/dev/null
-d0="$(port_field b1 "$SW" drops)"
-got="$(burst 14000)"
-d1="$(port_field b1 "$SW" drops)"
-ip netns exec "$H1" ethtool -K a0 tso off gso off tx off >/dev/null 2>&1 || true
-e2e_log "  received $got B; drops $d0 -> $d1 ($(port_field b1 "$SW" drop_bytes) B), enqueued $(port_field b1 "$SW" enq_packets) packets, max queue $(port_field b1 "$SW" qlen_max_bytes) B"
-e2e_check "the burst arrived whole" test "$got" = 14000
 # Before, admission kept the queue <= the buffer, so a GSO packet above 2k was
 # dropped even on the idle port. Some kernels (6.1's veth, in the VM) hand
-# the forwarded burst over in single segments: then nothing may be dropped.
-qmax="$(port_field b1 "$SW" qlen_max_bytes)"
-[[ $qmax -gt 2048 ]] || e2e_log "  no GSO packet reached the port on this kernel: checking that nothing was dropped"
+# the forwarded burst over in single segments, or in small GSO packets that
+# may all find a segment queued ahead (and are rightly dropped): then the
+# burst is tried again on a fresh port, up to 3 times. The old admission
+# fails every try (no packet above 2k ever enters, and some are dropped).
+for try in 1 2 3; do
+	((try == 1)) || attach_b --rate 1gbit --buffer 2k >/dev/null
+	got="$(burst 14000)"
+	drops="$(port_field b1 "$SW" drops)"
+	qmax="$(port_field b1 "$SW" qlen_max_bytes)"
+	e2e_log "  try $try: received $got B; drops $drops ($(port_field b1 "$SW" drop_bytes) B), enqueued" \
+		"$(port_field b1 "$SW" enq_packets) packets, max queue $qmax B"
+	[[ $got == 14000 ]] && { ((qmax > 2048)) || ((drops == 0)); } && break
+	((try == 3)) || "$LUMEN_BIN" switch detach b1 --netns "$SW" >/dev/null
+done
+ip netns exec "$H1" ethtool -K a0 tso off gso off tx off >/dev/null 2>&1 || true
+e2e_check "the burst arrived whole" test "$got" = 14000
+((qmax > 2048)) || e2e_log "  no GSO packet entered the port's empty queue: checking that nothing was dropped"
 e2e_check "a GSO packet larger than the 2k buffer entered the empty queue (or none came and none was dropped)" \
-	py "int(a[0]) > 2048 or int(a[1]) == int(a[2])" "$qmax" "$d1" "$d0"
+	py "int(a[0]) > 2048 or int(a[1]) == 0" "$qmax" "$drops"
 e2e_check "detach" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
 
 # ---------------------------------------------------------------------------
