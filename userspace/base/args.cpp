@@ -49,6 +49,22 @@ std::optional<std::string> Args::get(const std::string &opt) const
 	return it->second;
 }
 
+std::vector<std::string> Args::list(const std::string &opt, const std::string &what) const
+{
+	std::vector<std::string> out;
+	std::optional<std::string> text = get(opt);
+	if (!text)
+		return out;
+	for (size_t start = 0; start <= text->size();) {
+		size_t comma = std::min(text->find(',', start), text->size());
+		if (comma == start)
+			throw UsageError(opt + ": an empty " + what + " in '" + *text + "'");
+		out.push_back(text->substr(start, comma - start));
+		start = comma + 1;
+	}
+	return out;
+}
+
 void Args::allow_only(const std::vector<std::string> &known) const
 {
 	for (const auto &[k, v] : options) {

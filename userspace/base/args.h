@@ -23,6 +23,9 @@ struct Args {
 	static Args parse(const std::vector<std::string> &argv, const std::vector<std::string> &flags = {});
 	bool has(const std::string &opt) const;
 	std::optional<std::string> get(const std::string &opt) const;
+	// The comma-separated words of opt (none when it is not given);
+	// UsageError "OPT: an empty WHAT in '...'" for an empty word.
+	std::vector<std::string> list(const std::string &opt, const std::string &what) const;
 	// Refuses options not in `known` (UsageError naming the first one).
 	void allow_only(const std::vector<std::string> &known) const;
 };

@@ -68,4 +68,21 @@ nlohmann::json DpdkTelemetry::query(const std::string &command)
 	return j.contains(key) ? j[key] : nlohmann::json();
 }
 
+std::vector<std::pair<std::string, nlohmann::json>> lumen_dp_gates(DpdkTelemetry &tel)
+{
+	nlohmann::json names = tel.query("/lumen/hosts");
+	if (!names.is_array())
+		throw Error("DPDK telemetry at " + tel.path() +
+			    " lists no lumen-dp hosts (/lumen/hosts): is it lumen-dp, and has its run begun?");
+	std::vector<std::pair<std::string, nlohmann::json>> gates;
+	for (const nlohmann::json &name : names) {
+		if (!name.is_string())
+			continue;
+		nlohmann::json g = tel.query("/lumen/gate," + name.get<std::string>());
+		if (!g.is_null()) /* null: not gated */
+			gates.emplace_back(name.get<std::string>(), std::move(g));
+	}
+	return gates;
+}
+
 } // namespace lumen

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,5 +42,10 @@ class DpdkTelemetry
 	std::string path_;
 	Fd fd_;
 };
+
+// lumen-dp's optical gates: for every host /lumen/hosts lists that has a
+// gate, its name and /lumen/gate,NAME (counters, its node, offered_bytes
+// per node). Error when the process lists no lumen-dp hosts.
+std::vector<std::pair<std::string, nlohmann::json>> lumen_dp_gates(DpdkTelemetry &tel);
 
 } // namespace lumen

@@ -414,22 +414,6 @@ int cmd_status(const Args &a)
 	return 0;
 }
 
-std::vector<std::string> socket_list(const Args &a, const std::string &opt = "--lumend")
-{
-	std::vector<std::string> out;
-	if (!a.has(opt))
-		return out;
-	std::string list = *a.get(opt);
-	for (size_t start = 0; start <= list.size();) {
-		size_t comma = std::min(list.find(',', start), list.size());
-		if (comma == start)
-			throw UsageError(opt + ": an empty socket in '" + list + "'");
-		out.push_back(list.substr(start, comma - start));
-		start = comma + 1;
-	}
-	return out;
-}
-
 int cmd_change(const Args &a)
 {
 	a.allow_only({"--testbed", "--lumend", "--lumend-token", "--lead", "--at", "--dir", "--json"});
@@ -437,7 +421,7 @@ int cmd_change(const Args &a)
 		throw UsageError("change takes one schedule file, and --testbed NAME or --lumend SOCK,... (or both)");
 	ChangeTargets targets;
 	targets.testbed = a.get("--testbed").value_or("");
-	targets.lumends = socket_list(a);
+	targets.lumends = a.list("--lumend", "socket");
 	targets.lumend_token = lumend_token(a, targets.lumends, "--lumend-token");
 	if (a.has("--lead") && a.has("--at"))
 		throw UsageError("give --lead or --at, not both");
@@ -499,9 +483,9 @@ int cmd_adapt(const Args &a)
 		o.how.lead_ns = parse_duration_ns(*a.get("--lead"), "--lead", 3600 * kSec);
 	if (a.has("--dir"))
 		o.how.dir = *a.get("--dir");
-	o.lumends = socket_list(a);
+	o.lumends = a.list("--lumend", "socket");
 	o.lumend_token = lumend_token(a, o.lumends, "--lumend-token");
-	o.dp_telemetry = socket_list(a, "--dp-telemetry");
+	o.dp_telemetry = a.list("--dp-telemetry", "socket");
 	bool json = a.has("--json");
 	install_interrupt_handlers();
 	auto report = [&](const AdaptRound &r) {

@@ -257,16 +257,7 @@ Options parse_options(const std::vector<std::string> &argv)
 	} else if (a.has("--gate-netns")) {
 		throw UsageError("--gate-netns goes with --gate DEV");
 	}
-	if (a.has("--dp-telemetry")) {
-		const std::string list = *a.get("--dp-telemetry");
-		for (size_t start = 0; start <= list.size();) {
-			size_t comma = std::min(list.find(',', start), list.size());
-			if (comma == start)
-				throw UsageError("--dp-telemetry: an empty prefix in '" + list + "'");
-			o.demand.dp_telemetry.push_back(list.substr(start, comma - start));
-			start = comma + 1;
-		}
-	}
+	o.demand.dp_telemetry = a.list("--dp-telemetry", "prefix");
 	if (a.has("--pin")) {
 		o.pin = *a.get("--pin");
 		osched_dir(o.pin); // a name that can be a pin's

@@ -46,17 +46,9 @@ DemandReading read_demand(const DemandSources &src, uint32_t self, uint32_t node
 	}
 	for (const std::string &where : src.dp_telemetry) {
 		DpdkTelemetry tel(where);
-		nlohmann::json names = tel.query("/lumen/hosts");
-		if (!names.is_array())
-			throw Error("DPDK telemetry at " + tel.path() + " lists no lumen-dp hosts (/lumen/hosts)");
 		std::vector<nlohmann::json> gates;
-		for (const nlohmann::json &name : names) {
-			if (!name.is_string())
-				continue;
-			nlohmann::json g = tel.query("/lumen/gate," + name.get<std::string>());
-			if (!g.is_null())
-				gates.push_back(std::move(g));
-		}
+		for (auto &named : lumen_dp_gates(tel))
+			gates.push_back(std::move(named.second));
 		if (add_dp_gates(gates, self, &r.bytes, tel.path()) == 0)
 			throw Error("lumen-dp at " + tel.path() + " has no gated host of node " + std::to_string(self));
 		r.sources.push_back("lumen-dp " + tel.path());

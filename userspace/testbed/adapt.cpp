@@ -25,26 +25,15 @@ void add_dp_demand(const TestbedStatus &st, const std::string &where, std::vecto
 {
 	size_t n = st.hosts.size();
 	DpdkTelemetry tel(where);
-	nlohmann::json names = tel.query("/lumen/hosts");
-	if (!names.is_array())
-		throw Error("DPDK telemetry at " + tel.path() +
-			    " lists no lumen-dp hosts (/lumen/hosts): is it lumen-dp, and has its run begun?");
-	for (const nlohmann::json &name : names) {
-		if (!name.is_string())
-			continue;
-		nlohmann::json g = tel.query("/lumen/gate," + name.get<std::string>());
-		if (g.is_null())
-			continue; /* not gated */
+	for (const auto &[name, g] : lumen_dp_gates(tel)) {
 		size_t i = 0;
-		while (i < n && st.hosts[i].addr != name.get<std::string>())
+		while (i < n && st.hosts[i].addr != name)
 			i++;
 		if (i == n)
-			throw Error("lumen-dp host " + name.get<std::string>() + " (" + tel.path() +
-				    ") is no host of the testbed");
+			throw Error("lumen-dp host " + name + " (" + tel.path() + ") is no host of the testbed");
 		const nlohmann::json &offered = g.contains("offered_bytes") ? g["offered_bytes"] : nlohmann::json();
 		if (!offered.is_array())
-			throw Error("lumen-dp at " + tel.path() + " gave no offered_bytes for " +
-				    name.get<std::string>());
+			throw Error("lumen-dp at " + tel.path() + " gave no offered_bytes for " + name);
 		for (size_t j = 0; j < n && j < offered.size(); j++)
 			if (offered[j].is_number_unsigned())
 				(*bytes)[i * n + j] += offered[j].get<uint64_t>();
