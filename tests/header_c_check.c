@@ -6,6 +6,7 @@
  * header_bpf_compile), which fails on anything BPF cannot express (floating
  * point, signed division, 128-bit arithmetic).
  */
+#include "lumen/dp_ack_coalesce.h"
 #include "lumen/dp_wire.h"
 #include "lumen/optical.h"
 #include "lumen/path_policy.h"
@@ -29,6 +30,7 @@ void lumen_check_path_feedback(struct lumen_path *st, const struct lumen_path_pa
 int lumen_check_dp_parse(const __u8 *frame, __u32 len, __u16 dport, struct lumen_dp_pkt *out);
 int lumen_check_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt *p);
 int lumen_check_dp_mark_ce(__u8 *frame, __u32 len);
+int lumen_check_dp_ack_fold(__u8 *older, __u32 older_len, const __u8 *newer, __u32 newer_len, __u16 dport);
 __u32 lumen_check_dp_hdr_len(__u32 type, __u32 ext_words);
 struct lumen_check_port {
 	__u64 now, tx, qlen;
@@ -137,6 +139,11 @@ int lumen_check_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt *p)
 int lumen_check_dp_mark_ce(__u8 *frame, __u32 len)
 {
 	return lumen_dp_mark_ce(frame, len);
+}
+
+int lumen_check_dp_ack_fold(__u8 *older, __u32 older_len, const __u8 *newer, __u32 newer_len, __u16 dport)
+{
+	return lumen_dp_ack_fold(older, older_len, newer, newer_len, dport);
 }
 
 __u32 lumen_check_dp_hdr_len(__u32 type, __u32 ext_words)

@@ -157,8 +157,9 @@ void Endpoint::poll(uint64_t now_ns)
 	sink_.consumed(used);
 }
 
-void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page)
+void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page, bool coalesce)
 {
+	coalesce_ = coalesce;
 	gate_ = std::move(gate);
 	page_ = std::move(page);
 	gate_tables_ = GateTables{};
@@ -187,20 +188,31 @@ static uint64_t tai_now()
 
 /* The gate's verdict on a frame: true when the gate took it (queued for
  * its departure in its destination's VOQ, deferred to a change's new
- * tables, or dropped); false: send it now. */
+ * tables, or dropped) or it was an ACK folded into an older one of its
+ * connection still in a VOQ (it needs no booking: the older one's stands);
+ * false: send it now. */
 bool Endpoint::gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer)
 {
 	uint32_t dst;
 	if (!ipv4_dst(m, &dst))
 		return false;
+	uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	if (coalesce_ && coalescer_.fold(bytes, len)) {
+		stats_.acks_coalesced++;
+		rte_pktmbuf_free(m);
+		return true;
+	}
 	uint64_t dep = tai;
-	switch (gate_->book(dst, rte_pktmbuf_data_len(m), tai, &dep, offer)) {
+	switch (gate_->book(dst, len, tai, &dep, offer)) {
 	case GateVerdict::kPass:
 		return false;
 	case GateVerdict::kSend:
 		if (dep <= tai)
 			return false;
 		voq_.push((uint32_t)gate_->node_of(dst), m, now_ns + (dep - tai));
+		if (coalesce_)
+			coalescer_.queued(bytes, len);
 		return true;
 	case GateVerdict::kDefer:
 		deferred_.push_back(m);
@@ -221,6 +233,7 @@ void Endpoint::release_due(uint64_t now_ns, uint64_t *tai)
 	uint32_t node;
 	rte_mbuf *m;
 	while (voq_.pop(now_ns, &node, &m)) {
+		left_voq(m);
 		uint32_t dst = 0;
 		ipv4_dst(m, &dst); /* queued frames are IPv4 */
 		if (!*tai)
@@ -231,6 +244,8 @@ void Endpoint::release_due(uint64_t now_ns, uint64_t *tai)
 			break;
 		case GateVerdict::kLate: {
 			std::deque<Voq<rte_mbuf *>::Entry> rest = voq_.take(node);
+			for (const auto &e : rest)
+				left_voq(e.item);
 			gate_->restart(node);
 			if (!gate_frame(m, now_ns, *tai, Offer::kRebook))
 				pending_.push_back(m);

@@ -23,6 +23,7 @@
 
 #include "app/osched_page.h"
 #include "app/port.h"
+#include "transport/ack_coalescer.h"
 #include "transport/engine.h"
 #include "transport/impair.h"
 #include "transport/optical_gate.h"
@@ -121,6 +122,9 @@ struct EndpointStats {
 	/* software steering: frames handed to other queues, taken from them,
 	 * and dropped because the other queue's ring was full */
 	uint64_t steered_out = 0, steered_in = 0, steer_drops = 0;
+	/* optical gate: ACKs folded into an older one of their connection
+	 * still in the VOQ (transport/ack_coalescer.h) */
+	uint64_t acks_coalesced = 0;
 };
 
 class Endpoint
@@ -170,7 +174,9 @@ class Endpoint
 	/* Direct-hop gating on a reconfigurable network: frames to a node of
 	 * lumend's schedule wait for their window (transport/optical_gate.h),
 	 * the tables read from lumend's page at every poll. */
-	void set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page);
+	/* coalesce: fold an ACK into the older one of its connection that
+	 * waits in the VOQ (transport/ack_coalescer.h) */
+	void set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page, bool coalesce = true);
 	const OpticalGate *gate() const
 	{
 		return gate_.get();
@@ -181,6 +187,10 @@ class Endpoint
 	void send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns);
 	bool gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer);
 	void release_due(uint64_t now_ns, uint64_t *tai);
+	void left_voq(const rte_mbuf *m)
+	{
+		coalescer_.left(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m));
+	}
 
 	std::string name_;
 	uint16_t port_, queue_;
@@ -195,6 +205,8 @@ class Endpoint
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */
 	Voq<rte_mbuf *> voq_; /* gated frames, by destination node, until their departure */
+	AckCoalescer coalescer_; /* the ACKs in voq_ that a newer one may fold into */
+	bool coalesce_ = true;
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */
 	EndpointStats stats_;
 };

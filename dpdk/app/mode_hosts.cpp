@@ -104,7 +104,7 @@ uint32_t first_conn_id(const Options &o, size_t i, size_t j)
 }
 
 /* Where each host's frames went, by schedule node: the gate's counters. */
-nlohmann::json gate_json(const OpticalGate &g)
+nlohmann::json gate_json(const OpticalGate &g, const EndpointStats &e)
 {
 	const GateStats &s = g.stats();
 	nlohmann::json nodes = nlohmann::json::array();
@@ -113,10 +113,18 @@ nlohmann::json gate_json(const OpticalGate &g)
 				 {"offered_bytes", x.offered_bytes},
 				 {"sent_frames", x.sent_frames},
 				 {"sent_bytes", x.sent_bytes}});
-	return {{"version", g.tables().version}, {"sent", s.sent},   {"held", s.held},
-		{"held_max_ns", s.held_max_ns},	 {"never", s.never}, {"quiet", s.quiet},
-		{"overflow", s.overflow},	 {"late", s.late},   {"passed", s.pass},
-		{"deferred", s.deferred},	 {"nodes", nodes}};
+	return {{"version", g.tables().version},
+		{"sent", s.sent},
+		{"held", s.held},
+		{"held_max_ns", s.held_max_ns},
+		{"never", s.never},
+		{"quiet", s.quiet},
+		{"overflow", s.overflow},
+		{"late", s.late},
+		{"passed", s.pass},
+		{"deferred", s.deferred},
+		{"acks_coalesced", e.acks_coalesced},
+		{"nodes", nodes}};
 }
 
 EngineConfig host_cfg(const Options &o, const HostSpec &h, const Mac &mac, uint64_t seed_salt)
@@ -278,7 +286,7 @@ int run_hosts(Options &o)
 				return fail(e);
 			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
 									     o.optical_max_hold_ns, o.optical_slack_ns),
-					       std::move(page));
+					       std::move(page), o.optical_coalesce);
 		}
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++)
@@ -310,7 +318,7 @@ int run_hosts(Options &o)
 		if (!o.optical_pages.empty()) {
 			nlohmann::json gates = nlohmann::json::object();
 			for (size_t i = 0; i < n; i++)
-				gates[ip_str(o.hosts[i].ip)] = gate_json(*hs[i][0]->ep->gate());
+				gates[ip_str(o.hosts[i].ip)] = gate_json(*hs[i][0]->ep->gate(), hs[i][0]->ep->stats());
 			run.note("gates", gates);
 		}
 		int rep = run.report("hosts");
@@ -343,12 +351,14 @@ int run_hosts(Options &o)
 				const GateStats &gs = g->stats();
 				std::printf(
 					"  %-15s gate: sent %llu, held %llu (max %.1f us), dropped: never %llu, quiet "
-					"%llu, overflow %llu; passed %llu; deferred to a change %llu; late %llu\n",
+					"%llu, overflow %llu; passed %llu; deferred to a change %llu; late %llu; ACKs "
+					"coalesced %llu\n",
 					"", (unsigned long long)gs.sent, (unsigned long long)gs.held,
 					(double)gs.held_max_ns / 1e3, (unsigned long long)gs.never,
 					(unsigned long long)gs.quiet, (unsigned long long)gs.overflow,
 					(unsigned long long)gs.pass, (unsigned long long)gs.deferred,
-					(unsigned long long)gs.late);
+					(unsigned long long)gs.late,
+					(unsigned long long)hs[i][0]->ep->stats().acks_coalesced);
 			}
 			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||
 					 t.bytes_delivered != expect[i] * o.msg_size)) {

@@ -262,7 +262,9 @@ const Mode kModes[] = {
 	 "  --optical-max-hold-us N  a frame that would wait longer is dropped (1000000)\n"
 	 "  --optical-slack-us N   how late a poll may send a frame: bookings keep this far\n"
 	 "                         inside the windows' margins; a frame later still is booked\n"
-	 "                         again (late), never sent into a guard (50)\n",
+	 "                         again (late), never sent into a guard (50)\n"
+	 "  --optical-coalesce on|off  an ACK folds into the older one of its connection still\n"
+	 "                         waiting for the circuit (on)\n",
 	 check_hosts, run_hosts},
 	{nullptr, nullptr, nullptr, nullptr, nullptr},
 };

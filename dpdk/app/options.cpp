@@ -62,6 +62,7 @@ enum Opt {
 	kOpticalRate,
 	kOpticalMaxHold,
 	kOpticalSlack,
+	kOpticalCoalesce,
 	kDemand,
 	kInitCwnd,
 	kRtoMin,
@@ -111,6 +112,7 @@ const option kLong[] = {
 	{"optical-rate", required_argument, nullptr, kOpticalRate},
 	{"optical-max-hold-us", required_argument, nullptr, kOpticalMaxHold},
 	{"optical-slack-us", required_argument, nullptr, kOpticalSlack},
+	{"optical-coalesce", required_argument, nullptr, kOpticalCoalesce},
 	{"demand", required_argument, nullptr, kDemand},
 	{"init-cwnd", required_argument, nullptr, kInitCwnd},
 	{"rto-min-us", required_argument, nullptr, kRtoMin},
@@ -453,6 +455,11 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kOpticalSlack:
 			NUM("optical-slack-us", 0, 1'000'000);
 			o->optical_slack_ns = v * 1000;
+			break;
+		case kOpticalCoalesce:
+			if (std::strcmp(a, "on") && std::strcmp(a, "off"))
+				return std::string("--optical-coalesce: '") + a + "' is neither on nor off";
+			o->optical_coalesce = !std::strcmp(a, "on");
 			break;
 		case kPattern:
 			if (std::strcmp(a, "permutation") && std::strcmp(a, "pairs") && std::strcmp(a, "all-to-all"))

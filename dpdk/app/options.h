@@ -47,6 +47,7 @@ struct Options {
 	uint32_t optical_rate_mbps = 0;
 	uint64_t optical_max_hold_ns = 1'000'000'000;
 	uint64_t optical_slack_ns = 50'000; /* how late a poll may send a frame (OpticalGate) */
+	bool optical_coalesce = true; /* fold ACKs waiting in a VOQ (transport/ack_coalescer.h) */
 	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
 	/* hosts: --demand FILE, an n x n matrix of payload rates in Mbit/s
 	 * (sched/demand.h's format, row = source): every pair with a rate has

@@ -148,10 +148,16 @@ int tel_gate(const char *, const char *params, rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "version", s.gate_version);
 	rte_tel_data_add_dict_u64(d, "node", s.gate_self);
 	const GateStats &g = s.gate;
-	const std::pair<const char *, uint64_t> totals[] = {
-		{"sent", g.sent},   {"held", g.held},	      {"never", g.never},
-		{"quiet", g.quiet}, {"overflow", g.overflow}, {"late", g.late},
-		{"passed", g.pass}, {"deferred", g.deferred}, {"held_max_ns", g.held_max_ns}};
+	const std::pair<const char *, uint64_t> totals[] = {{"sent", g.sent},
+							    {"held", g.held},
+							    {"never", g.never},
+							    {"quiet", g.quiet},
+							    {"overflow", g.overflow},
+							    {"late", g.late},
+							    {"passed", g.pass},
+							    {"deferred", g.deferred},
+							    {"held_max_ns", g.held_max_ns},
+							    {"acks_coalesced", s.port.acks_coalesced}};
 	for (const auto &t : totals)
 		rte_tel_data_add_dict_u64(d, t.first, t.second);
 	const std::pair<const char *, uint64_t GateNodeStats::*> per_node[] = {

@@ -50,7 +50,10 @@
 // Otherwise: slow start (cwnd += acked) until the first cut or loss sets
 // ssthresh, then additive increase of one MSS per window (acked * mss / cwnd
 // per ACK, with a remainder so that small ACKs on a large window add up); an
-// ACK that reports CE never grows the window. A fast loss halves the window
+// ACK grows the window by the share of its bytes its unmarked packets carry
+// (acked * (pkts - ce) / pkts: an ACK per packet grows only when unmarked,
+// and one that covers many, delayed or folded while it waited for a circuit
+// (ack_coalescer.h), grows as their separate ACKs would). A fast loss halves the window
 // (once per window, shared with the ECN cut); an RTO sets ssthresh = cwnd / 2
 // (unless the window was already reduced for the data in flight) and cwnd
 // to the minimum, back to slow start. cwnd stays within [dctcp_min_cwnd_pkts

@@ -8,8 +8,9 @@
 //   2. the ACK's packets and marks go to the alpha window, and alpha is
 //      updated when snd_una reaches the window's end;
 //   3. the WTD average takes the ACK's CE fraction (when enabled);
-//   4. an ACK with CE cuts (unless a reduction is in force or WTD holds it),
-//      an ACK without CE grows the window (unless a reduction is in force).
+//   4. the ACK's unmarked packets' share of its bytes grows the window
+//      (unless a reduction is in force); then an ACK with CE cuts (unless a
+//      reduction is in force or WTD holds it).
 // Every window stays within [min, max]; the pacing rate follows the window.
 #include "transport/cc.h"
 
@@ -20,6 +21,8 @@ namespace lumen::dp
 
 namespace
 {
+
+__extension__ typedef unsigned __int128 u128;
 
 // Bytes of one ACK taken into account: more is not a plausible ACK, and the
 // bound keeps acked * mss below 2^48.
@@ -213,8 +216,15 @@ void Dctcp::on_ack(const CcAck &ack)
 	end_guard(ack);
 	window_account(ack, ce);
 	bool wtd_ok = wtd_allows_cut(ack, ce);
+	// the window grows by the unmarked packets' share of the bytes (ce >= 1
+	// makes acked_pkts >= 1; the product < 2^64 * 2^32 needs 128 bits),
+	// before a cut: as if their ACKs had come first
+	if (ce)
+		acked = (uint64_t)((u128)acked * (ack.acked_pkts - ce) / ack.acked_pkts);
+	if (!hold_growth_ && acked)
+		grow(acked);
 	if (ce) {
-		// a marked ACK never grows the window; it cuts once per window
+		// a marked ACK cuts once per window
 		if (!guard_ && wtd_ok) {
 			// cwnd < 2^30, alpha <= 2^20: the product < 2^50
 			reduce(cwnd_bytes_ - ((cwnd_bytes_ * alpha_) >> (kAlphaShift + 1)), true);
@@ -222,8 +232,6 @@ void Dctcp::on_ack(const CcAck &ack)
 		} else if (!guard_) {
 			counters_.wtd_held++;
 		}
-	} else if (!hold_growth_) {
-		grow(acked);
 	}
 	update_pacing();
 }

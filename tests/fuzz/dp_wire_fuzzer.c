@@ -15,12 +15,17 @@
  *     TTL, IP and UDP checksums), parses to the same packet, and its own
  *     rebuild is byte-identical;
  *   - lumen_dp_mark_ce marks exactly the ECN-capable frames, and the marked
- *     frame parses to the same packet with ECN CE.
+ *     frame parses to the same packet with ECN CE;
+ *   - an accepted ACK folds into a copy of itself (dp_ack_coalesce.h) unless
+ *     its counts would overflow, to the same packet with the counts doubled;
+ *     the raw input folded into the rebuilt frame either leaves it alone or
+ *     makes a frame that parses as an ACK of the same connection.
  * Built by clang with -fsanitize=fuzzer,address,undefined
  * (tests/CMakeLists.txt, ctest dp_wire_libfuzzer); seeds in corpus/dp/
  * (make_dp_corpus.py).
  */
 #include "lumen/dp_wire.h"
+#include "lumen/dp_ack_coalesce.h"
 #include "fuzz_check.h"
 
 #include <stdint.h>
@@ -49,6 +54,41 @@ static void check_same(const struct lumen_dp_pkt *a, const struct lumen_dp_pkt *
 static int free_byte(size_t i)
 {
 	return i == 18 || i == 19 || i == 20 || i == 22 || i == 24 || i == 25 || i == 40 || i == 41;
+}
+
+/* The ACK p (frame buf, end bytes) folded into a copy of itself, then the
+ * raw input f folded into another copy. */
+static void check_fold(const uint8_t *f, size_t size, const uint8_t *buf, uint32_t end, uint16_t port,
+		       const struct lumen_dp_pkt *p)
+{
+	uint8_t *older = malloc(end);
+	struct lumen_dp_pkt q;
+	int rc;
+
+	CHECK(older != NULL);
+	memcpy(older, buf, end);
+	rc = lumen_dp_ack_fold(older, end, buf, end, port);
+	if ((uint32_t)p->pkts * 2 > 0xFFFF || (uint32_t)p->ce_pkts * 2 > 0xFFFF) {
+		CHECK(rc == LUMEN_DP_FOLD_ECOUNT);
+		CHECK(memcmp(older, buf, end) == 0);
+	} else {
+		CHECK(rc == LUMEN_DP_FOLDED);
+		CHECK(lumen_dp_parse(older, end, port, &q) == 0);
+		CHECK(q.pkts == 2 * p->pkts && q.ce_pkts == 2 * p->ce_pkts);
+		q.pkts = p->pkts;
+		q.ce_pkts = p->ce_pkts;
+		check_same(p, &q, 1);
+	}
+	memcpy(older, buf, end);
+	rc = lumen_dp_ack_fold(older, end, f, (uint32_t)size, port);
+	CHECK(rc >= LUMEN_DP_FOLDED && rc <= LUMEN_DP_FOLD_ECOUNT);
+	if (rc != LUMEN_DP_FOLDED) {
+		CHECK(memcmp(older, buf, end) == 0);
+	} else {
+		CHECK(lumen_dp_parse(older, end, port, &q) == 0);
+		CHECK(q.type == LUMEN_DP_ACK && q.conn_id == p->conn_id && q.ip_dst == p->ip_dst);
+	}
+	free(older);
 }
 
 static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const struct lumen_dp_pkt *p)
@@ -105,6 +145,8 @@ static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const s
 		CHECK(r.ecn == LUMEN_DP_ECN_CE);
 		check_same(p, &r, 0);
 	}
+	if (p->type == LUMEN_DP_ACK)
+		check_fold(f, size, buf, end, port, p);
 	free(mark);
 	free(again);
 	free(buf);
