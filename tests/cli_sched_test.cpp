@@ -112,6 +112,16 @@ TEST_F(SchedCli, VermilionFromADemandFile)
 	EXPECT_EQ(run({"show", f, "--demand", demand}), 0);
 }
 
+TEST_F(SchedCli, ShaleEbsMadeAndShown)
+{
+	std::string f = path("e.json");
+	ASSERT_EQ(run({"generate", "ebs", "--nodes", "16", "--h", "2", "--uplinks", "2", "--out", f}), 0);
+	sched::Schedule s = sched::load(f);
+	EXPECT_EQ(s.period, 3u); // 2 phases of 3 shifts over 2 uplinks
+	EXPECT_EQ(s.generator, "ebs h=2 m=4");
+	EXPECT_EQ(run({"show", f}), 0);
+}
+
 TEST_F(SchedCli, MistakesAreRefusedAndNothingIsWritten)
 {
 	std::string f = path("x.json"), demand = path("d.csv"), bad = path("bad.json");
@@ -133,6 +143,9 @@ TEST_F(SchedCli, MistakesAreRefusedAndNothingIsWritten)
 		{{"generate", "round-robin", "--nodes", "8", "--t0", "yesterday", "--out", f}, "--t0"},
 		{{"generate", "round-robin", "--nodes", "8", "--t0", "now-1s", "--out", f}, "--t0"},
 		{{"generate", "round-robin", "--nodes", "8", "--k", "3", "--out", f}, "--k"},
+		{{"generate", "ebs", "--nodes", "16", "--out", f}, "needs --nodes N and --h H"},
+		{{"generate", "ebs", "--nodes", "16", "--h", "0", "--out", f}, "--h"},
+		{{"generate", "ebs", "--nodes", "16", "--h", "2", "--k", "3", "--out", f}, "--k"},
 		{{"generate", "vermilion", "--out", f}, "needs --demand"},
 		{{"generate", "vermilion", "--demand", demand, "--out", f}, "d.csv:2: 2 entries, the first row has 3"},
 		{{"generate", "vermilion", "--demand", path("none.csv"), "--out", f}, "none.csv"},

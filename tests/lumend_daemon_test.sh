@@ -92,7 +92,8 @@ stat_of() { ask '{"cmd":"stats"}' | e2e_json "d['$1']"; }
 # its arguments would be read once)
 page_says() { test "$(page "${@:2}" | tr '\n' ' ')" == "$1 "; }
 stat_says() { test "$(stat_of "$1")" == "$2"; }
-nothing_left() { ! ls "$tmp"/page* "$tmp"/sock* "$tmp"/other* 2>/dev/null | grep -q .; }
+nothing_left() { ! compgen -G "$tmp/page*" >/dev/null && ! compgen -G "$tmp/sock*" >/dev/null &&
+	! compgen -G "$tmp/other*" >/dev/null; }
 
 # --- refusals ----------------------------------------------------------------
 base=(--shm "$tmp/page" --control "$tmp/sock")
@@ -381,6 +382,9 @@ sys.exit(0 if ok and max(opens) - min(opens) < 4 * 200_000 else 1)"
 	wait "$pid" || true
 	pid=
 	e2e_check "--pin: nothing pinned left" test ! -e "/sys/fs/bpf/lumen/osched/$pin_name"
+	if ! compgen -G "/sys/fs/bpf/lumen/osched/*" >/dev/null; then
+		e2e_check "--pin: no lumend's directory left" test ! -e /sys/fs/bpf/lumen/osched
+	fi
 fi
 
 # --- the clock's bound from ptp4l (--ptp4l) ------------------------------------------------

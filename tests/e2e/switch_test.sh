@@ -352,7 +352,6 @@ e2e_check "a rate the INT code cannot carry exactly is warned about" grep -q "sa
 e2e_check "... and stamped as the nearest code (140 Mbit/s = code 113)" py "a[0] == '113'" "$(port_field a0 "$H1" rate_code)"
 "$LUMEN_BIN" switch detach a0 --netns "$H1" >/dev/null
 attach_a --rate 1gbit --buffer 1m >/dev/null
-aid="$(port_field a0 "$H1" port_id)"
 
 # ---------------------------------------------------------------------------
 e2e_log "INT through two ports (A at 1 Gbit/s: code 801, B at 100 Mbit/s: code 800)"

@@ -74,17 +74,18 @@ for i in 0 1 2 3; do
 		--max-hold 2s >/dev/null
 done
 
-# offer NAME WARM: offer the demand for WARM + 9.6 s (10 periods of
-# Vermilion), write NAME.txt (per pair: offered, received in the last 9.6 s,
-# their ratio) and print the lowest ratio over pairs
+# offer NAME WARM [SECONDS]: offer the demand for WARM + SECONDS (9.6 s: 10
+# periods of Vermilion), write NAME.txt (per pair: offered, received in the
+# last SECONDS, their ratio) and print the lowest ratio over pairs
 offer() {
-	local name="$1" warm="$2" i
+	local name="$1" warm="$2" seconds="${3:-9.6}" i pids=()
 	for i in 0 1 2 3; do
 		ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" "$(sed -n "$((i + 1))p" "$TMPD/rates")" \
-			1000 "$warm" 9.6 >"$TMPD/$name.$i" &
+			1000 "$warm" "$seconds" >"$TMPD/$name.$i" &
+		pids+=($!)
 	done
-	wait
-	python3 - "$TMPD" "$name" <<'PY'
+	wait "${pids[@]}"
+	python3 - "$TMPD" "$name" "$seconds" <<'PY'
 import json, sys
 tmpd, name = sys.argv[1], sys.argv[2]
 rates = [[float(x) for x in l.split(",")] for l in open(f"{tmpd}/rates")]
@@ -94,7 +95,7 @@ for dst in range(4):
     for src in range(4):
         if src == dst:
             continue
-        offered = rates[src][dst] * 9.6 / 8
+        offered = rates[src][dst] * float(sys.argv[3]) / 8
         b = got.get(f"10.0.0.{src + 1}", 0)
         worst = min(worst, b / offered)
         lines.append(f"h{src + 1} -> h{dst + 1}: offered {offered:.0f} B, received {b} B ({b / offered:.3f})")
@@ -125,13 +126,24 @@ e2e_check "round robin: violations at most 0.5 % of the frames" \
 e2e_check "round robin stays below the bound on this demand" \
 	python3 -c "import sys; sys.exit(not float('$R') < float('$BOUND'))"
 
-# the same demand again; 1 s in, adapt measures 3 s of it at the gates and
-# changes to Vermilion (k = 3, l = 1) 2.5 s on; the last 9.6 s are measured
+# the same demand again for 7 s; 1 s in, adapt measures 3 s of it at the
+# gates and changes to Vermilion (k = 3, l = 1) 2.5 s on. Once the change
+# is in force and round robin's queues are gone (2 s of hold), the demand
+# for 2.5 + 9.6 s, the last 9.6 measured. (Measured while adapt ran, the
+# change, whose CLI calls take seconds in an emulated guest, once came 6 s
+# late: half the measurement on round robin.)
 e2e_log "lumen sched adapt: Vermilion from the demand the gates measured"
 before="$(violations)"
 (sleep 1 && "$LUMEN_BIN" sched adapt --testbed "$TB" --rounds 1 --window 3s --k 3 --l 1 --lead 2.5s --json \
 	>"$TMPD/adapt.json" 2>&1) &
-A="$(offer adapted 9)"
+APID=$!
+offer measured 6 1 >/dev/null
+wait "$APID" || true
+python3 - "$(e2e_json "d['change']['switch_ns']" <"$TMPD/adapt.json" 2>/dev/null || echo 0)" <<'PY'
+import sys, time
+time.sleep(max(0, (int(sys.argv[1]) - time.clock_gettime_ns(time.CLOCK_TAI)) / 1e9))
+PY
+A="$(offer adapted 2.5)"
 e2e_log "  adapt: $(e2e_json "d.get('why'), d.get('error')" <"$TMPD/adapt.json" 2>&1 || cat "$TMPD/adapt.json")"
 sed 's/^/  /' "$TMPD/adapted.txt"
 e2e_log "  lowest received / offered: $A; bound $BOUND; violations $(($(violations) - before))"

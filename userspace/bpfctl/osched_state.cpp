@@ -73,6 +73,8 @@ OschedPin::~OschedPin()
 		remove_pin(dir_ + "/state");
 		remove_pin(dir_ + "/windows");
 		::rmdir(pin_path(dir_).c_str());
+		/* and the lumends' directory when it was the last (ENOTEMPTY otherwise) */
+		::rmdir(pin_path(LUMEN_PIN_OSCHED_DIR).c_str());
 	} catch (const std::exception &) {
 		/* a destructor: what is left is a stale pin the next lumend names */
 	}

@@ -36,6 +36,7 @@ namespace
 
 const char kUsage[] =
 	R"(usage: lumen sched generate round-robin --nodes N [--uplinks D] [--self-loops] [TIMING] --out FILE
+       lumen sched generate ebs --nodes N --h H [--uplinks D] [TIMING] --out FILE
        lumen sched generate vermilion --demand FILE [--k K] [--l L] [--uplinks D] [--seed S] [TIMING] --out FILE
        lumen sched validate FILE [--json]
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
@@ -56,6 +57,11 @@ are connected, outside the guard. The file format is in docs/optical.md.
 generate round-robin   the oblivious schedule: node i reaches i + s for every
                        shift s, each pair once per period of ceil((N-1)/D)
                        slots (ceil(N/D) with --self-loops, shift 0 idle)
+generate ebs           Shale's Elementary Basis Schedule: nodes as H
+                       coordinates in base m (m^H >= N), a round robin per
+                       coordinate, period ceil(H(m-1)/D); a node reaches the
+                       nodes that differ from it in one coordinate (Shale
+                       routes over up to 2H hops); H 1 is round robin
 generate vermilion     Vermilion's traffic-aware schedule for a demand matrix
                        (N lines of N numbers, row = source): K*N matchings
                        over D uplinks, period K*N/D; every pair at least L
@@ -166,7 +172,7 @@ int cmd_generate(const Args &a)
 	static const std::vector<std::string> timing = {"--slot",    "--guard", "--guard-at", "--t0",
 							"--version", "--link",	"--out"};
 	if (a.positional.size() != 2)
-		throw UsageError("generate takes one kind: round-robin or vermilion");
+		throw UsageError("generate takes one kind: round-robin, ebs or vermilion");
 	const std::string &kind = a.positional[1];
 	if (kind == "round-robin") {
 		std::vector<std::string> known = timing;
@@ -178,6 +184,21 @@ int cmd_generate(const Args &a)
 		uint32_t d = (uint32_t)parse_uint(a.get("--uplinks").value_or("1"), "--uplinks", 1, sched::kMaxUplinks);
 		std::string path = out_path(a);
 		sched::Schedule s = sched::round_robin(n, d, a.has("--self-loops"), parse_timing(a));
+		sched::save(s, path);
+		std::printf("wrote %s\n%s", path.c_str(), sched::summary_text(s, nullptr).c_str());
+		return 0;
+	}
+	if (kind == "ebs") {
+		std::vector<std::string> known = timing;
+		known.insert(known.end(), {"--nodes", "--uplinks", "--h"});
+		a.allow_only(known);
+		if (!a.has("--nodes") || !a.has("--h"))
+			throw UsageError("generate ebs needs --nodes N and --h H");
+		uint32_t n = (uint32_t)parse_uint(*a.get("--nodes"), "--nodes", 2, sched::kMaxNodes);
+		uint32_t h = (uint32_t)parse_uint(*a.get("--h"), "--h", 1, 20);
+		uint32_t d = (uint32_t)parse_uint(a.get("--uplinks").value_or("1"), "--uplinks", 1, sched::kMaxUplinks);
+		std::string path = out_path(a);
+		sched::Schedule s = sched::ebs(n, d, h, parse_timing(a));
 		sched::save(s, path);
 		std::printf("wrote %s\n%s", path.c_str(), sched::summary_text(s, nullptr).c_str());
 		return 0;
@@ -202,7 +223,7 @@ int cmd_generate(const Args &a)
 		std::printf("wrote %s\n%s", path.c_str(), sched::summary_text(s, &demand).c_str());
 		return 0;
 	}
-	throw UsageError("unknown schedule kind '" + kind + "' (round-robin, vermilion)");
+	throw UsageError("unknown schedule kind '" + kind + "' (round-robin, ebs, vermilion)");
 }
 
 int cmd_validate(const Args &a)

@@ -28,13 +28,7 @@ Schedule round_robin(uint32_t nodes, uint32_t uplinks, bool self_loops, const Ti
 	if ((uint64_t)uplinks * period * nodes > kMaxEntries)
 		throw UsageError("round robin: uplinks x period x nodes is over " + std::to_string(kMaxEntries));
 
-	Schedule s = Schedule::idle(nodes, uplinks, period);
-	s.version = timing.version;
-	s.slot_ns = timing.slot_ns;
-	s.guard_ns = timing.guard_ns;
-	s.guard_at = timing.guard_at;
-	s.t0_ns = timing.t0_ns;
-	s.link_gbps = timing.link_gbps;
+	Schedule s = idle_schedule(nodes, uplinks, period, timing);
 	s.generator = std::string("round-robin") + (self_loops ? " self-loops" : "");
 	for (uint32_t p = 0; p < uplinks; p++)
 		for (uint32_t t = 0; t < period; t++) {

@@ -37,6 +37,18 @@ Schedule Schedule::idle(uint32_t nodes, uint32_t uplinks, uint32_t period)
 	return s;
 }
 
+Schedule idle_schedule(uint32_t nodes, uint32_t uplinks, uint32_t period, const Timing &timing)
+{
+	Schedule s = Schedule::idle(nodes, uplinks, period);
+	s.version = timing.version;
+	s.slot_ns = timing.slot_ns;
+	s.guard_ns = timing.guard_ns;
+	s.guard_at = timing.guard_at;
+	s.t0_ns = timing.t0_ns;
+	s.link_gbps = timing.link_gbps;
+	return s;
+}
+
 namespace
 {
 

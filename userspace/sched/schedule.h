@@ -154,6 +154,10 @@ struct Timing {
 	double link_gbps = 0;
 };
 
+// What every generator starts from: Schedule::idle of that shape with the
+// timing's version, slot, guard, t0 and link rate.
+Schedule idle_schedule(uint32_t nodes, uint32_t uplinks, uint32_t period, const Timing &timing);
+
 // Round robin (RotorNet, Sirius; thesis §7, Shale's SRRD): matching s maps
 // i to (i + s) mod N for s = 1..N-1; uplink p runs the shifts s = p+1,
 // p+1+d, ... in order, so the period is ceil((N-1)/d) and each node meets
@@ -162,5 +166,16 @@ struct Timing {
 // (N/d when d divides N: the thesis' convention). UsageError for N < 2,
 // d < 1, d > kMaxUplinks, N > kMaxNodes.
 Schedule round_robin(uint32_t nodes, uint32_t uplinks, bool self_loops, const Timing &timing);
+
+// Shale's Elementary Basis Schedule (ebs.cpp): nodes as h coordinates in
+// base m (m the smallest with m^h >= N), one round robin per coordinate
+// after the other: node i reaches i + s * e_p in slot p(m - 1) + s - 1,
+// period ceil(h(m - 1) / d). N below m^h ("Dummy EBS"): the nodes spread
+// evenly over the m^h virtual ones, a missing partner skipped along its
+// shift's cycle (parallel set if two uplinks of a node then meet in a
+// slot). h = 1 is round robin. UsageError for N < 2, d out of range, h not
+// in 1..20, m^h over 2^20, or a Dummy EBS whose circuits leave a node cut
+// off (m^h far above N).
+Schedule ebs(uint32_t nodes, uint32_t uplinks, uint32_t h, const Timing &timing);
 
 } // namespace lumen::sched

@@ -432,13 +432,7 @@ Schedule vermilion(const std::vector<double> &demand, uint32_t nodes, const Verm
 		cut(emulated_topology(demand, n, params), n, d, 0, count, m);
 	}
 
-	Schedule s = Schedule::idle(n, d, period);
-	s.version = params.timing.version;
-	s.slot_ns = params.timing.slot_ns;
-	s.guard_ns = params.timing.guard_ns;
-	s.guard_at = params.timing.guard_at;
-	s.t0_ns = params.timing.t0_ns;
-	s.link_gbps = params.timing.link_gbps;
+	Schedule s = idle_schedule(n, d, period, params.timing);
 	s.generator = "vermilion k=" + std::to_string(params.k) + " l=" + std::to_string(params.l) +
 		      " seed=" + std::to_string(params.seed);
 	for (uint32_t i = 0; i < count; i++)

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// userspace/sched/ebs.cpp - Shale's Elementary Basis Schedule (seed 001,
+// §2.3; the formal definition in its appendix), an oblivious schedule with
+// a shorter period than round robin for traffic that may take several
+// hops.
+//
+// Give each node h coordinates in [0, m), its index in base m (N = m^h).
+// Phase p is a round robin among the m nodes that differ only in
+// coordinate p: in its slot s (1 <= s < m) node i reaches i + s * e_p, its
+// coordinate p moved by s mod m. The h phases, one after the other, are the
+// period: h * (m - 1) slots, against N - 1 for round robin, so a node waits
+// at most h(m - 1) slots for any neighbour, but it has only h(m - 1)
+// neighbours. Shale reaches every other node in at most h direct hops (one
+// per coordinate) after h spraying hops, and guarantees 1 / (2h) of the
+// hose; h = 1 is round robin.
+//
+// Any N (Shale's "Dummy EBS"): lay the N nodes out evenly over M = m^h
+// virtual ones (m the smallest with m^h >= N; node k is virtual k * M / N)
+// and take the virtual schedule with the missing ones skipped: a node whose
+// virtual partner is missing reaches the next node present along the same
+// cycle of that slot's shift. A slot's matching stays a permutation (each
+// cycle of the shift only gets shorter) and every hop still stays within
+// one coordinate's line. Only then can two uplinks of a node reach one
+// destination in the same slot; the schedule says so (`parallel`). With
+// far more virtual nodes than real ones (10 nodes, h = 3: 27) a node can be
+// alone on all its lines; such a schedule is refused.
+//
+// With d uplinks, uplink u runs the slots u, u + d, ... of the period, as
+// round robin does: the period is ceil(h(m - 1) / d).
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "sched/schedule.h"
+
+namespace lumen::sched
+{
+
+namespace
+{
+
+// The smallest m >= 2 with m^h >= nodes, and M = m^h; false when M would
+// exceed kMaxVirtual (h far beyond log2 N).
+constexpr uint64_t kMaxVirtual = 1u << 20;
+
+bool radix(uint32_t nodes, uint32_t h, uint32_t *m, uint64_t *virt)
+{
+	for (uint64_t b = 2;; b++) {
+		uint64_t p = 1;
+		for (uint32_t i = 0; i < h && p <= kMaxVirtual; i++)
+			p *= b;
+		if (p > kMaxVirtual)
+			return false;
+		if (p >= nodes) {
+			*m = (uint32_t)b;
+			*virt = p;
+			return true;
+		}
+	}
+}
+
+// Every node reachable from node 0 over the period's circuits, or a
+// UsageError naming one that is not. Every slot is a permutation, so every
+// circuit lies on a cycle and reachable from 0 means strongly connected.
+// Dummy EBS over many more virtual nodes than real ones (m^h far above N)
+// can cut a node off: all its lines empty but for itself.
+void require_connected(const Schedule &s, uint64_t virt)
+{
+	std::vector<char> seen(s.nodes, 0);
+	std::vector<uint32_t> todo{0};
+	seen[0] = 1;
+	while (!todo.empty()) {
+		uint32_t x = todo.back();
+		todo.pop_back();
+		for (uint32_t u = 0; u < s.uplinks; u++)
+			for (uint32_t t = 0; t < s.period; t++) {
+				uint32_t y = s.to(u, t, x);
+				if (!seen[y]) {
+					seen[y] = 1;
+					todo.push_back(y);
+				}
+			}
+	}
+	for (uint32_t i = 0; i < s.nodes; i++)
+		if (!seen[i])
+			throw UsageError("ebs: " + std::to_string(s.nodes) + " nodes spread over " +
+					 std::to_string(virt) + " virtual ones leave node " + std::to_string(i) +
+					 " unreachable from node 0: take a smaller h");
+}
+
+} // namespace
+
+Schedule ebs(uint32_t nodes, uint32_t uplinks, uint32_t h, const Timing &timing)
+{
+	if (nodes < 2 || nodes > kMaxNodes)
+		throw UsageError("ebs: nodes " + std::to_string(nodes) + " is not in 2.." + std::to_string(kMaxNodes));
+	if (uplinks < 1 || uplinks > kMaxUplinks)
+		throw UsageError("ebs: uplinks " + std::to_string(uplinks) + " is not in 1.." +
+				 std::to_string(kMaxUplinks));
+	if (h < 1 || h > 20)
+		throw UsageError("ebs: h " + std::to_string(h) + " is not in 1..20");
+	uint32_t m = 0;
+	uint64_t virt = 0;
+	if (!radix(nodes, h, &m, &virt))
+		throw UsageError("ebs: h " + std::to_string(h) + " lays " + std::to_string(nodes) +
+				 " nodes out over more than " + std::to_string(kMaxVirtual) +
+				 " virtual ones: take a smaller h");
+	uint32_t slots = h * (m - 1); // matchings per period, before the uplinks share them
+	uint32_t period = (slots + uplinks - 1) / uplinks;
+	if ((uint64_t)uplinks * period * nodes > kMaxEntries)
+		throw UsageError("ebs: uplinks x period x nodes is over " + std::to_string(kMaxEntries));
+
+	// node k is virtual k * M / N; real_of: virtual -> node, or -1
+	std::vector<uint64_t> virt_of(nodes);
+	std::vector<int64_t> real_of(virt, -1);
+	for (uint32_t k = 0; k < nodes; k++) {
+		virt_of[k] = (uint64_t)k * virt / nodes;
+		real_of[virt_of[k]] = k;
+	}
+	std::vector<uint64_t> weight(h); // m^p
+	for (uint32_t p = 0; p < h; p++)
+		weight[p] = p ? weight[p - 1] * m : 1;
+	// virtual v moved by s along coordinate p
+	auto shift = [&](uint64_t v, uint32_t p, uint32_t s) {
+		uint64_t c = v / weight[p] % m;
+		return v - c * weight[p] + (c + s) % m * weight[p];
+	};
+
+	Schedule out = idle_schedule(nodes, uplinks, period, timing);
+	out.generator = "ebs h=" + std::to_string(h) + " m=" + std::to_string(m);
+	if (virt > nodes)
+		out.generator += " dummy M=" + std::to_string(virt);
+	for (uint32_t u = 0; u < uplinks; u++)
+		for (uint32_t t = 0; t < period; t++) {
+			uint32_t q = u + t * uplinks; // the q-th matching of the period
+			if (q >= slots)
+				continue; // padding: the last slot has fewer matchings than uplinks
+			uint32_t p = q / (m - 1), s = q % (m - 1) + 1;
+			for (uint32_t i = 0; i < nodes; i++) {
+				uint64_t w = shift(virt_of[i], p, s);
+				while (real_of[w] < 0) // a missing node: the next one on the cycle
+					w = shift(w, p, s);
+				out.to(u, t, i) = (uint32_t)real_of[w];
+			}
+		}
+	for (uint32_t t = 0; t < period && !out.parallel; t++)
+		for (uint32_t i = 0; i < nodes && !out.parallel; i++)
+			for (uint32_t a = 0; a < uplinks && !out.parallel; a++)
+				for (uint32_t b = a + 1; b < uplinks; b++)
+					if (out.to(a, t, i) == out.to(b, t, i) && out.to(a, t, i) != i) {
+						out.parallel = true;
+						break;
+					}
+	require_connected(out, virt);
+	validate(out, "ebs");
+	return out;
+}
+
+} // namespace lumen::sched
