@@ -463,6 +463,29 @@ TEST(DctcpTest, IdleRestartRemembersThreeQuartersInSsthresh)
 	EXPECT_EQ(cc.cwnd_bytes(), 6u * kMss);
 }
 
+// An ACK for several packets (delayed, or folded while it waited for a
+// circuit: ack_coalescer.h) grows the window by its unmarked packets' share
+// before it cuts, as their own ACKs would have: in slow start, 6 unmarked of
+// 8 add 6 MSS, then the first cut (alpha starts at 1) halves.
+TEST(DctcpTest, AnAckForManyPacketsGrowsByItsUnmarkedShare)
+{
+	for (uint32_t ce : {0u, 2u, 8u}) {
+		Dctcp cc(dctcp_params());
+		CcAck a;
+		a.now_ns = 1000000;
+		a.acked_pkts = 8;
+		a.acked_bytes = 8 * kMss;
+		a.ce_pkts = ce;
+		a.rtt_ns = 20000;
+		a.snd_una_bytes = 8 * kMss;
+		a.snd_nxt_bytes = 10 * kMss;
+		cc.on_ack(a);
+		uint64_t grown = 10 * kMss + (8 - ce) * kMss;
+		EXPECT_EQ(cc.cwnd_bytes(), ce ? grown / 2 : grown) << ce << " marked";
+		EXPECT_EQ(cc.counters().ecn_cuts, ce ? 1u : 0u);
+	}
+}
+
 TEST(DctcpTest, CeBeyondPacketsIsClamped)
 {
 	Dctcp cc(dctcp_params());
