@@ -68,17 +68,17 @@ bool radix(uint32_t nodes, uint32_t h, uint32_t *m, uint64_t *virt)
 void require_connected(const Schedule &s, uint64_t virt)
 {
 	std::vector<char> seen(s.nodes, 0);
-	std::vector<uint32_t> todo{0};
+	std::vector<uint32_t> frontier{0};
 	seen[0] = 1;
-	while (!todo.empty()) {
-		uint32_t x = todo.back();
-		todo.pop_back();
+	while (!frontier.empty()) {
+		uint32_t x = frontier.back();
+		frontier.pop_back();
 		for (uint32_t u = 0; u < s.uplinks; u++)
 			for (uint32_t t = 0; t < s.period; t++) {
 				uint32_t y = s.to(u, t, x);
 				if (!seen[y]) {
 					seen[y] = 1;
-					todo.push_back(y);
+					frontier.push_back(y);
 				}
 			}
 	}
