@@ -22,7 +22,9 @@
  * rest waits for the next window. Both clocks are CLOCK_TAI (the
  * schedule's); skb->tstamp is CLOCK_MONOTONIC, converted with the
  * difference of the two read now. A packet that already carries a later
- * departure (TCP's pacing) keeps it as its base.
+ * departure (TCP's pacing) keeps it as its base. Every packet the gate lets
+ * go leaves stamped with its departure, now or later: the rotor switch of a
+ * testbed reads it to tell a late release from a wrong booking.
  *
  * While the host's lumend says quiet (its clock is not trusted, a change
  * was missed, it stopped: the gate attached with --lumend reads lumend's
@@ -38,7 +40,10 @@
  * at its base; one that would run past the instant of a committed change is
  * recomputed in the new bank from that instant on. A packet that would leave
  * after the instant of a change not committed here is dropped as quiet:
- * this host does not know which schedule the switch follows then.
+ * this host does not know which schedule the switch follows then. That
+ * decision is optical.h's (lumen_change_lookup, lumen_change_departure,
+ * tested against a slot-by-slot walk in tests/optical_change_test.cpp);
+ * this program only looks up the waits it asks for.
  *
  * Packets that are not IPv4 or not to a node of the schedule pass
  * untouched (counted as other): the switch drops them anyway, and gating
@@ -120,20 +125,13 @@ static __always_inline __u32 wait_at(const struct lumen_gate_cfg *cfg, __u32 ban
 	return w ? *w : LUMEN_SLOT_NEVER;
 }
 
-/* The departure from base of wire_ns to dst in bank's schedule: 0 when no
- * window of it can carry the packet (or base is before its t0). */
-static __always_inline __u64 departure(const struct lumen_gate_cfg *cfg, __u32 bank, __u64 base, __u32 dst,
-				       __u64 wire_ns)
+/* dst's waits for part i of a departure, where lumen_change_lookup() says */
+static __always_inline void look_up(const struct lumen_gate_cfg *cfg, struct lumen_change_query *q, __u32 i, __u32 dst)
 {
-	const struct lumen_slot_timing *t = &cfg->banks[bank & 1].timing;
-	struct lumen_slot_pos pos;
-	__u32 next;
-
-	if (lumen_slot_at(t, base, &pos))
-		return 0;
-	next = pos.in_period + 1 < t->period ? pos.in_period + 1 : 0;
-	return lumen_slot_departure(t, base, cfg->margin_ns, wire_ns, wait_at(cfg, bank & 1, pos.in_period, dst),
-				    wait_at(cfg, bank & 1, next, dst));
+	if (!q->need[i])
+		return;
+	q->wait_now[i] = wait_at(cfg, q->bank[i], q->now[i], dst);
+	q->wait_next[i] = wait_at(cfg, q->bank[i], q->next[i], dst);
 }
 
 SEC("tc")
@@ -142,13 +140,14 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	__u32 zero = 0, daddr, dst;
 	struct lumen_gate_cfg *cfg = bpf_map_lookup_elem(&gate_cfg, &zero);
 	struct lumen_sched_change change;
+	struct lumen_change_query q;
 	struct lumen_osched_state *osched;
 	struct lumen_gate_stats *st;
 	struct lumen_gate_clock *wire;
-	__u64 tai, mono, base, dep, wire_ns;
+	enum lumen_gate_verdict verdict;
+	__u64 tai, mono, base, dep = 0, wire_ns;
 	__u32 *node;
 	__u16 proto;
-	int bank;
 
 	if (!cfg || bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != ETH_P_IP_BE ||
 	    bpf_skb_load_bytes(skb, GATE_ETH_HLEN + 16, &daddr, sizeof(daddr)))
@@ -183,24 +182,14 @@ int lumen_gate_egress(struct __sk_buff *skb)
 	if (wire->free_tai_ns > base)
 		base = wire->free_tai_ns;
 	bpf_spin_unlock(&wire->lock);
-	bank = lumen_change_bank(&change, base);
-	if (bank < 0) {
-		count(st, LUMEN_GATE_CNT_QUIET, skb->len, 0);
-		return TC_ACT_SHOT;
-	}
-	dep = departure(cfg, bank, base, dst, wire_ns);
-	if (change.state != LUMEN_CHANGE_NONE && (__u32)bank == (change.bank & 1) &&
-	    (!dep || dep + wire_ns > change.switch_ns)) {
-		/* no window of the old schedule before the change: the new
-		 * schedule's, if committed, from the instant on */
-		if (change.state != LUMEN_CHANGE_COMMITTED) {
-			count(st, LUMEN_GATE_CNT_QUIET, skb->len, 0);
-			return TC_ACT_SHOT;
-		}
-		dep = departure(cfg, bank ^ 1, base > change.switch_ns ? base : change.switch_ns, dst, wire_ns);
-	}
-	if (!dep) {
-		count(st, LUMEN_GATE_CNT_NEVER, skb->len, 0);
+	/* which bank, from when, across a change: optical.h decides, around
+	 * the lookups in this host's tables */
+	lumen_change_lookup(&change, cfg->banks, base, &q);
+	look_up(cfg, &q, 0, dst);
+	look_up(cfg, &q, 1, dst);
+	verdict = lumen_change_departure(cfg->banks, cfg->margin_ns, wire_ns, &q, &dep);
+	if (verdict != LUMEN_GATE_DEPART) {
+		count(st, verdict == LUMEN_GATE_QUIET ? LUMEN_GATE_CNT_QUIET : LUMEN_GATE_CNT_NEVER, skb->len, 0);
 		return TC_ACT_SHOT;
 	}
 	/* the destination's queue, in time: a sender offering more than its
@@ -214,6 +203,10 @@ int lumen_gate_egress(struct __sk_buff *skb)
 		wire->free_tai_ns = dep + wire_ns;
 	bpf_spin_unlock(&wire->lock);
 	if (dep <= tai) {
+		/* stamped with its departure, now, as a held packet is: the
+		 * rotor switch tells a frame its host released late from one
+		 * booked wrong (rotor_switch.bpf.c) */
+		bpf_skb_set_tstamp(skb, mono, SKB_TSTAMP_MONO);
 		count(st, LUMEN_GATE_CNT_NOW, skb->len, 0);
 		return TC_ACT_OK;
 	}

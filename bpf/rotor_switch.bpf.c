@@ -31,12 +31,23 @@
  * (include/lumen/optical.h): step 3 uses the bank in force at the frame's
  * time; after the instant of a change it was told of but not committed, it
  * forwards nothing (counted as changing).
+ *
+ * What a real switch cannot tell, this one can: why a frame missed its
+ * circuit. A gated host (optical_gate.bpf.c) stamps each frame with its
+ * departure (skb->tstamp, a CLOCK_MONOTONIC delivery time, which survives
+ * the veth into this namespace). A frame dropped in a guard or a wrong slot
+ * whose departure fell inside a window of its pair was booked right and
+ * released late by its host (the fq qdisc's timer, a stalled CPU): it is
+ * counted as late, apart from the senders' own errors. The port's stats
+ * also keep how many frames were stamped and the longest delay from
+ * departure to the switch.
  */
 #include "lumen_bpf.h"
 
 #define TC_ACT_SHOT 2
 #define ETH_P_IP_BE 0x0008 /* htons(0x0800) on a little-endian host */
 #define ROTOR_ETH_HLEN 14
+#define SKB_TSTAMP_MONO 1 /* BPF_SKB_TSTAMP_DELIVERY_MONO (BPF_SKB_CLOCK_MONOTONIC since 6.11) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -90,18 +101,44 @@ static __always_inline int verdict(struct lumen_rotor_stats *st, __u32 counter, 
 	return action;
 }
 
+/* What the schedule says of a frame from port to dst at TAI time t: a
+ * LUMEN_ROTOR_CNT_* verdict (FORWARDED when the slot connects them). */
+static __always_inline __u32 verdict_at(const struct lumen_rotor_cfg *cfg, const struct lumen_sched_change *change,
+					const struct lumen_rotor_port *port, __u32 dst, __u64 t)
+{
+	struct lumen_slot_pos pos;
+	__u32 key, *dst_now;
+	int bank = lumen_change_bank(change, t);
+
+	if (bank < 0)
+		return LUMEN_ROTOR_CNT_CHANGING;
+	if (lumen_slot_at(&cfg->banks[bank & 1].timing, t, &pos) || pos.in_period >= cfg->table_period)
+		return LUMEN_ROTOR_CNT_NOT_STARTED;
+	key = (((__u32)bank * cfg->uplinks + port->uplink) * cfg->table_period + pos.in_period) * cfg->nodes +
+	      port->node;
+	dst_now = bpf_map_lookup_elem(&rotor_match, &key);
+	if (!dst_now)
+		return LUMEN_ROTOR_CNT_NO_PORT;
+	switch (lumen_rotor_check(&pos, port->node, dst, *dst_now)) {
+	case LUMEN_ROTOR_FORWARD:
+		return LUMEN_ROTOR_CNT_FORWARDED;
+	case LUMEN_ROTOR_GUARD:
+		return LUMEN_ROTOR_CNT_GUARD;
+	default:
+		return LUMEN_ROTOR_CNT_WRONG_SLOT;
+	}
+}
+
 SEC("tc")
 int lumen_rotor_ingress(struct __sk_buff *skb)
 {
-	__u32 zero = 0, ifindex = skb->ingress_ifindex, daddr, key, *dst_node, *dst_now, *out;
+	__u32 zero = 0, ifindex = skb->ingress_ifindex, daddr, key, *dst_node, *out, c;
 	struct lumen_rotor_port *port = bpf_map_lookup_elem(&rotor_ports, &ifindex);
 	struct lumen_rotor_cfg *cfg = bpf_map_lookup_elem(&rotor_cfg, &zero);
 	struct lumen_rotor_stats *st = NULL;
 	struct lumen_sched_change change;
-	struct lumen_slot_pos pos;
-	__u64 now;
+	__u64 now, mono, stamp = 0;
 	__u16 proto;
-	int bank;
 
 	if (!port || !cfg || port->node >= cfg->nodes || port->uplink >= cfg->uplinks)
 		return TC_ACT_SHOT; /* not ours: nothing to count it under */
@@ -118,24 +155,24 @@ int lumen_rotor_ingress(struct __sk_buff *skb)
 	change = cfg->change;
 	bpf_spin_unlock(&cfg->lock);
 	now = bpf_ktime_get_tai_ns();
-	bank = lumen_change_bank(&change, now);
-	if (bank < 0)
-		return verdict(st, LUMEN_ROTOR_CNT_CHANGING, TC_ACT_SHOT, skb->len);
-	if (lumen_slot_at(&cfg->banks[bank & 1].timing, now, &pos) || pos.in_period >= cfg->table_period)
-		return verdict(st, LUMEN_ROTOR_CNT_NOT_STARTED, TC_ACT_SHOT, skb->len);
-	key = (((__u32)bank * cfg->uplinks + port->uplink) * cfg->table_period + pos.in_period) * cfg->nodes +
-	      port->node;
-	dst_now = bpf_map_lookup_elem(&rotor_match, &key);
-	if (!dst_now)
-		return verdict(st, LUMEN_ROTOR_CNT_NO_PORT, TC_ACT_SHOT, skb->len);
-	switch (lumen_rotor_check(&pos, port->node, *dst_node, *dst_now)) {
-	case LUMEN_ROTOR_FORWARD:
-		break;
-	case LUMEN_ROTOR_GUARD:
-		return verdict(st, LUMEN_ROTOR_CNT_GUARD, TC_ACT_SHOT, skb->len);
-	default:
-		return verdict(st, LUMEN_ROTOR_CNT_WRONG_SLOT, TC_ACT_SHOT, skb->len);
+	mono = bpf_ktime_get_ns();
+	/* reading tstamp_type lets the program see a delivery time at ingress
+	 * (the verifier would read 0 for it otherwise) */
+	if (skb->tstamp_type == SKB_TSTAMP_MONO && skb->tstamp) {
+		stamp = skb->tstamp;
+		if (st) {
+			st->stamped++;
+			if (mono > stamp && mono - stamp > st->delay_max_ns)
+				st->delay_max_ns = mono - stamp;
+		}
 	}
+	c = verdict_at(cfg, &change, port, *dst_node, now);
+	if ((c == LUMEN_ROTOR_CNT_GUARD || c == LUMEN_ROTOR_CNT_WRONG_SLOT) && stamp && stamp < mono &&
+	    mono - stamp <= now &&
+	    verdict_at(cfg, &change, port, *dst_node, now - (mono - stamp)) == LUMEN_ROTOR_CNT_FORWARDED)
+		c = LUMEN_ROTOR_CNT_LATE;
+	if (c != LUMEN_ROTOR_CNT_FORWARDED)
+		return verdict(st, c, TC_ACT_SHOT, skb->len);
 	key = port->uplink * cfg->nodes + *dst_node;
 	out = bpf_map_lookup_elem(&rotor_out, &key);
 	if (!out || !*out)

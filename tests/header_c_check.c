@@ -40,6 +40,8 @@ struct lumen_check_port {
 __u64 lumen_check_departure(const struct lumen_slot_timing *t, __u64 now_ns, __u64 margin_ns, __u64 wire_ns,
 			    __u32 waits);
 int lumen_check_rotor(const struct lumen_slot_timing *t, __u64 now_ns, __u32 src, __u32 dst, __u32 dst_now);
+int lumen_check_change_departure(const struct lumen_sched_change *c, const struct lumen_sched_bank *banks, __u64 base,
+				 __u64 wire_ns, __u64 *dep);
 __u64 lumen_check_wire_ns(__u32 len, __u32 rate_mbps);
 int lumen_check_switch(__u8 *buf, __u32 len, const struct lumen_check_port *port);
 int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req);
@@ -166,6 +168,26 @@ int lumen_check_rotor(const struct lumen_slot_timing *t, __u64 now_ns, __u32 src
 	if (lumen_slot_at(t, now_ns, &pos))
 		return LUMEN_ROTOR_NOT_STARTED;
 	return (int)lumen_rotor_check(&pos, src, dst, dst_now);
+}
+
+/* a departure across a change, its lookups in a table of one wait per slot
+ * of each bank (the destination's) */
+int lumen_check_change_departure(const struct lumen_sched_change *c, const struct lumen_sched_bank *banks, __u64 base,
+				 __u64 wire_ns, __u64 *dep)
+{
+	static const __u32 waits[2][4] = {{0, 1, 0, 1}, {1, 0, 0, 0}};
+	struct lumen_change_query q;
+
+	lumen_change_lookup(c, banks, base, &q);
+	if (q.need[0] && q.now[0] < 4 && q.next[0] < 4) {
+		q.wait_now[0] = waits[q.bank[0]][q.now[0]];
+		q.wait_next[0] = waits[q.bank[0]][q.next[0]];
+	}
+	if (q.need[1] && q.now[1] < 4 && q.next[1] < 4) {
+		q.wait_now[1] = waits[q.bank[1]][q.now[1]];
+		q.wait_next[1] = waits[q.bank[1]][q.next[1]];
+	}
+	return (int)lumen_change_departure(banks, 0, wire_ns, &q, dep);
 }
 
 __u64 lumen_check_wire_ns(__u32 len, __u32 rate_mbps)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lumen/optical.h"
+#include "slot_waits_reference.h"
 #include "test_rng.h"
 
 namespace
@@ -136,20 +137,6 @@ uint64_t walk(const lumen_slot_timing &t, const std::vector<bool> &open, uint64_
 	return 0;
 }
 
-// For each slot of the period: slots until one whose bit is set.
-std::vector<uint32_t> waits(const std::vector<bool> &open)
-{
-	uint32_t n = (uint32_t)open.size();
-	std::vector<uint32_t> w(n, LUMEN_SLOT_NEVER);
-	for (uint32_t s = 0; s < n; s++)
-		for (uint32_t d = 0; d < n; d++)
-			if (open[(s + d) % n]) {
-				w[s] = d;
-				break;
-			}
-	return w;
-}
-
 TEST(OpticalSlot, DepartureMatchesAWalkOverTheSlots)
 {
 	lumen::test::Rng rng(42);
@@ -160,7 +147,7 @@ TEST(OpticalSlot, DepartureMatchesAWalkOverTheSlots)
 		std::vector<bool> open(period);
 		for (uint32_t s = 0; s < period; s++)
 			open[s] = rng.below(3) == 0;
-		std::vector<uint32_t> w = waits(open);
+		std::vector<uint32_t> w = lumen::test::slot_waits(open);
 		uint64_t now = rng.range(t.t0_ns >= 100 ? t.t0_ns - 100 : 0, t.t0_ns + 20 * slot);
 		uint64_t margin = rng.range(0, (slot - guard) / 2 + 2), wire = rng.range(0, slot);
 		lumen_slot_pos pos;

@@ -78,13 +78,10 @@ Endpoint::~Endpoint()
 
 	for (rte_mbuf *p : pending_)
 		rte_pktmbuf_free(p);
-	for (rte_mbuf *p : deferred_)
-		rte_pktmbuf_free(p);
 	while (held_.pop(UINT64_MAX, &m))
 		rte_pktmbuf_free(m);
-	for (uint32_t node = 0; node < voq_.nodes(); node++)
-		for (const auto &e : voq_.take(node))
-			rte_pktmbuf_free(e.item);
+	if (hold_)
+		hold_->drain([](rte_mbuf *f) { rte_pktmbuf_free(f); });
 }
 
 /*
@@ -145,7 +142,7 @@ void Endpoint::poll(uint64_t now_ns)
 		rte_pktmbuf_free_bulk(rx, n);
 	engine_.timers(now_ns);
 	if (page_ && page_->refresh(&gate_tables_))
-		gate_->set_tables(gate_tables_);
+		hold_->gate().set_tables(gate_tables_);
 
 	/* what the port did not take last time goes first */
 	uint16_t room = pending_.size() >= kBurst ? 0 : (uint16_t)(kBurst - pending_.size());
@@ -159,125 +156,68 @@ void Endpoint::poll(uint64_t now_ns)
 
 void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page, bool coalesce)
 {
-	coalesce_ = coalesce;
-	gate_ = std::move(gate);
-	page_ = std::move(page);
+	if (hold_)
+		hold_->drain([](rte_mbuf *f) { rte_pktmbuf_free(f); });
+	hold_.reset();
+	if (gate)
+		hold_.emplace(std::move(gate), coalesce);
+	page_ = hold_ ? std::move(page) : nullptr; /* the page is the gate's */
 	gate_tables_ = GateTables{};
 	gate_tables_.quiet = LUMEN_QUIET_NO_SCHEDULE; /* until the page is read */
-	if (gate_ && page_ && page_->refresh(&gate_tables_))
-		gate_->set_tables(gate_tables_);
+	if (page_ && page_->refresh(&gate_tables_))
+		hold_->gate().set_tables(gate_tables_);
 }
 
-/* An IPv4 frame's destination address (host order); false for the rest,
- * which are not the schedule's. */
-static bool ipv4_dst(const rte_mbuf *m, uint32_t *dst)
+/* CLOCK_TAI (the schedule's), read at most once per poll and only when
+ * the gate needs it: a system call. */
+class TaiOnce
 {
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-	if (rte_pktmbuf_data_len(m) < 34 || f[12] != 0x08 || f[13] != 0x00)
-		return false;
-	*dst = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 | f[33];
-	return true;
-}
+      public:
+	uint64_t operator()()
+	{
+		if (!ns_) {
+			timespec ts;
+			clock_gettime(CLOCK_TAI, &ts);
+			ns_ = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
+		return ns_;
+	}
 
-static uint64_t tai_now()
-{
-	timespec ts;
-	clock_gettime(CLOCK_TAI, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+      private:
+	uint64_t ns_ = 0;
+};
 
-/* The gate's verdict on a frame: true when the gate took it (queued for
- * its departure in its destination's VOQ, deferred to a change's new
- * tables, or dropped) or it was an ACK folded into an older one of its
- * connection still in a VOQ (it needs no booking: the older one's stands);
- * false: send it now. */
-bool Endpoint::gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer)
-{
-	uint32_t dst;
-	if (!ipv4_dst(m, &dst))
-		return false;
-	uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t len = rte_pktmbuf_data_len(m);
-	if (coalesce_ && coalescer_.fold(bytes, len)) {
-		stats_.acks_coalesced++;
+/* Where the gate's hold puts frames: to the port, or freed (the gate
+ * counted them; an ACK folded into an older one is counted here). */
+struct Endpoint::GateOut {
+	Endpoint *ep;
+	void send(rte_mbuf *m)
+	{
+		ep->pending_.push_back(m);
+	}
+	void drop(rte_mbuf *m)
+	{
+		rte_pktmbuf_free(m); /* the transport retransmits */
+	}
+	void folded(rte_mbuf *m)
+	{
+		ep->stats_.acks_coalesced++;
 		rte_pktmbuf_free(m);
-		return true;
 	}
-	uint64_t dep = tai;
-	switch (gate_->book(dst, len, tai, &dep, offer)) {
-	case GateVerdict::kPass:
-		return false;
-	case GateVerdict::kSend:
-		if (dep <= tai)
-			return false;
-		voq_.push((uint32_t)gate_->node_of(dst), m, now_ns + (dep - tai));
-		if (coalesce_)
-			coalescer_.queued(bytes, len);
-		return true;
-	case GateVerdict::kDefer:
-		deferred_.push_back(m);
-		return true;
-	default:
-		rte_pktmbuf_free(m); /* counted by the gate; the transport retransmits */
-		return true;
-	}
-}
-
-/* The VOQ heads whose departure has come go to the port if they still fit
- * their window at *tai (read here when 0). One that does not (the lcore
- * polled late) is booked again with every frame behind it to its node, in
- * order, so that none overtakes it: polling late must neither put a frame
- * into a guard nor reorder a flow. */
-void Endpoint::release_due(uint64_t now_ns, uint64_t *tai)
-{
-	uint32_t node;
-	rte_mbuf *m;
-	while (voq_.pop(now_ns, &node, &m)) {
-		left_voq(m);
-		uint32_t dst = 0;
-		ipv4_dst(m, &dst); /* queued frames are IPv4 */
-		if (!*tai)
-			*tai = tai_now();
-		switch (gate_->release(dst, rte_pktmbuf_data_len(m), *tai)) {
-		case GateVerdict::kPass:
-			pending_.push_back(m);
-			break;
-		case GateVerdict::kLate: {
-			std::deque<Voq<rte_mbuf *>::Entry> rest = voq_.take(node);
-			for (const auto &e : rest)
-				left_voq(e.item);
-			gate_->restart(node);
-			if (!gate_frame(m, now_ns, *tai, Offer::kRebook))
-				pending_.push_back(m);
-			for (const auto &e : rest)
-				if (!gate_frame(e.item, now_ns, *tai, Offer::kRebook))
-					pending_.push_back(e.item);
-			break;
-		}
-		default:
-			rte_pktmbuf_free(m); /* quiet now: counted by the gate */
-		}
-	}
-}
+};
 
 void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 {
-	uint64_t tai = 0; /* CLOCK_TAI, read once when the gate needs it */
-	if (gate_) {
-		/* in order: what was booked before, what was deferred to a
-		 * change, what is new */
-		release_due(now_ns, &tai);
-		if (!tai && (n || !deferred_.empty()))
-			tai = tai_now();
-		std::vector<rte_mbuf *> again;
-		again.swap(deferred_);
-		for (rte_mbuf *m : again)
-			if (!gate_frame(m, now_ns, tai, Offer::kAgain))
-				pending_.push_back(m);
-	}
+	TaiOnce tai;
+	GateOut out{this};
+	/* in order: what was booked before (a frame released late is booked
+	 * again with what is behind it), what was deferred to a change, what
+	 * is new */
+	if (hold_)
+		hold_->release(now_ns, tai, out);
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = pkts[i];
-		if (gate_ && gate_frame(m, now_ns, tai, Offer::kNew))
+		if (hold_ && hold_->offer(m, now_ns, tai, out))
 			continue;
 		if (!impair_) {
 			pending_.push_back(m);

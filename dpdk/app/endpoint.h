@@ -12,6 +12,7 @@
 #define LUMEN_DP_ENDPOINT_H
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,12 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include "app/osched_page.h"
 #include "app/port.h"
-#include "transport/ack_coalescer.h"
 #include "transport/engine.h"
+#include "transport/gate_hold.h"
 #include "transport/impair.h"
 #include "transport/optical_gate.h"
-#include "transport/voq.h"
+#include "transport/osched_page.h"
 
 namespace lumen::dp
 {
@@ -117,6 +117,19 @@ class BurstSink : public FrameSink
 	uint16_t n_ = 0, used_ = 0;
 };
 
+/* An mbuf's bytes, as the gate's hold (transport/gate_hold.h) reads them:
+ * lumen-dp's frames fit one segment. */
+struct MbufFrames {
+	static uint8_t *bytes(rte_mbuf *m)
+	{
+		return rte_pktmbuf_mtod(m, uint8_t *);
+	}
+	static uint32_t len(rte_mbuf *m)
+	{
+		return rte_pktmbuf_data_len(m);
+	}
+};
+
 struct EndpointStats {
 	uint64_t rx_pkts = 0, tx_pkts = 0, rx_multiseg = 0, tx_full = 0, no_mbuf = 0;
 	/* software steering: frames handed to other queues, taken from them,
@@ -172,25 +185,22 @@ class Endpoint
 		return impair_.get();
 	}
 	/* Direct-hop gating on a reconfigurable network: frames to a node of
-	 * lumend's schedule wait for their window (transport/optical_gate.h),
-	 * the tables read from lumend's page at every poll. */
+	 * lumend's schedule wait for their window (transport/optical_gate.h,
+	 * held as transport/gate_hold.h says), the tables read from lumend's
+	 * page at every poll. */
 	/* coalesce: fold an ACK into the older one of its connection that
 	 * waits in the VOQ (transport/ack_coalescer.h) */
 	void set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page, bool coalesce = true);
 	const OpticalGate *gate() const
 	{
-		return gate_.get();
+		return hold_ ? &hold_->gate() : nullptr;
 	}
 
       private:
+	struct GateOut;
+
 	uint16_t steer(rte_mbuf **rx, uint16_t n);
 	void send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns);
-	bool gate_frame(rte_mbuf *m, uint64_t now_ns, uint64_t tai, Offer offer);
-	void release_due(uint64_t now_ns, uint64_t *tai);
-	void left_voq(const rte_mbuf *m)
-	{
-		coalescer_.left(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m));
-	}
 
 	std::string name_;
 	uint16_t port_, queue_;
@@ -198,15 +208,13 @@ class Endpoint
 	const SoftSteer *steer_;
 	Engine engine_;
 	std::unique_ptr<Impairment> impair_;
-	std::unique_ptr<OpticalGate> gate_;
+	/* the gate and the frames it holds: by destination node until their
+	 * departure, deferred to a change's new tables */
+	std::optional<GateHold<rte_mbuf *, MbufFrames>> hold_;
 	std::unique_ptr<OschedPage> page_;
 	GateTables gate_tables_;
-	std::vector<rte_mbuf *> deferred_; /* gated frames waiting for a change's new tables, in order */
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */
-	Voq<rte_mbuf *> voq_; /* gated frames, by destination node, until their departure */
-	AckCoalescer coalescer_; /* the ACKs in voq_ that a newer one may fold into */
-	bool coalesce_ = true;
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */
 	EndpointStats stats_;
 };

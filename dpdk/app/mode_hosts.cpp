@@ -39,10 +39,10 @@
 
 #include <rte_lcore.h>
 
-#include "app/osched_page.h"
 #include "app/run.h"
 #include "sched/demand.h"
 #include "transport/optical_gate.h"
+#include "transport/osched_page.h"
 
 namespace lumen::dp
 {

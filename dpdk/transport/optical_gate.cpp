@@ -96,6 +96,19 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	return GateVerdict::kSend;
 }
 
+GateVerdict OpticalGate::defer(uint32_t dst_ip, uint32_t len, Offer offer)
+{
+	const int64_t node = node_of(dst_ip);
+	if (node < 0)
+		return GateVerdict::kPass;
+	if (offer == Offer::kNew) {
+		nodes_[(size_t)node].offered_frames++;
+		nodes_[(size_t)node].offered_bytes += len;
+		st_.deferred++;
+	}
+	return GateVerdict::kDefer;
+}
+
 GateVerdict OpticalGate::release(uint32_t dst_ip, uint32_t len, uint64_t now_tai)
 {
 	const int64_t node = node_of(dst_ip);

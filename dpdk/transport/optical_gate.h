@@ -11,8 +11,8 @@
  * free again after the frames already booked: a per-destination wire clock
  * at the link's rate. So each window carries at most its byte budget and
  * the rest waits for the next; the shell holds each frame in a
- * per-destination order until its departure (app/endpoint.cpp: a delay
- * line, which is a VOQ per destination ordered by time).
+ * per-destination order until its departure (gate_hold.h: a VOQ per
+ * destination, each ordered by time).
  *
  * Frames that no window can carry (no circuit to the node in the period,
  * or longer than a window), that would wait longer than max_hold, or that
@@ -127,6 +127,10 @@ class OpticalGate
 	 * and every frame behind it to that node again, in order, after
 	 * restart(node). */
 	GateVerdict release(uint32_t dst_ip, uint32_t len, uint64_t now_tai);
+	/* A frame to dst_ip that the shell defers without booking it: one to
+	 * its node is deferred already, and it must not overtake that one.
+	 * Counted as book() counts a deferral; kDefer (kPass: not to a node). */
+	GateVerdict defer(uint32_t dst_ip, uint32_t len, Offer offer = Offer::kNew);
 	/* Forget node's wire clock: its frames are booked again from now. */
 	void restart(uint32_t node)
 	{

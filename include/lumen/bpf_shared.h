@@ -250,7 +250,8 @@ struct lumen_rotor_port {
 	X(UNKNOWN_DST, "unknown_dst", "IPv4 frames to an address no port has: dropped")                                \
 	X(NOT_IPV4, "not_ipv4", "frames that are not IPv4 (ARP, IPv6): dropped; hosts use static neighbours")          \
 	X(NO_PORT, "no_port", "frames on a device the rotor does not know, or with no way out: dropped")               \
-	X(CHANGING, "changing", "frames after the instant of a schedule change not committed here: dropped")
+	X(CHANGING, "changing", "frames after the instant of a schedule change not committed here: dropped")           \
+	X(LATE, "late", "frames a gate stamped with a departure in their window, arriving after it: dropped")
 
 #define LUMEN_ROTOR_COUNTER_ENUM(id, name, help) LUMEN_ROTOR_CNT_##id,
 enum lumen_rotor_counter {
@@ -258,9 +259,17 @@ enum lumen_rotor_counter {
 };
 #undef LUMEN_ROTOR_COUNTER_ENUM
 
+/* A frame that carries its departure time (a gate's EDT, skb->tstamp as a
+ * delivery time on CLOCK_MONOTONIC) is stamped: the switch knows how long
+ * after its departure it arrived, and whether the schedule connected the
+ * pair at the departure. A guard or wrong-slot frame that left inside its
+ * window is counted as late, not as guard or wrong slot: the sender booked
+ * it right and its host released it late (timers, a stalled CPU). */
 struct lumen_rotor_stats {
 	__u64 frames[LUMEN_ROTOR_NCOUNTERS];
 	__u64 forwarded_bytes;
+	__u64 stamped; /* frames that carried a departure time, whatever their verdict */
+	__u64 delay_max_ns; /* the most a stamped frame arrived after its departure */
 };
 
 /* ---------------------------------------------------------------------- */

@@ -230,6 +230,133 @@ LUMEN_INLINE int lumen_change_bank(const struct lumen_sched_change *c, __u64 t)
 }
 
 /* ---------------------------------------------------------------------- */
+/* A sender's departure while a change may be under way                    */
+
+/*
+ * A gate books a frame from a base (now, or when the wire to its
+ * destination is free again) in the bank in force at that base. While a
+ * change is under way that is not the whole answer: a frame must be on the
+ * wire under one schedule only, start to end. So a departure in the old
+ * bank stands when it is before the instant and the frame is off the wire
+ * by then (dep + wire <= switch_ns); when it would still be on the wire
+ * then, or the old schedule has no window for it before then at all,
+ *   - the change committed: the frame is booked in the new bank, from the
+ *     instant on (that schedule's windows; the new schedule's t0 is the
+ *     instant, and one that has not begun by then carries nothing);
+ *   - the change staged, not committed: quiet. This host does not know
+ *     which schedule the switch follows from the instant, so it puts nothing
+ *     on the wire then.
+ * A base at or after the instant is booked in the new bank (committed) or
+ * is quiet (staged). Without a change, the bank in force, whatever the time.
+ *
+ * The tables of waits are the caller's (BPF map lookups: no function
+ * pointers here), so a departure takes two calls around its lookups:
+ *   lumen_change_lookup()     where the destination's waits are needed:
+ *                             part 0, the bank in force at base, from base;
+ *                             part 1 (a committed change, base before its
+ *                             instant), the new bank from the instant;
+ *   the caller                for each part i with need[i]: wait_now[i] at
+ *                             slot now[i] of bank[i]'s period, wait_next[i]
+ *                             at slot next[i] (the one after);
+ *   lumen_change_departure()  the verdict and the departure.
+ * Part 1 is looked up whether part 0's departure stands or not: two more
+ * lookups, and only from the commit to the instant.
+ */
+enum lumen_gate_verdict {
+	LUMEN_GATE_DEPART = 0, /* at *dep_ns */
+	LUMEN_GATE_NEVER = 1, /* no window can carry it: no circuit to the destination, longer than a window, a
+				 schedule not begun, the end of time */
+	LUMEN_GATE_QUIET = 2, /* it would be on the wire at or after the instant of a change not committed */
+};
+
+struct lumen_change_query {
+	/* lumen_change_lookup()'s */
+	__u64 from_ns[2]; /* part i's departure is the earliest from here */
+	__u64 until_ns; /* part 0's stands when the frame is off the wire by then (crosses) */
+	__u32 bank[2]; /* part i's bank, 0 or 1 */
+	__u32 now[2]; /* look wait_now[i] up at this slot of bank[i]'s period */
+	__u32 next[2]; /* and wait_next[i] at this one */
+	__u32 need[2]; /* 1: look part i up */
+	__u32 crosses; /* part 0 is the old bank of a change under way: its departure stands until until_ns */
+	__u32 then_new; /* 1: past until_ns, part 1 (committed); 0: quiet (staged) */
+	__u32 quiet; /* base is at or after the instant of a change not committed */
+	/* the caller's lookups, LUMEN_SLOT_NEVER until then */
+	__u32 wait_now[2];
+	__u32 wait_next[2];
+};
+
+/* Part i of q: departures in bank from from_ns, whose waits the caller
+ * looks up at the slot from_ns falls in and the one after. None are needed
+ * when the part is not (used 0: its slot is not worked out either, two
+ * divisions saved per frame), before that bank's t0 or for an invalid
+ * timing (it carries nothing). */
+LUMEN_INLINE void lumen_change_part(struct lumen_change_query *q, __u32 i, const struct lumen_sched_bank *banks,
+				    __u32 bank, __u64 from_ns, __u32 used)
+{
+	const struct lumen_slot_timing *t = &banks[bank & 1u].timing;
+	struct lumen_slot_pos pos;
+
+	q->bank[i] = bank & 1u;
+	q->from_ns[i] = from_ns;
+	q->wait_now[i] = LUMEN_SLOT_NEVER;
+	q->wait_next[i] = LUMEN_SLOT_NEVER;
+	q->now[i] = 0;
+	q->next[i] = 0;
+	q->need[i] = 0;
+	if (!used || lumen_slot_at(t, from_ns, &pos))
+		return;
+	q->need[i] = 1;
+	q->now[i] = pos.in_period;
+	q->next[i] = pos.in_period + 1 < t->period ? pos.in_period + 1 : 0;
+}
+
+/* Where the destination's waits are needed for a frame booked from base_ns
+ * under change c with the schedules banks[2] (see above). */
+LUMEN_INLINE void lumen_change_lookup(const struct lumen_sched_change *c, const struct lumen_sched_bank *banks,
+				      __u64 base_ns, struct lumen_change_query *q)
+{
+	int bank = lumen_change_bank(c, base_ns);
+	__u32 old = c->bank & 1u;
+
+	q->quiet = bank < 0 ? 1u : 0u;
+	/* the old bank at a base before the instant of a change under way:
+	 * what it books must be off the wire by the instant */
+	q->crosses = bank >= 0 && c->state != LUMEN_CHANGE_NONE && (__u32)bank == old ? 1u : 0u;
+	q->then_new = q->crosses && c->state == LUMEN_CHANGE_COMMITTED ? 1u : 0u;
+	q->until_ns = c->switch_ns;
+	lumen_change_part(q, 0, banks, bank < 0 ? old : (__u32)bank, base_ns, q->quiet ^ 1u);
+	lumen_change_part(q, 1, banks, old ^ 1u, c->switch_ns, q->then_new);
+}
+
+/* The verdict on a frame of wire_ns (margin_ns: the clock margin windows
+ * shrink by) once the caller has looked up q's waits: LUMEN_GATE_DEPART
+ * with *dep_ns (>= base), LUMEN_GATE_NEVER or LUMEN_GATE_QUIET. */
+LUMEN_INLINE enum lumen_gate_verdict lumen_change_departure(const struct lumen_sched_bank *banks, __u64 margin_ns,
+							    __u64 wire_ns, const struct lumen_change_query *q,
+							    __u64 *dep_ns)
+{
+	__u64 dep;
+
+	if (q->quiet)
+		return LUMEN_GATE_QUIET;
+	dep = lumen_slot_departure(&banks[q->bank[0] & 1u].timing, q->from_ns[0], margin_ns, wire_ns, q->wait_now[0],
+				   q->wait_next[0]);
+	/* it stands when it leaves before the instant and is off the wire by
+	 * then (the first test settles a frame of no length at the instant) */
+	if (q->crosses && (!dep || dep >= q->until_ns || wire_ns > q->until_ns - dep)) {
+		/* no window of the old schedule carries it before the instant */
+		if (!q->then_new)
+			return LUMEN_GATE_QUIET;
+		dep = lumen_slot_departure(&banks[q->bank[1] & 1u].timing, q->from_ns[1], margin_ns, wire_ns,
+					   q->wait_now[1], q->wait_next[1]);
+	}
+	if (!dep)
+		return LUMEN_GATE_NEVER;
+	*dep_ns = dep;
+	return LUMEN_GATE_DEPART;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The slot state lumend publishes to senders in userspace (lumen-dp): a   */
 /* shared-memory file, one header then its tables                          */
 

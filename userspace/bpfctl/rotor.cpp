@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -288,6 +289,10 @@ RotorStatus read_rotor()
 			}
 			st.ports[k].forwarded_bytes += c.forwarded_bytes;
 			st.total.forwarded_bytes += c.forwarded_bytes;
+			st.ports[k].stamped += c.stamped;
+			st.total.stamped += c.stamped;
+			st.ports[k].delay_max_ns = std::max(st.ports[k].delay_max_ns, c.delay_max_ns);
+			st.total.delay_max_ns = std::max(st.total.delay_max_ns, c.delay_max_ns);
 		}
 	}
 	return st;

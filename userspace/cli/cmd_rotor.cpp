@@ -36,7 +36,11 @@ everything else.
 
 stats    per port (node, uplink) and in total: frames forwarded, and frames
          dropped in the guard, in a slot that does not connect the pair,
-         before the schedule's t0, to an unknown address, not IPv4
+         before the schedule's t0, to an unknown address, not IPv4, during
+         a change not committed, and late: a gated host stamped them with a
+         departure inside a window of the pair, and they came after it;
+         stamped: frames that carried a departure, delay max: the longest
+         one arrived after it
 load     put a new schedule in force at once (same nodes and uplinks, a
          period that fits the tables), atomically; the hosts do not follow:
          for tests
@@ -54,6 +58,8 @@ nlohmann::json stats_json(const lumen_rotor_stats &st)
 	for (std::uint32_t i = 0; i < LUMEN_ROTOR_NCOUNTERS; i++)
 		j[rotor_counter_name(i)] = st.frames[i];
 	j["forwarded_bytes"] = st.forwarded_bytes;
+	j["stamped"] = st.stamped;
+	j["delay_max_ns"] = st.delay_max_ns;
 	return j;
 }
 
@@ -94,7 +100,7 @@ int cmd_stats(const Args &a)
 	std::printf("%6s %6s", "node", "uplink");
 	for (std::uint32_t i = 0; i < LUMEN_ROTOR_NCOUNTERS; i++)
 		std::printf(" %12s", rotor_counter_name(i));
-	std::printf("\n");
+	std::printf(" %12s %12s\n", "stamped", "delay max us");
 	for (std::uint32_t k = 0; k <= st.ports.size(); k++) {
 		const lumen_rotor_stats &p = k < st.ports.size() ? st.ports[k] : st.total;
 		if (k < st.ports.size())
@@ -103,7 +109,7 @@ int cmd_stats(const Args &a)
 			std::printf("%13s", "total");
 		for (std::uint32_t i = 0; i < LUMEN_ROTOR_NCOUNTERS; i++)
 			std::printf(" %12llu", (unsigned long long)p.frames[i]);
-		std::printf("\n");
+		std::printf(" %12llu %12.1f\n", (unsigned long long)p.stamped, (double)p.delay_max_ns / 1e3);
 	}
 	return 0;
 }
