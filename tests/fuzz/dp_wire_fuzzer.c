@@ -19,10 +19,20 @@
  *   - an accepted ACK folds into a copy of itself (dp_ack_coalesce.h) unless
  *     its counts would overflow, to the same packet with the counts doubled;
  *     the raw input folded into the rebuilt frame either leaves it alone or
- *     makes a frame that parses as an ACK of the same connection.
+ *     makes a frame that parses as an ACK of the same connection;
+ *   - refusals, on every accepted ACK, with frames of its length derived
+ *     from it (the fields changed by a key hashed from the input): the ACK
+ *     with another UDP source port (the entropy) and fresher echoes folds;
+ *     the same ACK with another conn_id, IP source or destination, or
+ *     Ethernet destination or source (another connection) is refused with
+ *     ECONN, as a NACK or as a DATA frame of the same connection with
+ *     ETYPE, for another UDP destination port with EPARSE, with its PSN
+ *     behind with EBEHIND - each way round where both are ACKs, type and
+ *     port either way - and the older frame stays byte-identical.
  * Built by clang with -fsanitize=fuzzer,address,undefined
- * (tests/CMakeLists.txt, ctest dp_wire_libfuzzer); seeds in corpus/dp/
- * (make_dp_corpus.py).
+ * (tests/CMakeLists.txt, ctest dp_wire_libfuzzer); hand-made seeds in
+ * corpus/dp/ (make_dp_corpus.py), the kept corpus in corpus/dp_wire_fuzzer/
+ * (README.md).
  */
 #include "lumen/dp_wire.h"
 #include "lumen/dp_ack_coalesce.h"
@@ -91,6 +101,142 @@ static void check_fold(const uint8_t *f, size_t size, const uint8_t *buf, uint32
 	free(older);
 }
 
+/* older (len bytes) must refuse newer (len bytes) with want and stay as it was. */
+static void refused(uint8_t *older, const uint8_t *newer, uint32_t len, uint16_t port, int want)
+{
+	uint8_t *before = malloc(len);
+
+	CHECK(before != NULL);
+	memcpy(before, older, len);
+	CHECK(lumen_dp_ack_fold(older, len, newer, len, port) == want);
+	CHECK(memcmp(older, before, len) == 0);
+	free(before);
+}
+
+/* *q built into out (exactly len bytes); q must make a frame of that length. */
+static void build_exact(uint8_t *out, uint32_t len, const struct lumen_dp_pkt *q)
+{
+	CHECK(lumen_dp_build(out, len, q) == (int)len);
+}
+
+/* older refuses newer with want, and newer older: each way round. */
+static void refused_both(uint8_t *older, uint8_t *newer, uint32_t len, uint16_t port, int want)
+{
+	refused(older, newer, len, port, want);
+	refused(newer, older, len, port, want);
+}
+
+/*
+ * The refusals around the accepted ACK p (rebuilt frame buf, end bytes): the
+ * frames of its length that must not fold into it, or it into them, each
+ * derived from p by the key x (nonzero, hashed from the input). A control
+ * first: p with another source port (the entropy), fresher echoes and no
+ * counts of its own folds, so each refusal below comes from the one field it
+ * changes.
+ */
+static void check_refusals(const uint8_t *buf, uint32_t end, uint16_t port, const struct lumen_dp_pkt *p, uint32_t x)
+{
+	uint8_t *older = malloc(end), *newer = malloc(end);
+	struct lumen_dp_pkt base = *p, q, r;
+	uint8_t m = (uint8_t)(x >> 8 | 1);
+
+	CHECK(older && newer);
+	base.sport ^= (uint16_t)x;
+	base.echo_ts ^= x;
+	base.echo_psn ^= x;
+	base.echo_sport ^= (uint16_t)(x >> 16);
+	base.sack ^= (uint64_t)x << 32 | x;
+	base.rwnd ^= (uint16_t)(x >> 4);
+	base.pkts = base.ce_pkts = 0;
+	build_exact(newer, end, &base);
+	memcpy(older, buf, end);
+	CHECK(lumen_dp_ack_fold(older, end, newer, end, port) == LUMEN_DP_FOLDED);
+	CHECK(lumen_dp_parse(older, end, port, &r) == 0);
+	CHECK(r.pkts == p->pkts && r.ce_pkts == p->ce_pkts && r.sack == (base.sack | p->sack));
+	q = base;
+	q.pkts = p->pkts;
+	q.ce_pkts = p->ce_pkts;
+	q.sack = r.sack;
+	check_same(&q, &r, 1);
+
+	/* another connection: each of its fields alone */
+	memcpy(older, buf, end);
+	q = base;
+	q.conn_id ^= x;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ECONN);
+	q = base;
+	q.ip_src ^= x;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ECONN);
+	q = base;
+	q.ip_dst ^= x;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ECONN);
+	q = base;
+	q.eth_dst[x % 6] ^= m;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ECONN);
+	q = base;
+	q.eth_src[(x >> 3) % 6] ^= m;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ECONN);
+
+	/* its PSN behind the older one's (by 1 .. 2^31) */
+	q = base;
+	q.psn = p->psn - 1 - (x & 0x7FFFFFFFu);
+	build_exact(newer, end, &q);
+	refused(older, newer, end, port, LUMEN_DP_FOLD_EBEHIND);
+
+	/* not a lumen-dp frame for this port */
+	q = base;
+	q.dport = (uint16_t)(port ^ m);
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_EPARSE);
+
+	/* a NACK: never folded, either way */
+	q = base;
+	q.type = LUMEN_DP_NACK;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ETYPE);
+
+	/* a DATA frame of the connection, as long: its payload, 8 bytes
+	 * (the ACK part is the longer) plus the extension's, from the ACK */
+	memset(&q, 0, sizeof(q));
+	memcpy(q.eth_dst, p->eth_dst, 6);
+	memcpy(q.eth_src, p->eth_src, 6);
+	q.ip_src = p->ip_src;
+	q.ip_dst = p->ip_dst;
+	q.sport = base.sport;
+	q.dport = p->dport;
+	q.ecn = p->ecn;
+	q.type = LUMEN_DP_DATA;
+	q.flags = (uint8_t)(x & (LUMEN_DP_F_RETX | LUMEN_DP_F_ACK_NOW | LUMEN_DP_F_MSG_LAST));
+	q.conn_id = p->conn_id;
+	q.psn = p->psn;
+	q.ts_ns = p->echo_ts;
+	q.msg_id = x;
+	q.payload_len = end - LUMEN_DP_HDR_OFF - LUMEN_DP_DATA_HLEN;
+	q.payload = buf + LUMEN_DP_HDR_OFF;
+	q.msg_len = q.payload_len;
+	build_exact(newer, end, &q);
+	refused_both(older, newer, end, port, LUMEN_DP_FOLD_ETYPE);
+	CHECK(memcmp(older, buf, end) == 0);
+	free(newer);
+	free(older);
+}
+
+/* FNV-1a of the input, never 0: the key of check_refusals. */
+static uint32_t input_key(const uint8_t *f, size_t size)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < size; i++)
+		h = (h ^ f[i]) * 16777619u;
+	return h ? h : 1;
+}
+
 static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const struct lumen_dp_pkt *p)
 {
 	uint32_t ip_len = (uint32_t)f[16] << 8 | f[17], end = 14 + ip_len, hlen, i;
@@ -145,8 +291,10 @@ static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const s
 		CHECK(r.ecn == LUMEN_DP_ECN_CE);
 		check_same(p, &r, 0);
 	}
-	if (p->type == LUMEN_DP_ACK)
+	if (p->type == LUMEN_DP_ACK) {
 		check_fold(f, size, buf, end, port, p);
+		check_refusals(buf, end, port, p, input_key(f, size));
+	}
 	free(mark);
 	free(again);
 	free(buf);
