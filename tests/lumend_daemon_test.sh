@@ -28,6 +28,15 @@
 #             token, an open token file, a name for an address, another
 #             token), then one 'sched change' over TCP to both, inline
 #   measure   lumend --measure --json prints the boundary error distribution
+#
+# Timing: the tools here are slow and vary (a python3 behind a pyenv shim
+# takes ~0.7 s to start under the tests' own load, 2-3 s beside a build;
+# a sanitized lumen ~0.5 s). No check counts on starting them within a
+# window: what must be seen before an instant is read by a process started
+# beforehand that notes when it read (watch_page), or sent by the process
+# that chose the instant (stage_ahead); leads are sized from what the
+# tools cost here, measured at the start; waits are caps for failures,
+# not windows.
 # CTest: lumend_daemon_test (LUMEND_BIN, LUMEN_BIN). Exit 0 pass, 1 fail.
 source "$(dirname "$0")/e2e/lib.sh"
 LUMEND="${LUMEND_BIN:?set LUMEND_BIN to the lumend binary}"
@@ -47,8 +56,9 @@ gen "$tmp/v2.json" 5 2 2
 gen "$tmp/six.json" 6 1 3
 echo '{"format": "lumen-schedule", "nodes": ' >"$tmp/bad.json"
 
-# page FIELD...: the header fields (and "waits" of the first slot), one per
-# line, from a consistent read of the seqlock
+# page FIELD...: the header fields (and "waits" of the first slot, the
+# "file_size", the published boundary's "error"), one per line, from a
+# consistent read of the seqlock
 page() {
 	python3 - "$tmp/page" "$@" <<'EOF'
 import struct, sys
@@ -66,16 +76,26 @@ for _ in range(1000):
         break
 h["waits"] = list(struct.unpack_from(f"<{h['nodes']}H", data, h["waits_off"]))
 h["file_size"] = len(data)
+h["error"] = h["boundary_ns"] - (h["t0_ns"] + h["slot"] * h["slot_ns"])
 for name in sys.argv[2:]:
     print(h[name])
 EOF
 }
-# ask JSON: one request on the socket, the answer line
+# page_read: the fields the page checks look at, from one read (one
+# python3), into the array P
+declare -A P=()
+page_read() {
+	local names=(magic abi self nodes uplinks version margin_ns period size file_size waits slot error) v i=0
+	P=()
+	while IFS= read -r v; do P[${names[i++]}]="$v"; done < <(page "${names[@]}")
+}
+# ask JSON [EXPR]: one request on the socket; the answer line, or EXPR
+# (Python, over the answer as d) in the same interpreter
 ask() {
-	python3 - "$tmp/sock" "$1" <<'EOF'
-import socket, sys
+	python3 - "$tmp/sock" "$1" "${2:-}" <<'EOF'
+import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
+s.settimeout(30)
 s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
 buf = b""
@@ -84,10 +104,11 @@ while not buf.endswith(b"\n"):
     if not chunk:
         break
     buf += chunk
-print(buf.decode().strip())
+answer = buf.decode().strip()
+print(eval(sys.argv[3], {"d": json.loads(answer)}) if sys.argv[3] else answer)
 EOF
 }
-stat_of() { ask '{"cmd":"stats"}' | e2e_json "d['$1']"; }
+stat_of() { ask '{"cmd":"stats"}' "d['$1']"; }
 # for e2e_wait_until, which runs its command again each try (a "$(...)" in
 # its arguments would be read once)
 page_says() { test "$(page "${@:2}" | tr '\n' ' ')" == "$1 "; }
@@ -115,22 +136,36 @@ e2e_check "refused starts leave nothing behind" nothing_left
 "$LUMEND" --schedule "$tmp/s.json" --node 1 "${base[@]}" --clock-error 0 --check-interval 20ms \
 	>"$tmp/log" 2>&1 &
 pid=$!
-e2e_check "lumend starts, its socket answers" e2e_wait_until 50 0.1 test -S "$tmp/sock"
-e2e_check "page: magic and ABI" test "$(page magic abi | tr '\n' ' ')" == "$((0x4353474c)) 2 "
+e2e_check "lumend starts, its socket answers" e2e_wait_until 300 0.1 test -S "$tmp/sock"
+# ms_of command...: how long it took here, now, in ms
+ms_of() {
+	local t0="${EPOCHREALTIME//[!0-9]/}"
+	"$@" >/dev/null
+	echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000))
+}
+# the lead of a 'sched change' (one lumen run, a stage and a commit request
+# to each lumend, all after it chose the instant): three times a whole
+# 'lumen sched status' run, at least 1 s (the second run: the first also
+# reads the binary from disk)
+lumen_ms="$(ms_of "$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
+lumen_ms="$(ms_of "$LUMEN_BIN" sched status --control "$tmp/sock" --json)"
+lead_ms=$((lumen_ms * 3 > 1000 ? lumen_ms * 3 : 1000))
+e2e_log "  a lumen sched status takes ${lumen_ms} ms, a python3 $(ms_of python3 -c pass) ms: leads of ${lead_ms} ms"
+page_read
+e2e_check "page: magic and ABI" test "${P[magic]} ${P[abi]}" == "$((0x4353474c)) 2"
 e2e_check "page: mode 0644" test "$(stat -c %a "$tmp/page")" == 644
-e2e_check "page: node 1 of 5, 1 uplink, version 1" test "$(page self nodes uplinks version | tr '\n' ' ')" == "1 5 1 1 "
-e2e_check "page: margin guard/4 = 5 us, period 4, size $(page size)" \
-	test "$(page margin_ns period size | tr '\n' ' ')" == "5000 4 $(page file_size) "
+e2e_check "page: node 1 of 5, 1 uplink, version 1" test "${P[self]} ${P[nodes]} ${P[uplinks]} ${P[version]}" == "1 5 1 1"
+e2e_check "page: margin guard/4 = 5 us, period 4, size ${P[size]}" \
+	test "${P[margin_ns]} ${P[period]} ${P[size]}" == "5000 4 ${P[file_size]}"
 # round robin: node 1 reaches 1 + s + 1 in slot s, so from slot 0 it waits
 # (dst - 2) mod 5 slots for dst, and never for itself
-e2e_check "page: waits of slot 0 ($(page waits))" test "$(page waits)" == "[3, 65535, 0, 1, 2]"
-s1="$(page slot)"
+e2e_check "page: waits of slot 0 (${P[waits]})" test "${P[waits]}" == "[3, 65535, 0, 1, 2]"
+s1="${P[slot]}"
 sleep 0.2
-s2="$(page slot)"
-e2e_check "page: the slot advances ($s1 -> $s2, ~1000 in 0.2 s)" test $((s2 - s1)) -ge 300
-err="$(page t0_ns slot_ns slot boundary_ns |
-	python3 -c 'import sys; t0, sl, k, b = map(int, sys.stdin.read().split()); print(b - (t0 + k * sl))')"
-e2e_check "page: boundary error sane (${err} ns, 0..200 us)" test "$err" -ge 0 -a "$err" -lt 200000
+page_read
+# (how far: the boundary error ties the slot to the clock)
+e2e_check "page: the slot advances ($s1 -> ${P[slot]})" test "${P[slot]}" -gt "$s1"
+e2e_check "page: boundary error sane (${P[error]} ns, 0..200 us)" test "${P[error]}" -ge 0 -a "${P[error]}" -lt 200000
 e2e_check "page: gating once the clock checks out" e2e_wait_until 30 0.1 page_says 0 quiet
 
 # --- socket ---------------------------------------------------------------------
@@ -141,12 +176,13 @@ e2e_check "lumen sched status: words" \
 	bash -c "'$LUMEN_BIN' sched status --control '$tmp/sock' | grep -q 'state:  gating'"
 e2e_check "lumen sched status without lumend: exit 1" e2e_fails 1 "cannot reach lumend at $tmp/nosock" \
 	"$LUMEN_BIN" sched status --control "$tmp/nosock"
-e2e_check "stats: boundaries published ($(stat_of published))" test "$(stat_of published)" -gt 100
+published="$(stat_of published)"
+e2e_check "stats: boundaries published ($published)" test "$published" -gt 100
 sch="$(ask '{"cmd":"schedule"}')"
 e2e_check "schedule: the file's" test "$(e2e_json "(d['nodes'], d['version'], d['format'])" <<<"$sch")" \
 	== "(5, 1, 'lumen-schedule')"
 e2e_check "unknown command answered with an error" \
-	test "$(ask '{"cmd":"frob"}' | e2e_json "d['error']")" == \
+	test "$(ask '{"cmd":"frob"}' "d['error']")" == \
 	"unknown command 'frob' (abort, commit, demand, schedule, stage, stats, status)"
 bad="$(ask 'nope')"
 e2e_check "bad JSON answered with an error" test "$(e2e_json "'not JSON' in d['error']" <<<"$bad")" == True
@@ -184,51 +220,126 @@ gen "$tmp/v4.json" 5 1 4
 gen "$tmp/v5.json" 5 1 5
 tai() { python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))"; }
 wait_until() { python3 -c "import time; time.sleep(max(0, ($1 - time.clock_gettime_ns(time.CLOCK_TAI)) / 1e9 + 0.02))"; }
-boundary() { # the first period boundary of lumend's schedule $1 ms from now
-	ask '{"cmd":"status"}' | python3 -c "
-import json, sys, time
-t = json.load(sys.stdin)['timing']; p = t['period'] * t['slot_ns']
-n = time.clock_gettime_ns(time.CLOCK_TAI) + $1 * 1_000_000
-print(t['t0_ns'] + -(-(n - t['t0_ns']) // p) * p)"
+# stage_ahead FILE: stages FILE for the first period boundary of lumend's
+# schedule far enough ahead, choosing it and staging in one process (its
+# own start is not in the lead); prints the instant, then lumend's answer.
+# The lead: twenty of this lumend's round trips as measured here, at least
+# 0.5 s.
+stage_ahead() {
+	python3 - "$tmp/sock" "$1" <<'EOF'
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+f = s.makefile("rwb")
+def ask(req):
+    f.write(json.dumps(req).encode() + b"\n")
+    f.flush()
+    return f.readline().decode().strip()
+t = time.monotonic_ns()
+timing = json.loads(ask({"cmd": "status"}))["timing"]
+lead = max(500_000_000, 20 * (time.monotonic_ns() - t))
+p = timing["period"] * timing["slot_ns"]
+n = time.clock_gettime_ns(time.CLOCK_TAI) + lead
+at = timing["t0_ns"] + -(-(n - timing["t0_ns"]) // p) * p
+print(at)
+print(ask({"cmd": "stage", "file": sys.argv[2], "at": at}))
+EOF
+}
+# watch_page OUT: in the background until the page's version changes (60 s
+# at most), consistent reads of its header, each between two CLOCK_TAI
+# reads of its own; "ready" into OUT once the page is mapped, then what the
+# reads showed, a fact a line:
+#   announced AT    the instant the page told senders (change_ns) under
+#                   the old version (0: never)
+#   before N        reads that ended before AT (or the new version's t0):
+#                   the old version, AT announced
+#   old_until_at B  no read that ended before it saw another version
+#   new V U T0      version, uplinks and t0 of the first read of another
+#                   version ("none": none in 60 s)
+watch_page() {
+	python3 - "$tmp/page" >"$1" <<'EOF' &
+import mmap, struct, sys, time
+def tai():
+    return time.clock_gettime_ns(time.CLOCK_TAI)
+with open(sys.argv[1], "rb") as f:
+    m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
+def read():  # (version, uplinks, t0_ns, change_ns) from a consistent read
+    while True:
+        s = struct.unpack_from("<I", m, 8)[0]
+        h = bytes(m[:136])
+        if s % 2 == 0 and struct.unpack_from("<I", m, 8)[0] == s:
+            return (struct.unpack_from("<Q", h, 16)[0], struct.unpack_from("<I", h, 64)[0],
+                    struct.unpack_from("<Q", h, 24)[0], struct.unpack_from("<Q", h, 128)[0])
+print("ready", flush=True)
+reads = []  # (TAI before, TAI after, version, uplinks, t0_ns, change_ns)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    tb = tai()
+    r = read()
+    reads.append((tb, tai()) + r)
+    if r[0] != reads[0][2]:
+        break
+    time.sleep(0.001)
+old = reads[0][2]
+announced = next((x[5] for x in reads if x[2] == old and x[5]), 0)
+# the instant as announced, or else as the new version's t0
+at = announced or (reads[-1][4] if reads[-1][2] != old else 0)
+before = [x for x in reads if at and x[1] < at]
+print("announced", announced)
+print("before", sum(x[2] == old and x[5] == at for x in before))
+print("old_until_at", all(x[2] == old for x in before))
+print("new", *(reads[-1][2:5] if reads[-1][2] != old else ["none"]))
+EOF
+	watcher=$!
 }
 e2e_check "stage: an instant in the past refused" \
-	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v3.json\",\"at\":1}" | e2e_json "'not in the future' in d['error']")" == True
+	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v3.json\",\"at\":1}" "'not in the future' in d['error']")" == True
 e2e_check "stage: a key it does not take refused" \
-	test "$(ask '{"cmd":"stage","file":"x","at":1,"now":true}' | e2e_json "d['error']")" == "unknown key 'now' in the request"
+	test "$(ask '{"cmd":"stage","file":"x","at":1,"now":true}' "d['error']")" == "unknown key 'now' in the request"
 e2e_check "commit: nothing staged" \
-	test "$(ask '{"cmd":"commit","version":3}' | e2e_json "d['error']")" == "commit: no change is staged (version 3)"
-# a lead of 1 s: the checks before the instant start a few python3s
-# (~0.2 s each behind a pyenv shim)
-out="$("$LUMEN_BIN" sched change "$tmp/v3.json" --lumend "$tmp/sock" --lead 1s --dir "$tmp/changes" --json)"
+	test "$(ask '{"cmd":"commit","version":3}' "d['error']")" == "commit: no change is staged (version 3)"
+# the page watched from before the change; the instant chosen by 'sched
+# change' from its own start: stage and commit must come before it
+watch_page "$tmp/watch"
+e2e_wait_until 600 0.1 grep -q ready "$tmp/watch"
+t_before="$(tai)"
+out="$("$LUMEN_BIN" sched change "$tmp/v3.json" --lumend "$tmp/sock" --lead "${lead_ms}ms" --dir "$tmp/changes" --json)"
+t_after="$(tai)"
 at="$(e2e_json "d['switch_ns']" <<<"$out")"
-e2e_check "sched change --lumend: committed for a period boundary ~1 s ahead" \
-	test "$(e2e_json "d['version'], d['commit_failures'], 0.95e9 < d['switch_ns'] - d['committed_ns'] < 1.25e9" <<<"$out")" \
-	== "(3, [], True)"
-e2e_check "... version 2 in force until the instant" test "$(page version)" == 2
-wait_until "$at"
-e2e_check "... version 3 in the page from the instant, its t0 the instant" \
-	e2e_wait_until 20 0.05 page_says "3 1 $at" version uplinks t0_ns
+wait "$watcher" || e2e_log "  the watcher failed: $(cat "$tmp/watch")"
+declare -A seen=()
+while read -r key value; do seen[$key]="$value"; done <"$tmp/watch"
+e2e_check "sched change --lumend: staged, then committed before the instant, the first period boundary $lead_ms ms after it began" \
+	test "$(e2e_json "(d['version'], d['commit_failures'], d['staged_ns'] <= d['committed_ns'] < d['switch_ns'],
+		$t_before + $lead_ms * 10**6 <= d['switch_ns'] <= $t_after + $lead_ms * 10**6 + 400_000)" <<<"$out")" \
+	== "(3, [], True, True)"
+e2e_check "... the instant in the page (change_ns) while version 2 is in force" test "${seen[announced]}" == "$at"
+e2e_check "... version 2 in force until the instant (${seen[before]} reads before it)" \
+	test "${seen[old_until_at]}" == True -a "${seen[before]}" -gt 0
+e2e_check "... version 3 in the page from the instant, its t0 the instant" test "${seen[new]}" == "3 1 $at"
 e2e_check "... status: no change under way, one change made" \
-	test "$(ask '{"cmd":"status"}' | e2e_json "d['change']"),$(stat_of changes)" == "None,1"
-# leads of 0.5 s and more: a sanitized lumend and a few python3s may take 0.2 s
-at="$(boundary 500)"
-e2e_check "stage version 4" \
-	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v4.json\",\"at\":$at}" | e2e_json "d.get('staged', d)")" == 4
+	test "$(ask '{"cmd":"status"}' "d['change']"),$(stat_of changes)" == "None,1"
+# staged ahead of its instant, then checked at leisure: the change is under
+# way before and after it until committed or aborted
+at='' answer=''
+{ read -r at && read -r answer; } < <(stage_ahead "$tmp/v4.json") || true
+e2e_check "stage version 4" test "$(e2e_json "d.get('staged', d)" <<<"$answer")" == 4
 e2e_check "staged: the page tells senders the instant (change_ns)" e2e_wait_until 20 0.01 page_says "$at" change_ns
 e2e_check "a second stage while one is staged refused" \
-	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" | e2e_json "'under way' in d['error']")" == True
+	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" "'under way' in d['error']")" == True
 wait_until "$at"
 e2e_check "staged, not committed, past the instant: quiet (version) in the page" \
 	e2e_wait_until 20 0.05 page_says "8 3" quiet version
 e2e_check "... and in status" \
-	test "$(ask '{"cmd":"status"}' | e2e_json "d['quiet_reasons'], d['change']['state']")" == "(['version'], 'staged')"
+	test "$(ask '{"cmd":"status"}' "d['quiet_reasons'], d['change']['state']")" == "(['version'], 'staged')"
 ask '{"cmd":"commit","version":4}' >/dev/null
 e2e_check "a late commit: version 4 in force, quiet no more, no change under way" \
 	e2e_wait_until 20 0.05 page_says "0 4 0" quiet version change_ns
-at="$(boundary 1000)"
-e2e_check "stage version 5" \
-	test "$(ask "{\"cmd\":\"stage\",\"file\":\"$tmp/v5.json\",\"at\":$at}" | e2e_json "d.get('staged', d)")" == 5
-e2e_check "abort" test "$(ask '{"cmd":"abort","version":5}' | e2e_json "d['aborted']")" == 5
+at='' answer=''
+{ read -r at && read -r answer; } < <(stage_ahead "$tmp/v5.json") || true
+e2e_check "stage version 5" test "$(e2e_json "d.get('staged', d)" <<<"$answer")" == 5
+e2e_check "abort" test "$(ask '{"cmd":"abort","version":5}' "d['aborted']")" == 5
 wait_until "$at"
 e2e_check "... version 4 stays, not quiet" test "$(page quiet version | tr '\n' ' ')" == "0 4 "
 
@@ -248,7 +359,7 @@ while time.time() < deadline:
     time.sleep(0.005)
 EOF
 reader=$!
-e2e_wait_until 50 0.1 grep -q mapped "$tmp/last-word"
+e2e_wait_until 600 0.1 grep -q mapped "$tmp/last-word"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
@@ -308,7 +419,7 @@ e2e_check "... with another token: refused" e2e_fails 1 "needs this lumend's tok
 e2e_check "... both still on version 1, no change under way" \
 	test "$(tstatus "$p1" | e2e_json "d['version'], d['change']"),$(tstatus "$p2" | e2e_json "d['version'], d['change']")" \
 	== "(1, None),(1, None)"
-out="$("$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/token" --lead 1s --json)"
+out="$("$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/token" --lead "${lead_ms}ms" --json)"
 at="$(e2e_json "d['switch_ns']" <<<"$out")"
 e2e_check "sched change over TCP: both lumends, committed" \
 	test "$(e2e_json "d['version'], d['commit_failures'], len(d['parties'])" <<<"$out")" == "(2, [], 2)"
@@ -346,7 +457,7 @@ else:
 }
 pin_says() { test "$(osched state "${@:2}" 2>/dev/null)" == "$1"; }
 if [[ $(id -u) != 0 ]] || ! command -v bpftool >/dev/null; then
-	echo "[lumend_daemon_test] SKIP --pin: needs root and bpftool (pinned BPF maps)"
+	echo "[lumend_daemon_test] SKIP: --pin: needs root and bpftool (pinned BPF maps)"
 else
 	pin_name="ldt$$"
 	gen "$tmp/p.json" 5 1 1
@@ -370,14 +481,32 @@ else
 	s1="$(osched state slot)"
 	sleep 0.1
 	e2e_check "--pin: the slot advances" test "$(osched state slot)" -gt "$s1"
-	# (written at every boundary: one read of them is of one boundary)
-	e2e_check "--pin: windows: none to itself, each a usable slot shrunk by the margins, all within a period" \
-		python3 -c "
-import sys
-w = $(osched windows)
-opens = [o for i, (o, c) in enumerate(w) if i != 1]
-ok = w[1] == (0, 0) and all(c - o == 170_000 for i, (o, c) in enumerate(w) if i != 1)
-sys.exit(0 if ok and max(opens) - min(opens) < 4 * 200_000 else 1)"
+	# The windows are written at every boundary (200 us), and a dump reads
+	# them one by one: on a loaded machine its entries may be of several
+	# boundaries. So each is checked on its own against the schedule file
+	# (a slot in which node 1 reaches that node, shrunk by the margins) and
+	# bounded by what was read around it in the same process: at or after
+	# the boundary of the state read before (written after the windows),
+	# before a period after the dump ended.
+	e2e_check "--pin: windows: none to itself, each a slot to its node shrunk by the margins, within a period of the read" \
+		python3 - "/sys/fs/bpf/lumen/osched/$pin_name" "$tmp/p.json" <<'EOF'
+import json, struct, subprocess, sys, time
+def dump(name):
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", f"{sys.argv[1]}/{name}"], check=True,
+                         capture_output=True, text=True).stdout
+    return [bytes(int(b, 16) for b in r["value"]) for r in json.loads(out)]
+sch = json.load(open(sys.argv[2]))
+t0, slot, period, margin = sch["t0_ns"], sch["slot_ns"], sch["period"], 5000
+state = struct.unpack("<IIQQQII", dump("state")[0])  # quiet self version slot boundary_ns in_period period
+w = [struct.unpack("<QQ", v) for v in dump("windows")]
+after = time.clock_gettime_ns(time.CLOCK_TAI)
+lo, hi = state[4] - slot, after + period * slot
+def good(dst, o, c):
+    k, off = divmod(o - margin - t0, slot)
+    return off == 0 and sch["matchings"][0][k % period][1] == dst and c - o == 170_000 and lo <= o < hi
+ok = w[1] == (0, 0) and all(good(dst, o, c) for dst, (o, c) in enumerate(w) if dst != 1)
+sys.exit(0 if ok else f"state {state}, windows {w}, read by {after}")
+EOF
 	kill -TERM "$pid"
 	wait "$pid" || true
 	pid=
@@ -393,7 +522,7 @@ fi
 # offset and leaves the clock alone, which all namespaces share). lumend asks
 # the follower. Root and linuxptp; elsewhere this part says why it is skipped.
 if [[ $(id -u) != 0 ]] || ! command -v ptp4l >/dev/null; then
-	echo "[lumend_daemon_test] SKIP --ptp4l: needs root and ptp4l (linuxptp)"
+	echo "[lumend_daemon_test] SKIP: --ptp4l: needs root and ptp4l (linuxptp)"
 else
 	pa="ldtpa$$" pb="ldtpb$$"
 	ip netns add "$pa" && ip netns add "$pb"
@@ -417,12 +546,19 @@ else
 		--shm "$tmp/page-ptp" --control "$tmp/sock-ptp" 2>"$tmp/log-ptp" &
 	pid=$!
 	ptp_status() { "$LUMEN_BIN" sched status --control "$tmp/sock-ptp" --json | e2e_json "$1"; }
-	ptp_gating() { test "$(ptp_status "d['gating']")" == True; }
+	# the read that sees lumend gating also says why (a later read may not
+	# agree: ptp4l's software time stamps on a loaded machine can lose the
+	# grandmaster for a moment): gating, gm_present, stated, the bound
+	ptp_gating() {
+		ptp_status "(d['gating'], d['clock']['ptp4l']['gm_present'], d['clock']['stated'], d['clock']['error_bound_ns'])" \
+			>"$tmp/ptp-read"
+		[[ $(<"$tmp/ptp-read") == "(True, "* ]]
+	}
+	ptp_from_offset() { [[ $(<"$tmp/ptp-read") =~ ^\(True,\ True,\ False,\ ([0-9]+)\)$ ]] && ((BASH_REMATCH[1] < 50000)); }
 	ptp_quiet() { test "$(ptp_status "d['gating']")" == False; }
 	e2e_check "--ptp4l: gating once the follower has its grandmaster" e2e_wait_until 200 0.1 ptp_gating
-	e2e_check "--ptp4l: the bound is ptp4l's offset ($(ptp_status "d['clock']['error_bound_ns']") ns)" \
-		test "$(ptp_status "d['clock']['ptp4l']['gm_present'], d['clock']['stated'], d['clock']['error_bound_ns'] < 50000")" \
-		== "(True, False, True)"
+	e2e_check "--ptp4l: the bound is ptp4l's offset (gating, gm_present, stated, bound: $(<"$tmp/ptp-read"))" \
+		ptp_from_offset
 	kill "$master"
 	e2e_check "--ptp4l: the grandmaster gone, quiet" e2e_wait_until 100 0.1 ptp_quiet
 	e2e_log "  why: $(ptp_status "d['why']")"
@@ -445,9 +581,11 @@ fi
 # --- measure ---------------------------------------------------------------------------
 gen "$tmp/m.json" 4 1 1
 out="$("$LUMEND" --schedule "$tmp/m.json" --node 0 --measure 0.3 --json)"
+# the 1500 boundaries of 0.3 s from the engine's start, each published or
+# missed (how many it could publish is the machine's load)
 e2e_check "measure: JSON with published boundaries and percentiles" \
-	test "$(e2e_json "d['published'] > 100 and d['boundary_error_ns']['p50'] <= d['boundary_error_ns']['max']" \
-		<<<"$out")" == True
+	test "$(e2e_json "(d['published'] > 0 and d['published'] + d['missed'] >= 1000 and
+		d['boundary_error_ns']['p50'] <= d['boundary_error_ns']['max'])" <<<"$out")" == True
 e2e_check "measure: no page or socket of its own" nothing_left
 
 e2e_finish

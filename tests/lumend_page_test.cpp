@@ -177,10 +177,28 @@ TEST_F(LumendPage, AnonymousForMeasureRuns)
 }
 
 // A writer thread publishes slot k with boundary_ns = 1000 k, late = k,
-// missed = 2 k, and flips between two schedules whose version, period and
-// first wait agree; a reader checks every consistent read it gets.
+// missed = 2 k, and flips between two schedules whose version and waits
+// agree; a reader checks every read the seqlock lets through.
+//
+// A torn read is only possible while a read overlaps a write, and how
+// often that happens in a fixed time is luck: on a loaded machine both
+// threads may share one core and take turns, overlapping only when the
+// reader is descheduled mid-read (a few times a second). So one read in
+// 32 yields its CPU halfway (between slot and the rest, or between the
+// version and the tables), as a descheduled reader would, and the writer
+// goes on meanwhile on whatever core; the other reads race the writer as
+// they come.
+//
+// The reader watches the sequence number itself (apart from
+// lumen_osched_read_retry: a broken retry must not hide the overlaps) and
+// goes on until it has overlapped kOverlaps writes, every one of which
+// the seqlock must have refused, has seen both schedules whole and the
+// writer past slot 1000; a generous cap ends a reader that never gets
+// there, a failure: nothing would have been tested.
 TEST_F(LumendPage, ReaderNeverSeesATornPage)
 {
+	constexpr uint64_t kOverlaps = 300, kConsistent = 10'000;
+	constexpr uint64_t kCapNs = 60'000'000'000;
 	ShmPage page = ShmPage::create(path("pg"), tables_, 0, 0);
 	Tables a = tables_, b = tables_;
 	a.version = 100;
@@ -198,14 +216,47 @@ TEST_F(LumendPage, ReaderNeverSeesATornPage)
 				page.write_tables(k % 128 ? a : b, 0);
 		}
 	});
-	uint64_t consistent = 0, retries = 0, last = 0;
-	uint64_t deadline = monotonic_ns() + 300'000'000;
-	while (monotonic_ns() < deadline) {
+	// stops the writer however the reader ends (a failed ASSERT returns)
+	struct Stop {
+		std::atomic<bool> &done;
+		std::thread &writer;
+		~Stop()
+		{
+			done = true;
+			writer.join();
+		}
+	} stop{done, writer};
+	auto pause = [] { std::this_thread::yield(); };
+	uint64_t consistent = 0, retries = 0, overlaps = 0, raced = 0, last = 0;
+	bool seen_a = false, seen_b = false;
+	const uint64_t start = monotonic_ns();
+	uint64_t now = start;
+	auto more = [&] {
+		return overlaps < kOverlaps || consistent < kConsistent || !seen_a || !seen_b || last <= 1000;
+	};
+	for (uint64_t n = 0; more() && now - start < kCapNs; n++) {
 		uint32_t s = lumen_osched_read_begin(pg);
-		uint64_t slot = pg->slot, at = pg->boundary_ns, late = pg->late, missed = pg->missed;
+		uint64_t slot = pg->slot;
+		if (n % 64 == 0)
+			pause();
+		uint64_t at = pg->boundary_ns, late = pg->late, missed = pg->missed;
 		uint64_t version = pg->version;
+		if (n % 64 == 32)
+			pause();
 		uint16_t first = r.table(pg->waits_off)[0], lastw = r.table(pg->waits_off)[a.waits.size() - 1];
-		if (lumen_osched_read_retry(pg, s)) {
+		// the test's own look, before the seqlock's: the sequence never
+		// goes back, so a change seen here is one read_retry must see too
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		bool overlapped = __atomic_load_n(&pg->seq, __ATOMIC_RELAXED) != s;
+		bool retry = lumen_osched_read_retry(pg, s);
+		now = monotonic_ns();
+		if (overlapped) {
+			overlaps++;
+			raced += n % 32 != 0;
+			ASSERT_TRUE(retry)
+				<< "a read that overlapped a write (seq " << s << " changed) was let through";
+		}
+		if (retry) {
 			retries++;
 			continue;
 		}
@@ -218,13 +269,18 @@ TEST_F(LumendPage, ReaderNeverSeesATornPage)
 		if (version == 100 || version == 200) {
 			ASSERT_EQ(first, version);
 			ASSERT_EQ(lastw, version);
+			(version == 100 ? seen_a : seen_b) = true;
 		}
 	}
-	done = true;
-	writer.join();
-	EXPECT_GT(consistent, 1000u);
+	EXPECT_GE(overlaps, kOverlaps) << "the reader overlapped a write " << overlaps << " times in "
+				       << (now - start) / 1'000'000 << " ms: a torn read was hardly possible";
+	EXPECT_GE(consistent, kConsistent);
 	EXPECT_GT(last, 1000u);
+	EXPECT_TRUE(seen_a && seen_b) << "both schedules read whole";
+	RecordProperty("overlaps", std::to_string(overlaps));
+	RecordProperty("overlaps_unpaused", std::to_string(raced));
 	RecordProperty("retries", std::to_string(retries));
+	RecordProperty("ms", std::to_string((now - start) / 1'000'000));
 }
 
 } // namespace
