@@ -104,7 +104,7 @@ done
 # --- af_packet: the kernel's fanout scatters, software steering gathers -------
 va="ldq${$}a" vb="ldq${$}b"
 if ! command -v ip >/dev/null || ! ip link add "$va" type veth peer name "$vb" 2>/dev/null; then
-	e2e_log "af_packet: no veth pair here (ip link add failed): skipped"
+	e2e_skip_part af_packet "no veth pair here (ip link add failed)"
 else
 	e2e_on_exit "ip link del '$va' 2>/dev/null || true"
 	ip link set "$va" address 02:00:00:00:d1:01

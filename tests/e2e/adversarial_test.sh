@@ -23,10 +23,18 @@
 #               an idle 1 Tbit/s hop, with random sequence numbers: the flow
 #               must not notice (with the module: at least 90 % refused by
 #               the hook as old ACKs; the rest may meet a closing socket).
-# Each hostile run must keep the queue's median below 400 KB and the flow
-# moving (with the guard compiled out, zero_queue measured 1430 KB). On the
-# host the algorithm is the eBPF bpf_powertcp; with LUMEN_KMOD set
-# (tests/e2e/kmod_vm.sh, in a VM) it is the module's powertcp.
+# Each hostile run must keep the queue's median within a bound and the flow
+# moving. The bound is three times the honest run's median queue in the
+# same run (this machine's own queueing, an emulated guest's late timers
+# included, counted once), at least 200 KB (honest INT may keep the queue
+# near empty, where the RTT rule alone holds it near its RTT floor) and at
+# most 700 KB (a window at its cap queues over 1 MB: the check must still
+# tell a lie that switched congestion control off; with the guard compiled
+# out, zero_queue measured 1430 KB). Measured: honest 137 KB, zero_queue
+# 136, frozen 130, off-path 137 on the host; honest 131, the three others
+# 130 in a 6.12 guest. On the host the algorithm is the eBPF bpf_powertcp;
+# with LUMEN_KMOD set (tests/e2e/kmod_vm.sh, in a VM) it is the module's
+# powertcp.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -120,7 +128,11 @@ liar_off() { ip netns exec "$DB_RX" tc filter del dev rx0 egress; }
 e2e_on_exit "ip netns exec '$DB_RX' tc filter del dev rx0 egress"
 
 run honest
-e2e_log "honest: $(mbps honest) Mbit/s, queue median $(queue_kb honest) KB"
+HONEST_KB="$(queue_kb honest)"
+BOUND_KB=$((HONEST_KB * 3))
+((BOUND_KB >= 200)) || BOUND_KB=200
+((BOUND_KB <= 700)) || BOUND_KB=700
+e2e_log "honest: $(mbps honest) Mbit/s, queue median $HONEST_KB KB: the hostile runs' bound $BOUND_KB KB"
 e2e_check "honest: INT drives the window (int_updates $(delta "$tmp/honest.c0" "$tmp/honest.c1" int_updates))" \
 	test "$(delta "$tmp/honest.c0" "$tmp/honest.c1" int_updates)" -gt 0
 
@@ -130,8 +142,8 @@ liar_off
 g="$(delta "$tmp/zero_queue.c0" "$tmp/zero_queue.c1" rtt_guard)"
 e2e_log "zero_queue: $(mbps zero_queue) Mbit/s, queue median $(queue_kb zero_queue) KB, rtt_guard $g"
 e2e_check "zero_queue: the RTT guard overrode the lie (rtt_guard $g)" test "$g" -gt 0
-e2e_check "zero_queue: queue median $(queue_kb zero_queue) KB < 400 KB (the window's cap would queue over 1 MB)" \
-	test "$(queue_kb zero_queue)" -lt 400
+e2e_check "zero_queue: queue median $(queue_kb zero_queue) KB < $BOUND_KB KB (the window's cap would queue over 1 MB)" \
+	test "$(queue_kb zero_queue)" -lt "$BOUND_KB"
 e2e_check "zero_queue: the flow moves data ($(mbps zero_queue) Mbit/s)" test "$(mbps zero_queue)" -ge 10
 
 e2e_check "the lying receiver loads (frozen)" liar_on frozen
@@ -144,20 +156,15 @@ i="$(delta "$tmp/frozen.c0" "$tmp/frozen.c1" int_updates)"
 e2e_check "frozen: the echoes counted unusable, the RTT rule ran (int_unusable $u, fallback_updates $f)" \
 	test "$u" -gt 0 -a "$f" -gt 0
 e2e_check "frozen: no INT update from a frozen echo (int_updates $i)" test "$i" -eq 0
-# frozen echoes leave only the RTT rule, which an emulated guest's RTT
-# noise (its timers fire late) slows: 549 KB once on 6.12 at 25 Mbit/s, 154
-# KB in other runs; still half of what the window's cap would queue
-FROZEN_KB=400
-e2e_software_emulated && FROZEN_KB=700
-e2e_check "frozen: queue median $(queue_kb frozen) KB < $FROZEN_KB KB (the window's cap would queue over 1 MB)" \
-	test "$(queue_kb frozen)" -lt "$FROZEN_KB"
+e2e_check "frozen: queue median $(queue_kb frozen) KB < $BOUND_KB KB (the window's cap would queue over 1 MB)" \
+	test "$(queue_kb frozen)" -lt "$BOUND_KB"
 e2e_check "frozen: the flow moves data ($(mbps frozen) Mbit/s)" test "$(mbps frozen)" -ge 10
 
 run offpath inject
 n="$(sed -n 's/^injected=//p' "$tmp/offpath.inj")"
 e2e_log "off-path: $(mbps offpath) Mbit/s, queue median $(queue_kb offpath) KB, ${n:-0} spoofed ACKs"
 e2e_check "off-path: the attacker sent its ACKs (${n:-0})" test "${n:-0}" -ge 1000
-e2e_check "off-path: queue median $(queue_kb offpath) KB < 400 KB" test "$(queue_kb offpath)" -lt 400
+e2e_check "off-path: queue median $(queue_kb offpath) KB < $BOUND_KB KB" test "$(queue_kb offpath)" -lt "$BOUND_KB"
 e2e_check "off-path: the flow keeps half its honest goodput ($(mbps offpath) vs $(mbps honest) Mbit/s)" \
 	test "$(($(mbps offpath) * 2))" -ge "$(mbps honest)"
 if [[ $ALGO == powertcp ]]; then

@@ -13,11 +13,13 @@
 #   - h3, not gated, sending the same way, commits violations (the control);
 #   - detach leaves no qdisc, filter or pin;
 #   - all to all, every host gated at 8 Mbit/s and offering 3 Mbit/s to each
-#     other host (more than its circuit carries): (almost) no violation, and
-#     each pair's goodput within 10 % of what its windows carry at 8 Mbit/s;
+#     other host (more than its circuit carries): no frame booked into a
+#     guard or a wrong slot (the rotor tells them from frames the guest
+#     released late, of which a few are allowed), and each pair's goodput
+#     within 10 % of what its windows carry at 8 Mbit/s;
 #   - under all-to-all traffic, a schedule change at a period boundary by every
-#     party ('lumen sched change'); then one whose commit h2 misses: h2
-#     keeps quiet, the others switch; no more violations than above;
+#     party ('lumen sched change'): no datagram lost to it; then one whose
+#     commit h2 misses: h2 keeps quiet, the others switch;
 #   - a gate attached with --lumend sends while that lumend gates, drops
 #     what comes while lumend is quiet after a step of the (guest's) clock,
 #     sends again once lumend trusts the clock, and drops everything once
@@ -39,8 +41,23 @@ e2e_on_exit "'$LUMEN_BIN' testbed down '$TB'"
 SCHED="$("$LUMEN_BIN" testbed status "$TB" --json | e2e_json "d['schedule']")"
 H1="lt-$TB-h1"
 
-stat_rotor() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['$2']"; }
 stat_gate() { "$LUMEN_BIN" gate stats --testbed "$TB" --host "$1" --json | e2e_json "d['destinations'][$2]['$3']"; }
+# A receiver in host HOST counts datagrams; the sender starts once it
+# listens (its ready file), and it stops when the test says so: a datagram
+# "end" on its own loopback, sent SETTLE seconds after the sender finished
+# (what a gate held has left by then). No window for python3's start.
+#   rx_start HOST OUT    rx_end HOST SETTLE
+rx_start() {
+	rm -f "$TMPD/rx.ready"
+	ip netns exec "lt-$TB-$1" python3 "$TRAFFIC" recv 600 "$TMPD/rx.ready" 600 >"$2" &
+	RX=$!
+	e2e_wait_until 1200 0.1 test -e "$TMPD/rx.ready" || true
+}
+rx_end() {
+	sleep "$2"
+	ip netns exec "lt-$TB-$1" bash -c 'echo -n end >/dev/udp/127.0.0.1/9999'
+	wait "$RX"
+}
 
 e2e_log "bad requests"
 e2e_check "a node not in the schedule refused" e2e_fails 2 "node 9 is not in the schedule" \
@@ -57,26 +74,25 @@ e2e_log "h1 gated (1 Gbit/s, 10 ms margins), h3 not"
 "$LUMEN_BIN" gate attach --testbed "$TB" --host h1 --rate 1gbit --margin 10ms
 e2e_check "fq is h1's root qdisc" bash -c "ip netns exec '$H1' tc qdisc show dev eth0 | grep -q 'qdisc fq'"
 
-ip netns exec "lt-$TB-h2" python3 "$TRAFFIC" recv 3 >"$TMPD/rx1" &
-RX=$!
-sleep 1
+e2e_rotor_snap "$TMPD/r0"
+rx_start h2 "$TMPD/rx1"
 ip netns exec "$H1" python3 "$TRAFFIC" send 10.0.0.2 1500 0
-wait $RX
-FWD=$(stat_rotor 0 forwarded) GUARD=$(stat_rotor 0 guard) WRONG=$(stat_rotor 0 wrong_slot)
-e2e_log "  rotor: forwarded $FWD, guard $GUARD, wrong slot $WRONG; h2 received $(cat "$TMPD/rx1");" \
+rx_end h2 1
+read -r FWD GUARD WRONG LATE <<<"$(e2e_rotor_since "$TMPD/r0" 0)"
+e2e_log "  rotor: forwarded $FWD, guard $GUARD, wrong slot $WRONG, late $LATE; h2 received $(cat "$TMPD/rx1");" \
 	"gate: now $(stat_gate h1 1 now), held $(stat_gate h1 1 held), held max $(stat_gate h1 1 held_max_ns) ns"
-e2e_check "no violation from the gated host" test "$GUARD" -eq 0 -a "$WRONG" -eq 0
+e2e_check "no violation from the gated host, not even a late one" test "$GUARD" -eq 0 -a "$WRONG" -eq 0 -a "$LATE" -eq 0
 e2e_check "every datagram forwarded and received" test "$FWD" -eq 1500 -a "$(cat "$TMPD/rx1")" -eq 1500
 e2e_check "the gate held datagrams for their window" test "$(stat_gate h1 1 held)" -gt 0
 e2e_check "none dropped by the gate" test "$(stat_gate h1 1 never)" -eq 0 -a "$(stat_gate h1 1 quiet)" -eq 0
 
-ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" recv 2 >"$TMPD/rx2" &
-RX=$!
-sleep 1
+e2e_rotor_snap "$TMPD/r1"
+rx_start h1 "$TMPD/rx2"
 ip netns exec "lt-$TB-h3" python3 "$TRAFFIC" send 10.0.0.1 1500 0.0005
-wait $RX
-e2e_check "the ungated host commits violations (control)" \
-	test $(($(stat_rotor 2 guard) + $(stat_rotor 2 wrong_slot))) -gt 0
+rx_end h1 0.5
+read -r FWD GUARD WRONG LATE <<<"$(e2e_rotor_since "$TMPD/r1" 2)"
+e2e_check "the ungated host commits violations (control: guard $GUARD, wrong slot $WRONG)" \
+	test $((GUARD + WRONG)) -gt 0
 
 e2e_log "detach"
 e2e_check "detach" "$LUMEN_BIN" gate detach --testbed "$TB" --host h1
@@ -93,25 +109,20 @@ for h in h1 h2 h3 h4; do
 	"$LUMEN_BIN" gate attach --testbed "$TB" --host "$h" --rate 8mbit --margin 10ms >/dev/null
 	e2e_on_exit "'$LUMEN_BIN' gate detach --testbed '$TB' --host '$h'"
 done
-before="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
+e2e_rotor_snap "$TMPD/r2"
 ADDRS=10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4
 for i in 0 1 2 3; do
 	ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" 3e6 1000 1.5 4.5 >"$TMPD/mesh$i" &
 done
 wait
-after="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
 "$LUMEN_BIN" rotor stats | sed 's/^/  /'
 for h in h1 h2 h3 h4; do "$LUMEN_BIN" gate stats --testbed "$TB" --host "$h" | sed 's/^/  /'; done
-# A guest stall longer than the margin (this is an emulated VM sharing 2
-# cores) makes fq release a packet late, into a guard: 0 in most runs, 1 of
-# ~20,000 frames in some. Up to 0.05 % is put down to that; the gate's own
-# bookings are checked exactly above (one sender: zero).
-e2e_log "  violations all to all: $((after - before))"
-e2e_check "violations all to all at most 0.05 % of the frames" \
-	python3 -c "import sys; sys.exit(not ($after - $before) * 2000 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+# no frame booked wrong; a few released late by the guest (lib.sh)
+e2e_rotor_gated "all to all" "$TMPD/r2"
 # what a pair's windows carry: one 100 ms slot per 300 ms period, 100 - 10
 # - 2 x 10 = 70 ms usable, 1042-byte frames (+24 on the wire) at 8 Mbit/s
-python3 - "$TMPD" "$SCHED" <<'PY' >"$TMPD/mesh.txt"
+rc=0
+python3 - "$TMPD" "$SCHED" <<'PY' >"$TMPD/mesh.txt" || rc=$?
 import json, math, sys
 tmpd, sched = sys.argv[1], json.load(open(sys.argv[2]))
 slot, guard, period = sched["slot_ns"], sched["guard_ns"], sched["period"]
@@ -121,7 +132,7 @@ per_window = usable // wire * 1000
 want = per_window * 4.5e9 / (period * slot)  # one circuit per pair per period
 worst = 0
 for i in range(4):
-    got = json.load(open(f"{tmpd}/mesh{i}"))
+    got = json.load(open(f"{tmpd}/mesh{i}"))["window"]
     for j in range(4):
         if j == i:
             continue
@@ -131,14 +142,14 @@ for i in range(4):
 print(f"worst {worst * 100:.1f} %")
 sys.exit(0 if worst <= 0.10 else 1)
 PY
-rc=$?
 sed 's/^/  /' "$TMPD/mesh.txt"
 e2e_check "every pair within 10 % of its allocation" test "$rc" -eq 0
 
 # A schedule change under all-to-all traffic: version 2 (50 ms slots) by
 # 'lumen sched change', every party committing: every gate and the rotor
-# switch at one instant, no packet lost to it, no more violations than above
-# allows. The load, 1 Mbit/s per pair, is below what either schedule
+# switch at one instant, no packet lost to it (every datagram a host sent
+# is received, but those the rotor counted late from it), no frame booked
+# wrong, no more late ones than above. The load, 1 Mbit/s per pair, is below what either schedule
 # carries (1.9 and 1.3), so no packet is booked beyond the instant; the
 # gates are attached afresh (the run above left seconds of packets booked:
 # a gate refuses a change its bookings run past, and 'sched change' then
@@ -154,34 +165,53 @@ for v in 2 3; do
 done
 wait_until() { python3 -c "import time; time.sleep(max(0, ($1 - time.clock_gettime_ns(time.CLOCK_TAI)) / 1e9 + 0.05))"; }
 gate_json() { "$LUMEN_BIN" gate stats --testbed "$TB" --host "$1" --json | e2e_json "$2"; }
-before="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
-START="$(python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))")"
+e2e_rotor_snap "$TMPD/r3"
+# no host sends before every receiver is up (a barrier: each one's file in
+# mesh-ready/), and each drains what the gates still hold at the end (until 2 s
+# without a datagram)
+mkdir "$TMPD/mesh-ready"
 for i in 0 1 2 3; do
-	ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" 1e6 1000 1 6 >"$TMPD/change$i" &
+	ip netns exec "lt-$TB-h$((i + 1))" python3 "$TRAFFIC" mesh "$i" "$ADDRS" 1e6 1000 1 6 2 "$TMPD/mesh-ready" \
+		>"$TMPD/change$i" &
 done
+e2e_wait_until 1200 0.1 test -e "$TMPD/mesh-ready/0" -a -e "$TMPD/mesh-ready/1" -a -e "$TMPD/mesh-ready/2" \
+	-a -e "$TMPD/mesh-ready/3" || true
+START="$(python3 -c "import time; print(time.clock_gettime_ns(time.CLOCK_TAI))")"
 sleep 1.5
 e2e_check "sched change to version 2 with every party" \
 	bash -c "'$LUMEN_BIN' sched change '$TMPD/v2.json' --testbed '$TB' --lead 1s --json >'$TMPD/change.json'"
 AT2="$(e2e_json "d['switch_ns']" <"$TMPD/change.json")"
 e2e_log "  parties: $(e2e_json "', '.join(d['parties'])" <"$TMPD/change.json")"
-e2e_log "  the instant at +$(((AT2 - START) / 1000000)) ms (the traffic: +1000 to +7000 ms)"
+e2e_log "  the instant at +$(((AT2 - START) / 1000000)) ms (the traffic: +0 to +7000 ms)"
 wait
-after="$("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']")"
 "$LUMEN_BIN" rotor stats | sed 's/^/  /'
 for h in h1 h2 h3 h4; do "$LUMEN_BIN" gate stats --testbed "$TB" --host "$h" | sed 's/^/  /'; done
-e2e_log "  violations across the change: $((after - before))"
-e2e_check "across the change, violations at most 0.05 % of the frames (as above)" \
-	python3 -c "import sys; sys.exit(not ($after - $before) * 2000 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+e2e_rotor_gated "across the change" "$TMPD/r3"
 for h in h1 h2 h3 h4; do
 	e2e_check "$h's gate on version 2, nothing dropped for the change" \
-		test "$(gate_json "$h" "d['version'], d['change'], d['total']['quiet'], d['total']['never']")" = "(2, None, 0, 0)"
+		test "$(gate_json "$h" "d['version'], d['change'], d['total']['quiet'], d['total']['never'], d['total']['overflow']")" = "(2, None, 0, 0, 0)"
 done
-e2e_check "every pair delivered across the change" python3 -c "
+# per sender: datagrams sent, received by the others, and late at the rotor
+# (its port's section count): sent = received + late, each pair carried some
+lost_to_change() {
+	"$LUMEN_BIN" rotor stats --json | python3 -c '
 import json, sys
+tmpd, before, now = sys.argv[1], json.load(open(sys.argv[2])), json.load(sys.stdin)
+res = [json.load(open(f"{tmpd}/change{i}")) for i in range(4)]
+bad = []
 for i in range(4):
-    got = json.load(open('$TMPD/change%d' % i))
-    if any(got.get('10.0.0.%d' % (j + 1), 0) == 0 for j in range(4) if j != i):
-        sys.exit(1)"
+    me = f"10.0.0.{i + 1}"
+    sent = sum(res[i]["sent"].values()) // 1000
+    got = sum(res[j]["received"].get(me, 0) for j in range(4) if j != i) // 1000
+    late = now["ports"][i]["late"] - before["ports"][i]["late"]
+    pairs = all(res[j]["received"].get(me, 0) > 0 for j in range(4) if j != i)
+    print(f"  h{i + 1}: sent {sent}, received {got}, late {late}", file=sys.stderr)
+    if sent != got + late or not pairs:
+        bad.append(f"h{i + 1}")
+print(",".join(bad))' "$TMPD" "$TMPD/r3"
+}
+LOST="$(lost_to_change)"
+e2e_check "every datagram sent across the change received (but late ones)${LOST:+: not from $LOST}" test -z "$LOST"
 
 # Version 3, h2's gate missing the commit: from the instant on h2 sends
 # nothing (quiet) while h1, committed, sends on version 3's windows.
@@ -198,20 +228,18 @@ for h in h1 h3 h4; do "$LUMEN_BIN" gate commit --testbed "$TB" --host "$h" --ver
 wait_until "$AT3"
 e2e_check "h2 is quiet after the instant" \
 	test "$(gate_json h2 "d['quiet'], d['change']['state']")" = "(True, 'staged')"
-q0="$(stat_gate h2 2 quiet)" f0="$(stat_rotor 1 forwarded)" v0="$(stat_rotor 0 guard)+$(stat_rotor 0 wrong_slot)"
-# the receiver gives up after 5 s without a datagram: h2's are all dropped,
-# and two python3 senders start one after the other (each ~1 s in an
-# emulated guest) before h1's wait for its windows
-ip netns exec "lt-$TB-h3" python3 "$TRAFFIC" recv 5 >"$TMPD/rx3" &
-RX=$!
-sleep 0.5
+q0="$(stat_gate h2 2 quiet)"
+e2e_rotor_snap "$TMPD/r4"
+rx_start h3 "$TMPD/rx3"
 ip netns exec "lt-$TB-h2" python3 "$TRAFFIC" send 10.0.0.3 100 0.001
 ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" send 10.0.0.3 100 0.001
-wait $RX
+rx_end h3 1
+read -r FWD2 _ <<<"$(e2e_rotor_since "$TMPD/r4" 1)"
+read -r FWD GUARD WRONG LATE <<<"$(e2e_rotor_since "$TMPD/r4" 0)"
 e2e_check "h2's 100 datagrams dropped by its gate (quiet), none at the rotor" \
-	test $(($(stat_gate h2 2 quiet) - q0)) -eq 100 -a "$(stat_rotor 1 forwarded)" -eq "$f0"
+	test $(($(stat_gate h2 2 quiet) - q0)) -eq 100 -a "$FWD2" -eq 0
 e2e_check "h1's 100, on version 3's windows: all received ($(cat "$TMPD/rx3")), no violation" \
-	test "$(cat "$TMPD/rx3")" -eq 100 -a $(($(stat_rotor 0 guard) + $(stat_rotor 0 wrong_slot))) -eq $((v0))
+	test "$(cat "$TMPD/rx3")" -eq 100 -a "$FWD" -eq 100 -a $((GUARD + WRONG + LATE)) -eq 0
 e2e_check "a late commit takes h2 to version 3" "$LUMEN_BIN" gate commit --testbed "$TB" --host h2 --version 3
 e2e_check "h2 no longer quiet" test "$(gate_json h2 "d['version'], d['quiet']")" = "(3, False)"
 
@@ -235,11 +263,9 @@ e2e_check "a gate for another node than lumend's refused" e2e_fails 2 "follows n
 e2e_check "gate --lumend attached" "$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h4" --schedule "$TMPD/v3b.json" \
 	--node 3 --addrs "$ADDRS" --rate 8mbit --margin 10ms --lumend "$PIN"
 send_h4() { # 50 datagrams h4 -> h1; prints what h1 received
-	ip netns exec "lt-$TB-h1" python3 "$TRAFFIC" recv 1.5 >"$TMPD/rx4" &
-	local rx=$!
-	sleep 0.5
+	rx_start h1 "$TMPD/rx4"
 	ip netns exec "lt-$TB-h4" python3 "$TRAFFIC" send 10.0.0.1 50 0.001
-	wait $rx
+	rx_end h1 1
 	cat "$TMPD/rx4"
 }
 e2e_check "lumend gating: h4's 50 datagrams all received" test "$(send_h4)" -eq 50

@@ -135,10 +135,10 @@ BPF
 		e2e_check "insmod after the name is free again" insmod "$ko"
 		e2e_check "rmmod" unload
 	else
-		e2e_log "skipped the registration-failure check: could not build or register a BPF struct_ops"
+		e2e_skip_part "registration-failure check" "could not build or register a BPF struct_ops"
 	fi
 else
-	e2e_log "skipped the registration-failure check: clang or bpftool missing"
+	e2e_skip_part "registration-failure check" "clang or bpftool missing"
 fi
 
 # --- insmod and parameters -------------------------------------------------

@@ -19,10 +19,12 @@
 # overflow), and the change needs a lead beyond that (2.5 s): a gate
 # refuses a change its bookings run past.
 #
-# Violations at the rotor: 0 in most runs, a few in some (5 of 3,522 frames
-# on 6.1, all wrong_slot, none in a guard; not explained yet, see
-# docs/optical.md), so this suite allows up to 0.5 % of the frames;
-# tests/e2e/gate_test.sh holds the gate to zero.
+# Violations at the rotor, per section (e2e_rotor_gated, lib.sh): no frame
+# booked into a guard or a wrong slot, at most 2 % released late by the
+# guest. The late ones are the wrong-slot frames earlier runs saw (5 of
+# 3,522 once on 6.1, none in a guard): each carried a departure inside its
+# window and came 20-70 ms after it, past margin and guard into the next
+# slot (a guard is 8 ms of an 80 ms slot).
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
@@ -52,7 +54,6 @@ e2e_on_exit "'$LUMEN_BIN' testbed down '$TB'"
 "$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --schedule "$TMPD/rr.json" >"$TMPD/up.out" 2>&1 ||
 	{ cat "$TMPD/up.out"; exit 1; }
 
-violations() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['guard'] + d['total']['wrong_slot']"; }
 # the rotor's and the gates' counters, in the log
 counters() {
 	"$LUMEN_BIN" rotor stats | sed 's/^/  /'
@@ -91,7 +92,7 @@ tmpd, name = sys.argv[1], sys.argv[2]
 rates = [[float(x) for x in l.split(",")] for l in open(f"{tmpd}/rates")]
 worst, lines = 1e9, []
 for dst in range(4):
-    got = json.load(open(f"{tmpd}/{name}.{dst}"))
+    got = json.load(open(f"{tmpd}/{name}.{dst}"))["window"]
     for src in range(4):
         if src == dst:
             continue
@@ -116,13 +117,12 @@ PY
 )"
 
 e2e_log "round robin"
-before="$(violations)"
+e2e_rotor_snap "$TMPD/r0"
 R="$(offer rr 1.5)"
 sed 's/^/  /' "$TMPD/rr.txt"
-e2e_log "  lowest received / offered: $R; bound $BOUND; violations $(($(violations) - before))"
+e2e_log "  lowest received / offered: $R; bound $BOUND"
 counters
-e2e_check "round robin: violations at most 0.5 % of the frames" \
-	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+e2e_rotor_gated "round robin" "$TMPD/r0"
 e2e_check "round robin stays below the bound on this demand" \
 	python3 -c "import sys; sys.exit(not float('$R') < float('$BOUND'))"
 
@@ -133,7 +133,7 @@ e2e_check "round robin stays below the bound on this demand" \
 # change, whose CLI calls take seconds in an emulated guest, once came 6 s
 # late: half the measurement on round robin.)
 e2e_log "lumen sched adapt: Vermilion from the demand the gates measured"
-before="$(violations)"
+e2e_rotor_snap "$TMPD/r1"
 (sleep 1 && "$LUMEN_BIN" sched adapt --testbed "$TB" --rounds 1 --window 3s --k 3 --l 1 --lead 2.5s --json \
 	>"$TMPD/adapt.json" 2>&1) &
 APID=$!
@@ -146,16 +146,19 @@ PY
 A="$(offer adapted 2.5)"
 e2e_log "  adapt: $(e2e_json "d.get('why'), d.get('error')" <"$TMPD/adapt.json" 2>&1 || cat "$TMPD/adapt.json")"
 sed 's/^/  /' "$TMPD/adapted.txt"
-e2e_log "  lowest received / offered: $A; bound $BOUND; violations $(($(violations) - before))"
+e2e_log "  lowest received / offered: $A; bound $BOUND"
 counters
 e2e_check "adapt changed the schedule, at one instant for the rotor and the 4 gates" \
 	test "$(e2e_json "d['changed'], d['gated_hosts'], d['change']['commit_failures'], d['theta_next'] > d['theta_now']" \
 		<"$TMPD/adapt.json")" = "(True, 4, [], True)"
-e2e_check "Vermilion in force everywhere (the rotor's version is the gates')" \
-	test "$("$LUMEN_BIN" rotor stats --json | e2e_json "d['version']")" = \
-	"$("$LUMEN_BIN" gate stats --testbed "$TB" --host h3 --json | e2e_json "d['version']")"
-e2e_check "adapted: violations at most 0.5 % of the frames" \
-	python3 -c "import sys; sys.exit(not ($(violations) - $before) * 200 <= $("$LUMEN_BIN" rotor stats --json | e2e_json "d['total']['forwarded']"))"
+versions() { # the rotor's schedule version and each gate's
+	"$LUMEN_BIN" rotor stats --json | e2e_json "d['version']"
+	for i in 1 2 3 4; do "$LUMEN_BIN" gate stats --testbed "$TB" --host "h$i" --json | e2e_json "d['version']"; done
+}
+V="$(versions | tr '\n' ' ')"
+e2e_check "Vermilion in force everywhere: the rotor and the 4 gates on one version, not round robin's ($V)" \
+	test "$(echo "$V" | tr ' ' '\n' | sort -u | grep -c .)" -eq 1 -a "${V%% *}" -gt 1
+e2e_rotor_gated "adapted" "$TMPD/r1"
 e2e_check "adapted: every pair gets at least the bound" \
 	python3 -c "import sys; sys.exit(not float('$A') >= 0.95 * float('$BOUND'))"
 e2e_finish
