@@ -296,18 +296,21 @@ e2e_json() {
 #                                     all): "forwarded guard wrong_slot late"
 #   e2e_rotor_gated SECTION FILE      the checks for gated senders since
 #                                     FILE: no frame booked into a guard or a
-#                                     wrong slot, and at most 2 % late
+#                                     wrong slot, and at most 10 % late
 #
 # The kernel gate stamps every frame with its departure, and the rotor
 # tells a frame that left inside its window and arrived after it (late: its
 # host released it late) from one booked wrong. Late frames are the
 # emulated guest's: fq's timer or the veth's softirq held past the window
-# by a stalled vCPU (delays of 20-120 ms measured, against margins of 10
+# by a stalled vCPU (delays of 20-330 ms measured, against margins of 10
 # ms). Measured per section on 6.1 and 6.12: 0-0.1 % of the frames when
-# the guest had the host to itself, 0.2-0.5 % with one other busy process
-# on the host, 2-5 % with both host cores building; past 2 % the guest's
-# timers, not the schedule, decide what a pair gets. A gate that booked
-# wrong, or released late as a rule, fails.
+# the guest had the host to itself and its senders were not saturated,
+# 0.2-0.5 % with one other busy process on the host, 2-5 % with both host
+# cores building or in the all-to-all section at saturation (every window
+# full to its end, so a stall near its end makes the rest late: 4.4 % in
+# CI's 6.1 guest). The bound is twice the worst measured: a gate that
+# booked wrong fails on one frame, one that released late as a rule (a
+# stamp the qdisc ignores, a clock off by a slot) on most of them.
 e2e_rotor_snap() { "$LUMEN_BIN" rotor stats --json >"$1"; }
 e2e_rotor_since() {
 	local before="$1"
@@ -324,7 +327,7 @@ e2e_rotor_gated() {
 	read -r fwd guard wrong late <<<"$(e2e_rotor_since "$2")"
 	e2e_log "  $1: forwarded $fwd, guard $guard, wrong slot $wrong, late $late"
 	e2e_check "$1: no frame booked into a guard or a wrong slot" test $((guard + wrong)) -eq 0
-	e2e_check "$1: late releases ($late) at most 2 % of the section's frames" test $((late * 50)) -le "$fwd"
+	e2e_check "$1: late releases ($late) at most 10 % of the section's frames" test $((late * 10)) -le $((fwd + late))
 }
 
 # Mbit/s an iperf3 -J client result file reports as received.
