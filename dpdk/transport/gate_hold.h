@@ -90,7 +90,7 @@ template <class T, class Frames> class GateHold
 			uint8_t *b = Frames::bytes(f);
 			const uint32_t len = Frames::len(f);
 			uint32_t dst = 0;
-			coalescer_.left(b, len);
+			left(f);
 			frame_ipv4_dst(b, len, &dst); /* queued frames are IPv4 */
 			switch (gate_->release(dst, len, tai())) {
 			case GateVerdict::kPass:
@@ -130,7 +130,7 @@ template <class T, class Frames> class GateHold
 	{
 		for (uint32_t node = 0; node < voq_.nodes(); node++)
 			for (const auto &e : voq_.take(node)) {
-				coalescer_.left(Frames::bytes(e.item), Frames::len(e.item));
+				left(e.item);
 				fn(e.item);
 			}
 		for (const Deferred &d : deferred_)
@@ -153,6 +153,14 @@ template <class T, class Frames> class GateHold
 		T frame;
 		uint32_t node;
 	};
+
+	/* f leaves a queue: no ACK folds into it any more (nothing to forget
+	 * without coalescing: no per-frame parse then) */
+	void left(T f)
+	{
+		if (coalesce_)
+			coalescer_.left(Frames::bytes(f), Frames::len(f));
+	}
 
 	/* The gate's verdict on f, to dst_ip, offered at now_ns and tai:
 	 * true when the hold took it, false: send it now. */
@@ -220,7 +228,7 @@ template <class T, class Frames> class GateHold
 		rebook_.clear();
 		rebook_.push_back(f);
 		for (const auto &e : voq_.take(node)) {
-			coalescer_.left(Frames::bytes(e.item), Frames::len(e.item));
+			left(e.item);
 			rebook_.push_back(e.item);
 		}
 		const size_t booked = rebook_.size(); /* the rest were deferred: offered again */
