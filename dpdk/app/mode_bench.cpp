@@ -60,12 +60,12 @@ namespace lumen::dp
 namespace
 {
 
-constexpr uint32_t kLocalIp = 0x0A000001, kPeerIp = 0x0A000002; /* 10.0.0.1, 10.0.0.2 */
-constexpr Mac kPeerMac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+constexpr uint32_t kBenchLocalIp = 0x0A000001, kBenchPeerIp = 0x0A000002; /* 10.0.0.1, 10.0.0.2 */
+constexpr Mac kBenchPeerMac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
 constexpr uint32_t kFirstConn = 1; /* connection ids are kFirstConn.. */
 constexpr uint32_t kFrameRoom = 128; /* scratch bytes per ACK frame (82 without INT) */
 
-int fail(const std::string &why)
+int bench_fail(const std::string &why)
 {
 	std::fprintf(stderr, "lumen-dp bench: %s\n", why.c_str());
 	return 2;
@@ -185,8 +185,8 @@ lumen_dp_pkt peer_frame(const EngineConfig &cfg, uint8_t type)
 	lumen_dp_pkt p{};
 
 	std::memcpy(p.eth_dst, cfg.mac.data(), 6);
-	std::memcpy(p.eth_src, kPeerMac.data(), 6);
-	p.ip_src = kPeerIp;
+	std::memcpy(p.eth_src, kBenchPeerMac.data(), 6);
+	p.ip_src = kBenchPeerIp;
 	p.ip_dst = cfg.ip;
 	p.dport = cfg.udp_port;
 	p.type = type;
@@ -303,7 +303,7 @@ Result run_tx(const Options &o, const EngineConfig &cfg, rte_mempool *pool, uint
 	};
 	uint64_t now = clock.now_ns();
 	for (uint32_t i = 0; i < conns; i++) {
-		Connection *c = e.connect(kPeerIp, kPeerMac, kFirstConn + i, now);
+		Connection *c = e.connect(kBenchPeerIp, kBenchPeerMac, kFirstConn + i, now);
 		for (uint32_t k = 0; c && k < depth; k++)
 			e.post(*c, msg_size, now);
 	}
@@ -533,24 +533,24 @@ int run_bench(Options &o)
 
 	rte_mempool *pool = make_pool("lumen_dp_bench", 8191, &err);
 	if (!pool)
-		return fail(err);
+		return bench_fail(err);
 	uint32_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
 	if (LUMEN_DP_ETH_HLEN + o.engine.mtu > room) {
 		rte_mempool_free(pool);
-		return fail("--mtu " + std::to_string(o.engine.mtu) + ": frames do not fit the mbufs (" +
-			    std::to_string(room) + " bytes)");
+		return bench_fail("--mtu " + std::to_string(o.engine.mtu) + ": frames do not fit the mbufs (" +
+				  std::to_string(room) + " bytes)");
 	}
 	if (std::string e = port_setup(o.port, o.queues, pool, &info); !e.empty()) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
-		return fail(e);
+		return bench_fail(e);
 	}
 	if (o.progress)
 		std::fprintf(stderr, "lumen-dp bench: port %u (%s), lcore %u\n", o.port, info.driver.c_str(),
 			     rte_lcore_id());
 
 	EngineConfig cfg = o.engine;
-	cfg.ip = kLocalIp;
+	cfg.ip = kBenchLocalIp;
 	cfg.mac = info.mac;
 	std::vector<uint32_t> conns = conns_of(o);
 	cfg.max_conns = std::max(cfg.max_conns, *std::max_element(conns.begin(), conns.end()));
@@ -576,7 +576,7 @@ int run_bench(Options &o)
 	} catch (const std::exception &x) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
-		return fail(x.what());
+		return bench_fail(x.what());
 	}
 	port_stop(o.port, &info);
 	rte_mempool_free(pool);

@@ -52,7 +52,7 @@ namespace
 
 constexpr size_t kMaxHosts = 64;
 
-int fail(const std::string &why)
+int hosts_fail(const std::string &why)
 {
 	std::fprintf(stderr, "lumen-dp hosts: %s\n", why.c_str());
 	return 2;
@@ -235,7 +235,7 @@ int run_hosts(Options &o)
 	rte_mempool *pool =
 		make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n * queues + 8192), &err);
 	if (!pool)
-		return fail(err);
+		return hosts_fail(err);
 	std::vector<PortInfo> info(n);
 	size_t started = 0; /* ports set up, even partly */
 	auto release = [&] {
@@ -247,7 +247,7 @@ int run_hosts(Options &o)
 		started++;
 		if (std::string e = port_setup(o.hosts[i].port, o.queues, pool, &info[i]); !e.empty()) {
 			release();
-			return fail(e);
+			return hosts_fail(e);
 		}
 	}
 	const std::vector<std::vector<size_t>> dst = destinations(o);
@@ -283,7 +283,7 @@ int run_hosts(Options &o)
 			parse_node_addrs(o.optical_addrs, &nodes);
 			auto page = std::make_unique<OschedPage>();
 			if (std::string e = page->open(o.optical_pages[i]); !e.empty())
-				return fail(e);
+				return hosts_fail(e);
 			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
 									     o.optical_max_hold_ns, o.optical_slack_ns),
 					       std::move(page), o.optical_coalesce);
@@ -299,7 +299,7 @@ int run_hosts(Options &o)
 									  first_conn_id(o, i, j),
 									  o.demand_mbps[i * n + j] * 1e6);
 				if (!e.empty())
-					return fail(e);
+					return hosts_fail(e);
 				flows.push_back(
 					{{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
 			}

@@ -50,7 +50,8 @@ inline int queue_of_udp_port(uint16_t dport, uint16_t base, uint16_t n)
 inline std::string queues_validate(uint16_t base, uint32_t queues)
 {
 	if (queues < 1 || queues > kMaxQueues)
-		return "queues must be 1.." + std::to_string(kMaxQueues);
+		// not "..." + std::to_string(): GCC 12's -Warray-bounds misfires on it at -O3
+		return std::string("queues must be 1..") + std::to_string(kMaxQueues);
 	if (base == 0)
 		return "the UDP port must be 1..65535";
 	if ((uint32_t)base + queues - 1 > 65535)

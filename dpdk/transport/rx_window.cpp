@@ -2,6 +2,7 @@
 //
 // dpdk/transport/rx_window.cpp - the receiver's PSN bitmap (see rx_window.h).
 #include "transport/rx_window.h"
+#include "transport/psn.h"
 
 #include <stdexcept>
 
@@ -10,12 +11,6 @@ namespace lumen::dp
 
 namespace
 {
-
-// Serial arithmetic: a is before b when b - a, as a signed 32-bit, is > 0.
-bool before(uint32_t a, uint32_t b)
-{
-	return static_cast<int32_t>(a - b) < 0;
-}
 
 // The n low bits set, for 1 <= n <= 64.
 uint64_t low_bits(uint32_t n)
@@ -75,7 +70,7 @@ void RxWindow::advance()
 			break;
 	}
 	// Nothing set survives before cum; high is never behind it.
-	if (before(high_, cum_))
+	if (psn_before(high_, cum_))
 		high_ = cum_;
 }
 
@@ -84,7 +79,7 @@ RxWindow::Arrival RxWindow::on_data_slow(uint32_t psn, bool msg_last)
 {
 	uint32_t d = psn - cum_;
 
-	if (before(psn, cum_))
+	if (psn_before(psn, cum_))
 		return Arrival::kDuplicate;
 	if (d >= capacity_)
 		return Arrival::kBeyond;
@@ -122,12 +117,12 @@ uint64_t RxWindow::sack() const
 
 uint32_t RxWindow::reorder_depth(uint32_t psn) const
 {
-	return before(psn, cum_) ? 0 : psn - cum_;
+	return psn_before(psn, cum_) ? 0 : psn - cum_;
 }
 
 bool RxWindow::received(uint32_t psn) const
 {
-	if (before(psn, cum_))
+	if (psn_before(psn, cum_))
 		return true;
 	if (psn - cum_ >= capacity_)
 		return false;

@@ -3,23 +3,13 @@
 // dpdk/transport/tx_scoreboard.cpp - the sender's per-PSN records, ACK/SACK
 // processing and loss detection (see tx_scoreboard.h).
 #include "transport/tx_scoreboard.h"
+#include "transport/psn.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 namespace lumen::dp
 {
-
-namespace
-{
-
-// Serial arithmetic: a is before b when a - b, as a signed 32-bit, is < 0.
-bool before(uint32_t a, uint32_t b)
-{
-	return static_cast<int32_t>(a - b) < 0;
-}
-
-} // namespace
 
 TxScoreboard::TxScoreboard(uint32_t capacity)
 {
@@ -72,9 +62,9 @@ void TxScoreboard::deliver(TxRecord &rec, uint32_t psn, AckUpdate *u)
 	u->newly_acked_bytes += rec.len;
 	if (rec.tx_count != 1)
 		return; // Karn: the ACK may be for an earlier transmission
-	if (rack_valid_ && before(psn, rack_psn_))
+	if (rack_valid_ && psn_before(psn, rack_psn_))
 		reordering_seen_ = true; // PSNs go out in order: it overtook none, one overtook it
-	if (!rack_valid_ || before(rack_psn_, psn))
+	if (!rack_valid_ || psn_before(rack_psn_, psn))
 		rack_psn_ = psn;
 	if (!rack_valid_ || rec.sent_ns > rack_sent_ns_)
 		rack_sent_ns_ = rec.sent_ns;
@@ -87,7 +77,7 @@ void TxScoreboard::mark_lost(TxRecord &rec, uint32_t psn)
 	in_flight_--;
 	in_flight_bytes_ -= rec.len;
 	rec.state = TxRecord::kLost;
-	if (lost_ == 0 || before(psn, lost_hint_))
+	if (lost_ == 0 || psn_before(psn, lost_hint_))
 		lost_hint_ = psn;
 	lost_++;
 }
@@ -117,19 +107,19 @@ TxScoreboard::AckUpdate TxScoreboard::on_ack(uint32_t cum, uint64_t sack, uint64
 
 		if (rec.state == TxRecord::kSacked) {
 			sacked_--;
-			if (before(una_, cursor_))
+			if (psn_before(una_, cursor_))
 				sacked_below_--;
 		} else {
 			deliver(rec, una_, &u);
 		}
 	}
-	if (before(cursor_, una_)) {
+	if (psn_before(cursor_, una_)) {
 		cursor_ = una_;
 		sacked_below_ = 0; // every SACKed PSN before the old cursor is gone
 	}
 	// Keep the RACK PSN within 2^31 of una for the serial compares; any
 	// PSN still outstanding is after it either way.
-	if (rack_valid_ && before(rack_psn_, una_))
+	if (rack_valid_ && psn_before(rack_psn_, una_))
 		rack_psn_ = una_ - 1;
 
 	// Selective part: only PSNs in (cum, nxt) can have been received.
@@ -149,7 +139,7 @@ TxScoreboard::AckUpdate TxScoreboard::on_ack(uint32_t cum, uint64_t sack, uint64
 		deliver(rec, psn, &u);
 		rec.state = TxRecord::kSacked;
 		sacked_++;
-		if (before(psn, cursor_))
+		if (psn_before(psn, cursor_))
 			sacked_below_++;
 	}
 
@@ -176,7 +166,7 @@ uint32_t TxScoreboard::detect_losses(uint64_t reorder_window_ns)
 		if (rec.state != TxRecord::kInFlight || rec.tx_count != 1)
 			continue;
 		bool dup = !reordering_seen_ && sacked_ - sacked_below_ >= kDupThresh; // SACKed after cursor
-		bool rack = before(cursor_, rack_psn_) && rack_expired(rec.sent_ns, reorder_window_ns);
+		bool rack = psn_before(cursor_, rack_psn_) && rack_expired(rec.sent_ns, reorder_window_ns);
 
 		if (!dup && !rack)
 			break;
@@ -245,7 +235,7 @@ bool TxScoreboard::next_lost(uint32_t *psn)
 {
 	if (lost_ == 0)
 		return false;
-	uint32_t p = before(lost_hint_, una_) ? una_ : lost_hint_;
+	uint32_t p = psn_before(lost_hint_, una_) ? una_ : lost_hint_;
 
 	for (; p != nxt_; p++) {
 		if (at(p).state == TxRecord::kLost) {
@@ -298,12 +288,12 @@ uint32_t TxScoreboard::on_rto()
 
 uint32_t TxScoreboard::go_back_n(uint32_t from_psn)
 {
-	if (before(from_psn, una_)) {
+	if (psn_before(from_psn, una_)) {
 		if (una_ - from_psn > capacity_)
 			return 0; // ancient: not a PSN of this window
 		from_psn = una_;
 	}
-	if (!before(from_psn, nxt_))
+	if (!psn_before(from_psn, nxt_))
 		return 0;
 	uint32_t n = 0;
 

@@ -204,8 +204,11 @@ del d["switches"]
 d["hosts"].append({"name": "ctl", "role": "host", "ssh": "root@ctl", "addr": "127.0.0.2"})
 json.dump(d, open(sys.argv[2], "w"))
 PY
+# one algorithm is enough to show a run without a switch (the full run
+# above covers both)
 rc=0
-"$LUMEN_BIN" experiment run "$out/exp.json" --hosts "$out/no-switch.json" --out "$out/nosw" >"$out/nosw.log" 2>&1 || rc=$?
+"$LUMEN_BIN" experiment run "$out/exp.json" --hosts "$out/no-switch.json" --algos cubic --out "$out/nosw" \
+	>"$out/nosw.log" 2>&1 || rc=$?
 e2e_check "no switch: exit 0" test "$rc" -eq 0
 ((rc == 0)) || tail -20 "$out/nosw.log"
 no_switch_results() {
@@ -213,7 +216,7 @@ no_switch_results() {
 import csv, json, os, sys
 d = sys.argv[1]
 flows = list(csv.DictReader(open(d + "/flows.csv")))
-ok = len(flows) == 8 and all(f["status"] == "ok" for f in flows)
+ok = len(flows) == 4 and all(f["status"] == "ok" for f in flows)
 runs = json.load(open(d + "/summary.json"))["runs"]
 ok &= all(r["utilisation"] is None and r["queue_bytes"]["count"] == 0 and not r["incast"] for r in runs)
 ok &= os.path.getsize(d + "/throughput.png") > 5000 and not os.path.exists(d + "/queue.png")

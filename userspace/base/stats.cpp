@@ -8,13 +8,6 @@
 namespace lumen
 {
 
-namespace
-{
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-} // namespace
-
 double percentile(std::vector<double> values, double q)
 {
 	if (values.empty())

@@ -5,10 +5,14 @@
 // tests all call these.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 namespace lumen
 {
+
+// What a statistic of no values is.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The q-quantile (q in [0, 1]) with linear interpolation between closest
 // ranks (numpy's default): position q * (n - 1) in the sorted values.

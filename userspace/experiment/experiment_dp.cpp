@@ -175,7 +175,7 @@ namespace
 {
 
 constexpr std::uint64_t kSampleNs = 10 * kMs;
-constexpr std::uint64_t kStartLeadNs = 3 * kSec; // EAL and 2 x hosts af_packet ports
+constexpr std::uint64_t kDpStartLeadNs = 3 * kSec; // EAL and 2 x hosts af_packet ports
 constexpr std::uint64_t kGraceNs = 30 * kSec;
 constexpr std::uint64_t kQuietNs = 500 * kMs; // "stopped sending into the dead link"
 constexpr unsigned kLeafSpineHops = 3; // switch egress ports between hosts on different leaves
@@ -355,7 +355,7 @@ DpRun run_one(const DpPlan &plan, const Testbed &tb, QueueSource &queue, const s
 	r.policy = policy;
 	const std::string tag = case_name + "-" + policy, raw = plan.dir + "/raw/" + tag, log = raw + ".log";
 	const std::string prefix = "lumen-x-" + std::to_string(::getpid()) + "-" + std::to_string(index);
-	const std::uint64_t start_at = monotonic_ns() + kStartLeadNs;
+	const std::uint64_t start_at = monotonic_ns() + kDpStartLeadNs;
 	progress("[" + plan.spec.name + "] run " + std::to_string(index + 1) + "/" + std::to_string(total) + ": " +
 		 case_name + ", " + policy);
 

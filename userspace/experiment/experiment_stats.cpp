@@ -3,6 +3,8 @@
 // userspace/experiment/experiment_stats.cpp - see experiment_stats.h.
 #include "experiment/experiment_stats.h"
 
+#include "base/stats.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,7 +15,6 @@ namespace lumen
 namespace
 {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::uint64_t kShortBelow = 10'000;
 constexpr std::uint64_t kMediumFrom = 100'000;
 constexpr std::uint64_t kMediumTo = 1'000'000;

@@ -5,6 +5,7 @@
 #include "experiment/report.h"
 
 #include "base/error.h"
+#include "base/stats.h"
 #include "experiment/experiment_stats.h"
 
 #include <algorithm>
@@ -26,7 +27,6 @@ const char kThroughputHeader[] = "algo,case,label,flow_id,kind,t_s,mbps";
 namespace
 {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::uint64_t kMaxBaselineNs = 500'000'000;
 constexpr std::uint64_t kPeakSlackNs = 20'000'000;
 

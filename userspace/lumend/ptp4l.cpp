@@ -46,7 +46,7 @@ uint64_t be64(const uint8_t *p)
 	return v;
 }
 
-sockaddr_un unix_addr(const std::string &path)
+sockaddr_un ptp4l_addr(const std::string &path)
 {
 	sockaddr_un sa = {};
 	sa.sun_family = AF_UNIX;
@@ -111,8 +111,8 @@ std::optional<TimeStatus> parse_time_status(const uint8_t *m, size_t len, std::s
 Ptp4lClient::Ptp4lClient(std::string ptp4l_path, std::string local_path)
     : path_(std::move(ptp4l_path)), local_(std::move(local_path))
 {
-	sockaddr_un me = unix_addr(local_);
-	unix_addr(path_);
+	sockaddr_un me = ptp4l_addr(local_);
+	ptp4l_addr(path_);
 	fd_.reset(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
 	if (!fd_.valid())
 		throw Error("cannot make a socket for ptp4l: " + errno_text(errno));
@@ -130,7 +130,7 @@ std::optional<TimeStatus> Ptp4lClient::query(int timeout_ms, std::string *why)
 {
 	uint16_t seq = ++seq_;
 	std::vector<uint8_t> req = time_status_request(seq);
-	sockaddr_un to = unix_addr(path_);
+	sockaddr_un to = ptp4l_addr(path_);
 	if (sendto(fd_.get(), req.data(), req.size(), 0, (sockaddr *)&to, sizeof(to)) < 0) {
 		*why = "ptp4l at " + path_ + " is not there: " + errno_text(errno);
 		return std::nullopt;

@@ -398,6 +398,9 @@ std::vector<uint64_t> round_consistently(const std::vector<double> &a, uint32_t 
 		double x = snap(a[i]);
 		if (x == 0)
 			continue;
+		// before the cast below: a double past 2^64 has no uint64_t value
+		if (x >= kMaxSum)
+			throw UsageError("round_consistently: the entries must sum to less than 2^53");
 		b.cells.push_back({static_cast<uint32_t>(i / n), static_cast<uint32_t>(i % n),
 				   static_cast<uint64_t>(std::floor(x)), std::floor(x) != x});
 		rows[i / n] += x;

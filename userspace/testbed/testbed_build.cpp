@@ -215,8 +215,10 @@ void create_namespaces(Creation &c, const TestbedPlan &plan)
 			c.run({"ip", "netns", "add", n.netns});
 		});
 	}
-	for (const auto &[node, settings] : plan.sysctls) {
-		const std::string &ns = plan.node(node).netns;
+	for (const auto &entry : plan.sysctls) {
+		// not a structured binding: clang before 16 cannot capture one
+		const std::vector<std::string> &settings = entry.second;
+		const std::string &ns = plan.node(entry.first).netns;
 		c.step("sysctl in " + ns, [&] {
 			std::vector<std::string> argv = {"ip", "netns", "exec", ns, "sysctl", "-q", "-w"};
 			argv.insert(argv.end(), settings.begin(), settings.end());
