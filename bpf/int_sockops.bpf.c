@@ -228,10 +228,14 @@ static __always_inline void int_parse(struct bpf_sock_ops *skops, struct lumen_i
 	struct lumen_tcp_opts o;
 	struct lumen_int_opt opt;
 	__u64 optlen, n, k, at, olen;
+	__u32 ack_seq;
 	int ret;
 
 	if (th + 20 > end)
 		return;
+	/* read here: a packet pointer kept live across the parser would
+	 * multiply the verifier's states past its limit */
+	ack_seq = (__u32)th[8] << 24 | (__u32)th[9] << 16 | (__u32)th[10] << 8 | th[11];
 	optlen = (__u64)(th[12] >> 4) * 4;
 	if (optlen <= 20)
 		return;
@@ -263,6 +267,8 @@ static __always_inline void int_parse(struct bpf_sock_ops *skops, struct lumen_i
 	}
 	if (opt.flags & LUMEN_INT_FLAG_ECHO) {
 		st->echo = opt;
+		/* its segment, which the consumer matches to the ACK (powertcp.bpf.c) */
+		st->echo_ack = ack_seq;
 		st->echo_gen++;
 		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_ECHO_PARSED);
 	} else {

@@ -19,8 +19,9 @@
  *    buffered under the generation in "lumen_cc_param_gen" (bpf_shared.h); a
  *    flow copies a new set on its next ACK (cc_refresh_params).
  *  - INT: an echo is this ACK's when lumen_int_sk's echo_gen moved since the
- *    last ACK; the sockops program parses header options (after TCP's
- *    checks) before tcp_ack(), so it is already stored.
+ *    last ACK and it came on a segment with this ACK's ack_seq; the sockops
+ *    program parses header options (after TCP's checks) before tcp_ack(),
+ *    so it is already stored.
  *  - RTT: pkts_acked hands the ACK's sample to cong_control of the same ACK
  *    in lumen_cc_sk.rtt_us. The clock is tp->tcp_mstamp, the samples' own.
  *  - One object for Linux 6.1 ... 6.18: cong_control reads only argument 0
@@ -245,13 +246,27 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 	lumen_ptcp_ack_make(&ack, tp->tcp_mstamp, cs->rtt_us, tp->snd_una, tp->snd_nxt, tp->mss_cache);
 	cs->rtt_us = -1;
 
-	/* the echo is this ACK's when the sockops program stored a new one */
+	/*
+	 * The echo is this ACK's when the sockops program stored a new one from
+	 * a segment with this ack_seq. It parses each segment just before
+	 * tcp_ack() processes it (PARSE_HDR_OPT_CB, tcp_validate_incoming()),
+	 * so a new echo is at most one segment old: one that tcp_ack() then
+	 * refused (an ACK below snd_una) is another ack_seq's and is dropped.
+	 * The module's hook, which parses on arrival, needs the TSval too
+	 * (lumen_ptcp_echo_match(), powertcp_ack.h); here ack_seq suffices.
+	 */
 	if (mode == LUMEN_PTCP_MODE_INT) {
 		struct lumen_int_sk *isk = bpf_sk_storage_get(&lumen_int_sk, sk, NULL, 0);
 
 		if (isk && isk->echo_gen != cs->echo_gen_seen) {
-			cs->echo_gen_seen = isk->echo_gen;
-			echo = &isk->echo;
+			enum lumen_ptcp_echo_match m = lumen_ptcp_echo_match(isk->echo_ack, 0, 0, tp->snd_una, 0, 0);
+
+			if (m != LUMEN_PTCP_ECHO_NEWER)
+				cs->echo_gen_seen = isk->echo_gen;
+			if (m == LUMEN_PTCP_ECHO_THIS_ACK)
+				echo = &isk->echo;
+			else if (m == LUMEN_PTCP_ECHO_OLDER)
+				LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_INT_UNMATCHED);
 		}
 	}
 

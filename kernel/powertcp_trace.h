@@ -11,7 +11,11 @@
  * window from RTT power), INT hops of the last echo, the ACK's RTT sample
  * (0 = none), tau in use, window and window of the acknowledged data
  * (cwnd_old) in bytes, pacing rate in bytes/s, smoothed and last power in Q16
- * (65536 = 1.0).
+ * (65536 = 1.0); and the flow's counts of why INT was not used so far
+ * (struct lumen_ptcp_stats): ACKs without INT hops (no_int), echoes that
+ * gave no sample (unusable), of which: too long after the previous one
+ * (gap), a stale or implausible hop (stale), the previous echo again
+ * (duplicate), and re-baselines after a path change (path_changes).
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM powertcp
@@ -46,6 +50,12 @@ TRACE_EVENT(powertcp_ack,
 		__field(u64, rate)
 		__field(u64, power)
 		__field(u64, last_power)
+		__field(u32, int_missing)
+		__field(u32, int_unusable)
+		__field(u32, int_gap)
+		__field(u32, int_stale)
+		__field(u32, int_duplicate)
+		__field(u32, int_path_changes)
 	),
 
 	TP_fast_assign(
@@ -62,10 +72,17 @@ TRACE_EVENT(powertcp_ack,
 		__entry->rate = st->pacing_rate;
 		__entry->power = power;
 		__entry->last_power = st->last_power;
+		__entry->int_missing = st->stats.int_missing;
+		__entry->int_unusable = st->stats.int_unusable;
+		__entry->int_gap = st->stats.int_gap;
+		__entry->int_stale = st->stats.int_stale;
+		__entry->int_duplicate = st->stats.int_duplicate;
+		__entry->int_path_changes = st->stats.int_path_changes;
 	),
 
 	TP_printk("sk=%p sport=%u dport=%u mode=%s result=%s hops=%u rtt_us=%u tau_ns=%llu "
-		  "cwnd=%llu cwnd_old=%llu rate=%llu power=%llu last_power=%llu",
+		  "cwnd=%llu cwnd_old=%llu rate=%llu power=%llu last_power=%llu "
+		  "no_int=%u unusable=%u gap=%u stale=%u duplicate=%u path_changes=%u",
 		  __entry->skaddr, __entry->sport, __entry->dport,
 		  __print_symbolic(__entry->mode,
 				   { LUMEN_PTCP_MODE_INT, "int" },
@@ -75,7 +92,9 @@ TRACE_EVENT(powertcp_ack,
 				   { LUMEN_PTCP_UPDATED_INT, "int" },
 				   { LUMEN_PTCP_UPDATED_RTT, "rtt" }),
 		  __entry->hops, __entry->rtt_us, __entry->tau_ns, __entry->cwnd,
-		  __entry->cwnd_old, __entry->rate, __entry->power, __entry->last_power)
+		  __entry->cwnd_old, __entry->rate, __entry->power, __entry->last_power,
+		  __entry->int_missing, __entry->int_unusable, __entry->int_gap,
+		  __entry->int_stale, __entry->int_duplicate, __entry->int_path_changes)
 );
 /* clang-format on */
 

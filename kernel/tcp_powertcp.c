@@ -85,6 +85,14 @@ enum ptcp_counter {
 	PTCP_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
 	PTCP_CNT_BW_CLAMPED, /* link speed x tau over the window limit: largest rate that fits */
 	PTCP_CNT_HOOK_UNMATCHED, /* stored echo not from the ACK TCP accepted: not applied */
+	PTCP_CNT_INT_TAKEN, /* echoes cong_control took for the ACK that carried them */
+	PTCP_CNT_INT_SUPERSEDED, /* echo replaced by a newer one before any ACK took it */
+	PTCP_CNT_HOOK_AHEAD, /* ACK found the echo of a later segment, kept for it (backlog) */
+	PTCP_CNT_INT_GAP, /* of int_unusable: too long after the previous echo */
+	PTCP_CNT_INT_STALE, /* of int_unusable: a stale or implausible hop */
+	PTCP_CNT_INT_DUPLICATE, /* of int_unusable: the previous echo again */
+	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count or rate changed */
+	PTCP_CNT_NO_INT_FLOWS, /* powertcp flows without one INT echo after 16 RTTs */
 	PTCP_CNT_MAX
 };
 
@@ -112,6 +120,14 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_RTT_GUARD] = "rtt_guard",
 	[PTCP_CNT_BW_CLAMPED] = "bw_clamped",
 	[PTCP_CNT_HOOK_UNMATCHED] = "hook_unmatched",
+	[PTCP_CNT_INT_TAKEN] = "int_taken",
+	[PTCP_CNT_INT_SUPERSEDED] = "int_superseded",
+	[PTCP_CNT_HOOK_AHEAD] = "hook_ahead",
+	[PTCP_CNT_INT_GAP] = "int_gap",
+	[PTCP_CNT_INT_STALE] = "int_stale",
+	[PTCP_CNT_INT_DUPLICATE] = "int_duplicate",
+	[PTCP_CNT_INT_PATH_CHANGES] = "int_path_changes",
+	[PTCP_CNT_NO_INT_FLOWS] = "no_int_flows",
 };
 
 struct ptcp_stats {
@@ -224,6 +240,14 @@ static const struct ptcp_param_desc ptcp_desc_gamma = {
 /* Protects ptcp_conf and ptcp_params; readers run per ACK, in softirq too. */
 static DEFINE_SEQLOCK(ptcp_params_lock);
 
+/*
+ * insmod's parameters arrive one by one, in the order the user wrote them,
+ * before init runs: each is range-checked then, and the set they make is
+ * validated once, by init (which fails on a bad set). Only later writes
+ * are checked against the parameters in force.
+ */
+static bool ptcp_params_loaded;
+
 static struct ptcp_conf ptcp_conf = {
 	.base_rtt_us = 0,
 	.host_bw_mbps = 0,
@@ -299,7 +323,7 @@ static int ptcp_param_set(const char *val, const struct kernel_param *kp)
 	old = *ptcp_conf_field(&c, d->id);
 	*ptcp_conf_field(&c, d->id) = v;
 	ptcp_conf_to_params(&c, &p);
-	err = ptcp_params_check(&p);
+	err = ptcp_params_loaded ? ptcp_params_check(&p) : 0;
 	if (!err) {
 		ptcp_conf = c;
 		ptcp_params = p;
@@ -561,6 +585,7 @@ struct ptcp_sk {
 	/* INT echo: written by the netfilter hook, taken by cong_control */
 	spinlock_t lock;
 	u32 echo_gen;
+	u32 echo_gen_seen; /* the last echo_gen cong_control consumed */
 	struct lumen_int_opt echo;
 	/* the segment that carried it, to match it to the ACK TCP accepts */
 	u32 echo_ack; /* its ack_seq */
@@ -568,7 +593,6 @@ struct ptcp_sk {
 	bool echo_has_ts; /* it carried a timestamp TCP parses (tstamp_ok) */
 
 	/* the rest only under the socket lock (CA callbacks) */
-	u32 echo_gen_seen;
 	u32 host_bw_mbps; /* link-speed mode: detected at init, 0 = none */
 	u8 last_src; /* enum lumen_ptcp_result of the last window update */
 	struct lumen_ptcp st;
@@ -719,17 +743,63 @@ static void ptcp_fallback(struct sock *sk, const struct rate_sample *rs)
 }
 
 /*
- * Whether the stored echo came on the segment that TCP is acknowledging now.
+ * The stored echo, if it came on the segment that TCP is acknowledging now.
  * cong_control runs from tcp_ack() for a segment TCP accepted, after
  * snd_una moved to its ack_seq, with rx_opt holding that segment's parsed
- * options. An echo stored from a segment TCP then dropped (bad sequence,
- * PAWS, ...) carries another ack_seq or TSval. Caller holds s->lock.
+ * options. lumen_ptcp_echo_match() (powertcp_ack.h) places the echo: this
+ * ACK's is taken; one from a segment TCP is done with or dropped (bad
+ * sequence, PAWS, ...) is consumed unused; one from a later segment that
+ * still waits in the backlog is kept for it.
  */
-static bool ptcp_echo_is_this_ack(const struct ptcp_sk *s, const struct tcp_sock *tp)
+static bool ptcp_take_echo(struct ptcp_sk *s, const struct tcp_sock *tp, struct lumen_int_opt *echo)
 {
-	if (s->echo_ack != tp->snd_una || s->echo_has_ts != !!tp->rx_opt.saw_tstamp)
-		return false;
-	return !s->echo_has_ts || s->echo_tsval == tp->rx_opt.rcv_tsval;
+	bool taken = false;
+
+	spin_lock_bh(&s->lock);
+	if (s->echo_gen != s->echo_gen_seen) {
+		switch (lumen_ptcp_echo_match(s->echo_ack, s->echo_has_ts, s->echo_tsval, tp->snd_una,
+					      tp->rx_opt.saw_tstamp, tp->rx_opt.rcv_tsval)) {
+		case LUMEN_PTCP_ECHO_THIS_ACK:
+			*echo = s->echo;
+			s->echo_gen_seen = s->echo_gen;
+			ptcp_count(PTCP_CNT_INT_TAKEN);
+			taken = true;
+			break;
+		case LUMEN_PTCP_ECHO_OLDER:
+			s->echo_gen_seen = s->echo_gen;
+			ptcp_count(PTCP_CNT_HOOK_UNMATCHED);
+			break;
+		case LUMEN_PTCP_ECHO_NEWER:
+			ptcp_count(PTCP_CNT_HOOK_AHEAD);
+			break;
+		}
+	}
+	spin_unlock_bh(&s->lock);
+	return taken;
+}
+
+/*
+ * A powertcp flow that never saw INT (NO_INT_FLOWS, powertcp_ack.h) runs on
+ * RTT alone: said in the kernel log, since nothing else would tell a user
+ * that INT is missing on the path.
+ */
+static void ptcp_warn_no_int(const struct sock *sk)
+{
+	const struct inet_sock *inet = inet_sk(sk);
+
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6) {
+		pr_warn_ratelimited("powertcp flow [%pI6c]:%u -> [%pI6c]:%u: no INT echo after %u RTTs, running on "
+				    "RTT alone: INT sockops on both hosts and an INT switch on the path?\n",
+				    &sk->sk_v6_rcv_saddr, ntohs(inet->inet_sport), &sk->sk_v6_daddr,
+				    ntohs(inet->inet_dport), LUMEN_PTCP_NO_INT_ROUNDS);
+		return;
+	}
+#endif
+	pr_warn_ratelimited("powertcp flow %pI4:%u -> %pI4:%u: no INT echo after %u RTTs, running on RTT alone: INT "
+			    "sockops on both hosts and an INT switch on the path?\n",
+			    &inet->inet_saddr, ntohs(inet->inet_sport), &inet->inet_daddr, ntohs(inet->inet_dport),
+			    LUMEN_PTCP_NO_INT_ROUNDS);
 }
 
 /*
@@ -750,6 +820,7 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	enum lumen_ptcp_result res;
 	bool have_echo = false;
 	long rtt_us = rs->rtt_us;
+	u32 events;
 
 	if (!s) {
 		ptcp_count(PTCP_CNT_NO_STATE);
@@ -759,21 +830,13 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_ack_make(&ack, tp->tcp_mstamp, rtt_us, tp->snd_una, tp->snd_nxt, tp->mss_cache);
 
-	if (s->st.mode == LUMEN_PTCP_MODE_INT) {
-		spin_lock_bh(&s->lock);
-		if (s->echo_gen != s->echo_gen_seen) {
-			s->echo_gen_seen = s->echo_gen;
-			if (ptcp_echo_is_this_ack(s, tp)) {
-				echo = s->echo;
-				have_echo = true;
-			} else {
-				ptcp_count(PTCP_CNT_HOOK_UNMATCHED);
-			}
-		}
-		spin_unlock_bh(&s->lock);
-	}
+	if (s->st.mode == LUMEN_PTCP_MODE_INT)
+		have_echo = ptcp_take_echo(s, tp, &echo);
 
-	ptcp_count_events(lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res));
+	events = lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res);
+	ptcp_count_events(events);
+	if (events & LUMEN_PTCP_EV(NO_INT_FLOWS))
+		ptcp_warn_no_int(sk);
 	if (res != LUMEN_PTCP_HELD)
 		s->last_src = (u8)res;
 	ptcp_apply(sk, &s->st);
@@ -915,9 +978,10 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  *
  * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
  * takes the echo when echo_gen differs from the generation it consumed last
- * and the echo came on the very segment TCP is processing
- * (ptcp_echo_is_this_ack). Otherwise the ACK carried no INT (no_int; an echo
- * from another segment also counts hook_unmatched).
+ * and the echo came on the very segment TCP is processing (ptcp_take_echo).
+ * Otherwise the ACK carried no INT (no_int; an echo from a segment TCP is
+ * done with also counts hook_unmatched and is dropped, one from a later
+ * segment hook_ahead and is kept for it).
  *
  * Trust model, in detail:
  *  - The hook runs before TCP validates a segment (sequence window, PAWS,
@@ -933,10 +997,12 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  *    overridden by the RTT; the window stays within [2 MSS, BDP + beta].
  *  - ACKs that wait in the socket backlog while the application holds the
  *    socket lock were all seen by the hook on arrival, so only the newest
- *    echo is stored, and it matches only the newest of them; the others
- *    count as no_int. INT counters are cumulative, so skipping intermediate
- *    echoes loses no information: the next power sample spans the gap. No
- *    echo is ever applied twice, or to another segment than its own.
+ *    echo is stored (the ones it replaced count int_superseded), and it
+ *    matches only the newest of them: the earlier ones find it ahead of
+ *    them and leave it (hook_ahead, no_int), the newest takes it. INT
+ *    counters are cumulative, so skipping intermediate echoes loses no
+ *    information: the next power sample spans the gap. No echo is ever
+ *    applied twice, or to another segment than its own.
  *  - Registering a LOCAL_IN hook makes every namespace's local input pass
  *    through netfilter; for segments of other algorithms that costs the
  *    hook call and one pointer compare.
@@ -1022,6 +1088,8 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 		has_ts = true;
 	}
 	spin_lock(&s->lock);
+	if (s->echo_gen != s->echo_gen_seen)
+		ptcp_count(PTCP_CNT_INT_SUPERSEDED);
 	s->echo = echo;
 	s->echo_ack = ack;
 	s->echo_tsval = tsval;
@@ -1177,6 +1245,12 @@ static int __init ptcp_register(void)
 
 	BUILD_BUG_ON(sizeof(struct ptcp_ca) > ICSK_CA_PRIV_SIZE);
 
+	ret = ptcp_params_check(&ptcp_params);
+	if (ret) {
+		pr_err("parameters refused as a set: %s\n", lumen_ptcp_param_strerror(ret));
+		return -EINVAL;
+	}
+	ptcp_params_loaded = true;
 	ret = rhashtable_init(&ptcp_socks, &ptcp_socks_params);
 	if (ret)
 		return ret;

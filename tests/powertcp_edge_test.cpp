@@ -574,6 +574,36 @@ TEST(Tau, AutoTracksTheMinimumRttAndScalesBetaAndCap)
 	EXPECT_EQ(f.st.tau_ns, LUMEN_PTCP_BASE_RTT_MIN_NS);
 }
 
+// A path change that lengthens the RTT 16x (past the RTT guard's 8 tau):
+// the old minimum is forgotten within one window (10 s), never before its
+// half ended; a shorter RTT counts at once
+TEST(Tau, AutoMinimumIsWindowedSoAPathChangeIsLearnt)
+{
+	lumen_ptcp_params p = params_10g_20us();
+	p.base_rtt_ns = 0;
+	Flow f(p, LUMEN_PTCP_MODE_THETA);
+	constexpr uint64_t kMs = 1000000, kWindow = LUMEN_PTCP_TAU_WINDOW_NS;
+	for (int i = 0; i < 300; i++) // 3 s on the short path
+		f.ack(nullptr, 50000, kMss, 10 * kMs);
+	EXPECT_EQ(f.st.tau_ns, 50000u);
+	uint64_t changed = f.now, learnt = 0;
+	for (int i = 0; i < 1500 && !learnt; i++) { // up to 15 s on the long one
+		f.ack(nullptr, 800000, kMss, 10 * kMs);
+		if (f.st.tau_ns == 800000)
+			learnt = f.now;
+		else
+			ASSERT_EQ(f.st.tau_ns, 50000u) << "at +" << (f.now - changed) / kMs << " ms";
+	}
+	ASSERT_NE(learnt, 0u) << "tau never left the old path's RTT";
+	EXPECT_LE(learnt - changed, kWindow);
+	EXPECT_GE(learnt - changed, kWindow / 2 - 3000 * kMs); // the old half ended, at most 3 s in
+	// a shorter RTT at once; an idle gap longer than the window forgets all
+	f.ack(nullptr, 700000, kMss, kMs);
+	EXPECT_EQ(f.st.tau_ns, 700000u);
+	f.ack(nullptr, 900000, kMss, kWindow + kMs);
+	EXPECT_EQ(f.st.tau_ns, 900000u);
+}
+
 TEST(Restart, ForgetsHistoryButKeepsTheWindow)
 {
 	Flow f(params_10g_20us(), LUMEN_PTCP_MODE_INT);
@@ -764,8 +794,13 @@ TEST(ShellEvents, EachKindOfAckMovesItsCounters)
 	auto e2 = path.step(2000, 1.0, 0);
 	EXPECT_EQ(f.ack(&e2, 0, &res), kAck | LUMEN_PTCP_EV(INT_UPDATES));
 	EXPECT_EQ(res, LUMEN_PTCP_UPDATED_INT);
-	// a duplicate echo gives no sample either: unusable, but not "no INT"
-	EXPECT_EQ(f.ack(&e2, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE));
+	// a duplicate echo gives no sample either: unusable (why: duplicate),
+	// but not "no INT"
+	EXPECT_EQ(f.ack(&e2, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_DUPLICATE));
+	// a change of the hop's rate: a path change, re-baselined
+	Path faster({25000});
+	auto e3 = faster.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e3, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_PATH_CHANGES));
 
 	// INT mode without echoes: one RTT update per round, as a fallback
 	uint32_t fallback = 0;
@@ -789,6 +824,42 @@ TEST(ShellEvents, EachKindOfAckMovesItsCounters)
 	}
 	EXPECT_GT(rtt_updates, 0u);
 	EXPECT_EQ(rtt_updates, t.st.stats.rtt_updates);
+}
+
+// NO_INT_FLOWS: once per flow, at its LUMEN_PTCP_NO_INT_ROUNDS-th RTT update,
+// only when no echo with INT hops ever came
+uint32_t no_int_reports(ShellFlow &f, const lumen_int_opt *first_echo)
+{
+	uint32_t reports = 0;
+	for (int i = 0; i < 2000; i++) {
+		uint32_t ev = f.ack(i == 0 ? first_echo : nullptr, 40000);
+		if (ev & LUMEN_PTCP_EV(NO_INT_FLOWS)) {
+			EXPECT_EQ(f.st.stats.fallback_updates, uint32_t(LUMEN_PTCP_NO_INT_ROUNDS));
+			reports++;
+		}
+	}
+	EXPECT_GT(f.st.stats.fallback_updates, uint32_t(LUMEN_PTCP_NO_INT_ROUNDS));
+	return reports;
+}
+
+TEST(ShellEvents, AFlowThatNeverSeesIntIsReportedOnce)
+{
+	ShellFlow none(params_10g_20us(), LUMEN_PTCP_MODE_INT);
+	EXPECT_EQ(no_int_reports(none, nullptr), 1u);
+	// echoes without hops (no INT switch on the path) are no INT either
+	lumen_int_opt hopless{};
+	hopless.flags = LUMEN_INT_FLAG_ECHO;
+	ShellFlow no_hops(params_10g_20us(), LUMEN_PTCP_MODE_INT);
+	EXPECT_EQ(no_int_reports(no_hops, &hopless), 1u);
+	// one echo with a hop: INT is there, the rest is the fallback's business
+	Path path({10000});
+	auto e = path.step(2000, 1.0, 0);
+	ShellFlow once(params_10g_20us(), LUMEN_PTCP_MODE_INT);
+	EXPECT_EQ(no_int_reports(once, &e), 0u);
+	// theta-PowerTCP runs on RTT by design: never reported
+	ShellFlow theta(params_10g_20us(), LUMEN_PTCP_MODE_THETA);
+	for (int i = 0; i < 2000; i++)
+		EXPECT_FALSE(theta.ack(nullptr, 40000) & LUMEN_PTCP_EV(NO_INT_FLOWS));
 }
 
 } // namespace

@@ -65,7 +65,7 @@ struct lumen_int_sk {
 	__u32 rx_req_gen; /* bumped each time rx_req is replaced */
 	__u32 echo_gen; /* bumped each time echo is replaced */
 	__u32 flags; /* LUMEN_INT_SK_* */
-	__u32 pad;
+	__u32 echo_ack; /* ack_seq of the segment that carried echo */
 };
 
 #define LUMEN_INT_SK_ENABLED 0x1 /* this flow passed the filters */
@@ -160,7 +160,13 @@ struct lumen_cc_sk {
 	X(RESTARTS, "restarts", "idle restarts (history discarded)")                                                   \
 	X(INT_UNUSABLE, "int_unusable", "echoes that gave no INT sample (counted as no INT)")                          \
 	X(RTT_GUARD, "rtt_guard", "INT updates overridden by an RTT floor of >= 8 base RTTs")                          \
-	X(PARAM_RETRY, "param_retry", "parameter copies dropped: rewritten while read, or invalid")
+	X(INT_GAP, "int_gap", "... unusable: too long after the previous echo (re-baselined)")                         \
+	X(INT_STALE, "int_stale", "... unusable: a stale or implausible hop")                                          \
+	X(INT_DUPLICATE, "int_duplicate", "... unusable: the previous echo again")                                     \
+	X(INT_PATH_CHANGES, "int_path_changes", "... unusable: hop count or rate changed (re-baselined)")              \
+	X(PARAM_RETRY, "param_retry", "parameter copies dropped: rewritten while read, or invalid")                    \
+	X(INT_UNMATCHED, "int_unmatched", "echoes from a segment tcp_ack() refused: not applied")                      \
+	X(NO_INT_FLOWS, "no_int_flows", LUMEN_CC_NAME_INT " flows without a single INT echo after 16 RTTs")
 
 #define LUMEN_CC_COUNTER_ENUM(id, name, help) LUMEN_CC_CNT_##id,
 enum lumen_cc_counter {

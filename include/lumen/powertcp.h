@@ -154,7 +154,13 @@
  *   - base_rtt_ns == 0 selects the thesis' fallback for an unknown tau: the
  *     minimum RTT observed by the flow, clamped to [1 us, lumen_ptcp_tau_max]
  *     (LUMEN_PTCP_DEFAULT_BASE_RTT_NS is used for the initial window until
- *     the first sample).
+ *     the first sample). The minimum is windowed, as BBR's min_rtt: over
+ *     the last LUMEN_PTCP_TAU_WINDOW_NS (10 s), kept as the minima of two
+ *     halves (lumen_ptcp_track_tau). A lifetime minimum would never
+ *     forget a path that is gone: after a route change that lengthens the
+ *     RTT past LUMEN_PTCP_RTT_GUARD of the old tau, the RTT guard would
+ *     hold the window near beta for the rest of the flow. With the window,
+ *     the new path's RTT becomes tau within 10 s; a shorter one at once.
  */
 #ifndef LUMEN_POWERTCP_H
 #define LUMEN_POWERTCP_H
@@ -179,6 +185,8 @@
 #define LUMEN_PTCP_MIN_CWND_SEGS 2
 /* RTT floor, in base RTTs, above which INT claiming less is overridden. */
 #define LUMEN_PTCP_RTT_GUARD 8
+/* window of the tracked tau's minimum (base_rtt_ns == 0), as BBR's min_rtt */
+#define LUMEN_PTCP_TAU_WINDOW_NS 10000000000ull
 /* Host time between two echoes beyond which their INT delta is not used. */
 #define LUMEN_PTCP_INT_GAP_MAX_NS ((__u64)LUMEN_INT_DT_MAX_TICKS << LUMEN_INT_TS_UNIT_SHIFT)
 
@@ -368,6 +376,10 @@ struct lumen_ptcp {
 	__u64 last_power; /* Q16, last unsmoothed sample (diagnostics) */
 	__u64 old_cwnd_bytes; /* cwnd_old of the last update (diagnostics) */
 	__u64 tau_ns; /* base RTT in use; 0 = auto and no sample yet */
+	/* tracked tau (base_rtt_ns == 0): RTT minima of two half windows */
+	__u64 tau_cur_ns; /* of the half that began at tau_half_ns */
+	__u64 tau_prev_ns; /* of the half before it */
+	__u64 tau_half_ns; /* host time the current half began */
 
 	/* theta: previous RTT sample (every ACK) and update rounds (per RTT) */
 	__u64 prev_rtt_ns;
@@ -516,6 +528,9 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	__u32 i;
 
 	st->tau_ns = 0;
+	st->tau_cur_ns = 0;
+	st->tau_prev_ns = 0;
+	st->tau_half_ns = 0;
 	st->mode = (__u8)mode;
 	tau = lumen_ptcp_tau(st, p);
 	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, lumen_ptcp_host_bdp(p, tau));
@@ -766,6 +781,31 @@ LUMEN_INLINE int lumen_ptcp_rtt_sample(struct lumen_ptcp *st, const struct lumen
 }
 
 /*
+ * Tracked tau: the minimum RTT over the last LUMEN_PTCP_TAU_WINDOW_NS, from
+ * the minima of the current and the previous half window. A sample below
+ * tau takes effect at once; a minimum is forgotten one to two halves after
+ * its half ended. A gap without samples longer than a whole window (an
+ * idle flow) forgets both halves. now_ns is host time, monotonic.
+ */
+LUMEN_INLINE void lumen_ptcp_track_tau(struct lumen_ptcp *st, __u64 rtt_ns, __u64 now_ns)
+{
+	__u64 half = LUMEN_PTCP_TAU_WINDOW_NS / 2, since = now_ns - st->tau_half_ns;
+
+	if (!st->tau_ns || since >= 2 * half) {
+		st->tau_prev_ns = rtt_ns;
+		st->tau_cur_ns = rtt_ns;
+		st->tau_half_ns = now_ns;
+	} else if (since >= half) {
+		st->tau_prev_ns = st->tau_cur_ns;
+		st->tau_cur_ns = rtt_ns;
+		st->tau_half_ns = now_ns;
+	} else if (rtt_ns < st->tau_cur_ns) {
+		st->tau_cur_ns = rtt_ns;
+	}
+	st->tau_ns = lumen_min_u64(st->tau_prev_ns, st->tau_cur_ns);
+}
+
+/*
  * RTT floor for the liveness guard: the minimum RTT sample over a window as
  * long as that minimum, so a floor means "no sample of the last RTT was
  * lower". A clock step back restarts the window.
@@ -903,13 +943,11 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 		acked = ack->snd_una - st->last_snd_una;
 		st->last_snd_una = ack->snd_una;
 	}
-	/* tau fallback: the minimum RTT observed (thesis [L616]) */
-	if (!p->base_rtt_ns && ack->rtt_ns) {
-		__u64 rtt = lumen_clamp_u64(ack->rtt_ns, LUMEN_PTCP_BASE_RTT_MIN_NS, lumen_ptcp_tau_max(p));
-
-		if (st->tau_ns == 0 || rtt < st->tau_ns)
-			st->tau_ns = rtt;
-	}
+	/* tau fallback: the minimum RTT observed (thesis [L616]), windowed */
+	if (!p->base_rtt_ns && ack->rtt_ns)
+		lumen_ptcp_track_tau(st,
+				     lumen_clamp_u64(ack->rtt_ns, LUMEN_PTCP_BASE_RTT_MIN_NS, lumen_ptcp_tau_max(p)),
+				     ack->now_ns);
 	tau = lumen_ptcp_tau(st, p);
 
 	/* the RTT estimator runs in both modes, so a fallback starts warm */

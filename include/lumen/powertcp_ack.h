@@ -110,6 +110,57 @@ LUMEN_INLINE void lumen_ptcp_ack_make(struct lumen_ptcp_ack *ack, __u64 mstamp_u
 }
 
 /* ---------------------------------------------------------------------- */
+/* Which ACK an echo belongs to                                            */
+
+/*
+ * A shell stores the newest echo it parsed, with what identifies the segment
+ * that carried it: its ack_seq and, when the connection uses timestamps, its
+ * TSval. cong_control then asks where that echo stands against the ACK TCP
+ * is processing (snd_una after tcp_ack(), rx_opt's TSval):
+ *
+ *   THIS_ACK  the echo came on this very segment: use it, and consume it.
+ *   OLDER     it came on a segment TCP is done with (acknowledged less, or
+ *             as much but sent earlier), or one TCP dropped: it can match
+ *             no ACK from now on. Consume it without use.
+ *   NEWER     it came on a segment TCP has not processed yet: ACKs that
+ *             wait in the socket backlog while the application holds the
+ *             socket (a bulk sender inside sendmsg) were all parsed on
+ *             arrival by the module's hook, so the stored echo is the last
+ *             one's. Keep it for that ACK, which is still to come.
+ *
+ * Consuming on any mismatch, as a shell might, would throw the newest echo
+ * away at the first backlogged ACK and leave the flow on its RTT fallback
+ * whenever ACKs queue up. Sequence numbers and TSvals compare as serial
+ * numbers (RFC 1982, as TCP's before()/after()). An echo whose segment had
+ * a timestamp when this one has none, or the reverse, is another segment's
+ * (TCP parses timestamps on all segments of a connection or none): OLDER.
+ */
+enum lumen_ptcp_echo_match {
+	LUMEN_PTCP_ECHO_THIS_ACK = 0,
+	LUMEN_PTCP_ECHO_OLDER = 1,
+	LUMEN_PTCP_ECHO_NEWER = 2,
+};
+
+LUMEN_INLINE enum lumen_ptcp_echo_match lumen_ptcp_echo_match(__u32 echo_ack, int echo_has_ts, __u32 echo_tsval,
+							      __u32 snd_una, int saw_ts, __u32 rcv_tsval)
+{
+	__s32 d_ack = (__s32)(echo_ack - snd_una), d_ts;
+
+	if (d_ack < 0)
+		return LUMEN_PTCP_ECHO_OLDER;
+	if (d_ack > 0)
+		return LUMEN_PTCP_ECHO_NEWER;
+	if (!echo_has_ts != !saw_ts)
+		return LUMEN_PTCP_ECHO_OLDER;
+	if (!echo_has_ts)
+		return LUMEN_PTCP_ECHO_THIS_ACK;
+	d_ts = (__s32)(echo_tsval - rcv_tsval);
+	if (d_ts == 0)
+		return LUMEN_PTCP_ECHO_THIS_ACK;
+	return d_ts > 0 ? LUMEN_PTCP_ECHO_NEWER : LUMEN_PTCP_ECHO_OLDER;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Counter events                                                          */
 
 /*
@@ -123,6 +174,19 @@ LUMEN_INLINE void lumen_ptcp_ack_make(struct lumen_ptcp_ack *ack, __u64 mstamp_u
  *   INT_UNUSABLE      the ACK's echo gave no INT sample (no INT for the core)
  *   RTT_GUARD         INT power overridden by the RTT floor ("Liveness")
  *   RESTARTS          idle restart: histories discarded
+ *   INT_GAP           why an echo gave no sample: it came too long after
+ *                     the previous one (LUMEN_PTCP_INT_GAP_MAX_NS),
+ *                     re-baselined
+ *   INT_STALE         ... a hop's delta was stale or implausible
+ *   INT_DUPLICATE     ... the previous echo again (dt == 0)
+ *   INT_PATH_CHANGES  ... the hop count or a hop's rate changed,
+ *                     re-baselined
+ *   NO_INT_FLOWS      a powertcp flow reached LUMEN_PTCP_NO_INT_ROUNDS
+ *                     RTT-driven updates without one echo with INT hops:
+ *                     the INT plumbing is missing on its path (no INT
+ *                     sockops on a host, no INT switch), and it runs
+ *                     theta-PowerTCP's RTT rule. Once per flow; the module
+ *                     also says so in the kernel log.
  */
 #define LUMEN_PTCP_EVENTS(X)                                                                                           \
 	X(ACKS)                                                                                                        \
@@ -132,7 +196,15 @@ LUMEN_INLINE void lumen_ptcp_ack_make(struct lumen_ptcp_ack *ack, __u64 mstamp_u
 	X(NO_INT)                                                                                                      \
 	X(INT_UNUSABLE)                                                                                                \
 	X(RTT_GUARD)                                                                                                   \
-	X(RESTARTS)
+	X(RESTARTS)                                                                                                    \
+	X(INT_GAP)                                                                                                     \
+	X(INT_STALE)                                                                                                   \
+	X(INT_DUPLICATE)                                                                                               \
+	X(INT_PATH_CHANGES)                                                                                            \
+	X(NO_INT_FLOWS)
+
+/* RTT rounds without any INT before a flow counts in NO_INT_FLOWS */
+#define LUMEN_PTCP_NO_INT_ROUNDS 16
 
 #define LUMEN_PTCP_EVENT_BIT(id) LUMEN_PTCP_EVBIT_##id,
 enum lumen_ptcp_event_bit {
@@ -154,22 +226,33 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 					  const struct lumen_ptcp_ack *ack, const struct lumen_int_opt *echo,
 					  enum lumen_ptcp_result *result)
 {
-	__u32 unusable = st->stats.int_unusable, guard = st->stats.rtt_guard;
+	const struct lumen_ptcp_stats was = st->stats;
 	__u32 events = LUMEN_PTCP_EV(ACKS);
 	enum lumen_ptcp_result res;
 
 	if (st->mode == LUMEN_PTCP_MODE_INT && !echo)
 		events |= LUMEN_PTCP_EV(NO_INT);
 	res = lumen_ptcp_on_ack(st, p, ack, echo);
-	if (st->stats.int_unusable != unusable)
+	if (st->stats.int_unusable != was.int_unusable)
 		events |= LUMEN_PTCP_EV(INT_UNUSABLE);
-	if (st->stats.rtt_guard != guard)
+	if (st->stats.int_gap != was.int_gap)
+		events |= LUMEN_PTCP_EV(INT_GAP);
+	if (st->stats.int_stale != was.int_stale)
+		events |= LUMEN_PTCP_EV(INT_STALE);
+	if (st->stats.int_duplicate != was.int_duplicate)
+		events |= LUMEN_PTCP_EV(INT_DUPLICATE);
+	if (st->stats.int_path_changes != was.int_path_changes)
+		events |= LUMEN_PTCP_EV(INT_PATH_CHANGES);
+	if (st->stats.rtt_guard != was.rtt_guard)
 		events |= LUMEN_PTCP_EV(RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
 		events |= LUMEN_PTCP_EV(INT_UPDATES);
-	else if (res == LUMEN_PTCP_UPDATED_RTT && st->mode == LUMEN_PTCP_MODE_INT)
+	else if (res == LUMEN_PTCP_UPDATED_RTT && st->mode == LUMEN_PTCP_MODE_INT) {
 		events |= LUMEN_PTCP_EV(FALLBACK_UPDATES);
-	else if (res == LUMEN_PTCP_UPDATED_RTT)
+		/* every ACK so far without INT hops: no echo ever reached us */
+		if (st->stats.fallback_updates == LUMEN_PTCP_NO_INT_ROUNDS && st->stats.int_missing == st->stats.acks)
+			events |= LUMEN_PTCP_EV(NO_INT_FLOWS);
+	} else if (res == LUMEN_PTCP_UPDATED_RTT)
 		events |= LUMEN_PTCP_EV(RTT_UPDATES);
 	if (result)
 		*result = res;

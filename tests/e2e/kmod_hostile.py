@@ -24,7 +24,8 @@ from netutil import enter_netns as enter, pack_hop, tcp_checksum
 STATS = "/sys/module/tcp_powertcp/parameters/stats"
 # the counters that hostile segments could move; the others follow traffic
 HOOK = ["int_echoes", "int_malformed", "hook_skipped", "hook_old_ack", "hook_bad_csum",
-        "hook_no_state", "hook_lookup", "hook_unmatched", "int_updates", "int_unusable",
+        "hook_no_state", "hook_lookup", "hook_unmatched", "hook_ahead", "int_taken", "int_superseded",
+        "int_updates", "int_unusable",
         "rtt_guard", "no_mem", "hash_fail", "no_state"]
 TCP_INFO_FMT = "B" * 8 + "I" * 24  # struct tcp_info up to tcpi_rcv_space
 failed = 0
