@@ -15,9 +15,9 @@
  *  - State: struct lumen_ptcp does not fit icsk_ca_priv, so each socket has a
  *    struct lumen_cc_sk in the sk_storage map "lumen_cc_sk" (init creates it,
  *    release deletes it).
- *  - Parameters: per algorithm in the array map "lumen_cc_params", double
- *    buffered under the generation in "lumen_cc_param_gen" (bpf_shared.h); a
- *    flow copies a new set on its next ACK (cc_refresh_params).
+ *  - Parameters: per algorithm in the array map "lumen_cc_params", each
+ *    under its bpf_spin_lock (bpf_shared.h); a flow copies a new set on its
+ *    next ACK (cc_refresh_params).
  *  - INT: an echo is this ACK's when lumen_int_sk's echo_gen moved since the
  *    last ACK and it came on a segment with this ACK's ack_seq; the sockops
  *    program parses header options (after TCP's checks) before tcp_ack(),
@@ -69,19 +69,11 @@ LUMEN_DEFINE_INT_SK_MAP();
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LUMEN_CC_PARAM_SLOTS);
-	__type(key, __u32);
-	__type(value, struct lumen_ptcp_params);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lumen_cc_params SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LUMEN_CC_PARAM_ENTRIES);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct lumen_cc_param_val);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lumen_cc_param_gen SEC(".maps");
+} lumen_cc_params SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -105,32 +97,28 @@ static __always_inline struct tcp_sock *cc_tcp_sk(struct sock *sk)
 }
 
 /*
- * Bring the socket's copy of its algorithm's parameters up to the published
- * generation (see bpf_shared.h). Loads are not reordered with loads on x86
- * (TSO), and the compiler barriers keep the two generation reads around the
- * copy; the writer publishes with a system call after its slot write.
+ * Bring the socket's copy of its algorithm's parameters up to the last set
+ * (see bpf_shared.h): the generation, read without the lock, says whether
+ * there is one; the copy is taken under the value's lock, which a writer's
+ * BPF_F_LOCK update also takes, so it is never half of one set and half of
+ * another, whatever the CPU's memory ordering.
  */
 static __always_inline void cc_refresh_params(struct lumen_cc_sk *cs, enum lumen_ptcp_mode mode)
 {
-	const struct lumen_ptcp_params *v;
+	struct lumen_cc_param_val *v;
 	struct lumen_ptcp_params p;
-	__u32 key = mode, slot, gen;
-	__u32 *g;
+	__u32 key = mode, gen;
 
-	g = bpf_map_lookup_elem(&lumen_cc_param_gen, &key);
-	if (!g)
-		goto keep;
-	gen = LUMEN_READ_ONCE(*g);
-	if (cs->params_fresh && cs->params_gen == gen)
-		return; /* nothing new: the common case */
-	slot = lumen_cc_param_slot(mode, gen);
-	v = bpf_map_lookup_elem(&lumen_cc_params, &slot);
+	v = bpf_map_lookup_elem(&lumen_cc_params, &key);
 	if (!v)
 		goto keep;
-	asm volatile("" ::: "memory");
-	p = *v;
-	asm volatile("" ::: "memory");
-	if (LUMEN_READ_ONCE(*g) != gen || lumen_ptcp_params_validate(&p) != 0) {
+	if (cs->params_fresh && cs->params_gen == LUMEN_READ_ONCE(v->gen))
+		return; /* nothing new: the common case */
+	bpf_spin_lock(&v->lock);
+	p = v->params;
+	gen = v->gen;
+	bpf_spin_unlock(&v->lock);
+	if (lumen_ptcp_params_validate(&p) != 0) {
 		LUMEN_COUNT(lumen_cc_stats, LUMEN_CC_CNT_PARAM_RETRY);
 		goto keep;
 	}
@@ -160,12 +148,12 @@ static __always_inline bool cc_fault(__u32 flag)
 	return f && (*f & flag);
 }
 
-/* Install the core's window and pacing rate. */
-static __always_inline void cc_apply(struct sock *sk, const struct lumen_ptcp *st)
+/* Install a window in segments and the core's pacing rate. */
+static __always_inline void cc_apply(struct sock *sk, const struct lumen_ptcp *st, __u32 cwnd_segs)
 {
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
-	tp->snd_cwnd = lumen_ptcp_cwnd_segs(st->cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp);
+	tp->snd_cwnd = cwnd_segs;
 	sk->sk_pacing_rate = lumen_ptcp_pacing_cap(st->pacing_rate, sk->sk_max_pacing_rate);
 }
 
@@ -197,9 +185,10 @@ static __always_inline void cc_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	isk = bpf_sk_storage_get(&lumen_int_sk, sk, NULL, 0);
 	cs->echo_gen_seen = isk ? isk->echo_gen : 0;
 	cs->rtt_us = -1;
+	cs->ptcp.loss.delivered = tp->delivered;
 	if (sk->sk_pacing_status == SK_PACING_NONE)
 		sk->sk_pacing_status = SK_PACING_NEEDED;
-	cc_apply(sk, &cs->ptcp);
+	cc_apply(sk, &cs->ptcp, lumen_ptcp_cwnd_segs(cs->ptcp.cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
 }
 
 static __always_inline void cc_release(struct sock *sk)
@@ -226,12 +215,24 @@ static __always_inline void cc_pkts_acked(struct sock *sk, const struct ack_samp
 	cs->rtt_us = sample->rtt_us;
 }
 
+/* TCP's loss state after tcp_ack(), for the loss response (powertcp_ack.h). */
+static __always_inline void cc_tcp_state(struct sock *sk, struct lumen_ptcp_tcp *t)
+{
+	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+
+	lumen_ptcp_tcp_make(t, BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state), tp->packets_out, tp->sacked_out,
+			    tp->lost_out, tp->retrans_out, tp->delivered, tp->data_segs_out, tp->snd_cwnd);
+}
+
 static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mode mode)
 {
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	const struct lumen_int_opt *echo = NULL;
 	struct lumen_ptcp_ack ack;
+	struct lumen_ptcp_tcp t;
 	struct lumen_cc_sk *cs;
+	__u32 events;
 
 	cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0);
 	if (!cs) {
@@ -270,8 +271,11 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 		}
 	}
 
-	cc_count_events(lumen_ptcp_ack_process(&cs->ptcp, &cs->params, &ack, echo, NULL));
-	cc_apply(sk, &cs->ptcp);
+	cc_tcp_state(sk, &t);
+	events = lumen_ptcp_loss_begin(&cs->ptcp, &cs->params, &t, tp->snd_nxt, tp->mss_cache);
+	events |= lumen_ptcp_ack_process(&cs->ptcp, &cs->params, &ack, echo, NULL);
+	cc_count_events(events);
+	cc_apply(sk, &cs->ptcp, lumen_ptcp_loss_cwnd(&cs->ptcp, &cs->params, &t, tp->mss_cache, tp->snd_cwnd_clamp));
 }
 
 /* Idle restart (include/lumen/powertcp_ack.h, "Idle"). */
@@ -289,7 +293,7 @@ static __always_inline void cc_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 	cc_count_events(lumen_ptcp_tx_event(&cs->ptcp, tx, lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
 }
 
-/* No slow start, and loss does not lower the target (powertcp_ack.h). */
+/* No slow start; cong_control cuts on loss (powertcp_ack.h, "Loss and recovery"). */
 static __always_inline __u32 cc_ssthresh(struct sock *sk)
 {
 	if (!bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0))
@@ -297,11 +301,19 @@ static __always_inline __u32 cc_ssthresh(struct sock *sk)
 	return LUMEN_TCP_INFINITE_SSTHRESH;
 }
 
+/* A spurious loss episode: the window before the cut comes back. */
 static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
 {
-	if (!bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0))
+	struct lumen_cc_sk *cs = bpf_sk_storage_get(&lumen_cc_sk, sk, NULL, 0);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+	__u32 events = 0, segs;
+
+	if (!cs)
 		return tcp_reno_undo_cwnd(sk);
-	return cc_tcp_sk(sk)->snd_cwnd;
+	segs = lumen_ptcp_undo(&cs->ptcp, &cs->params, tp->snd_nxt, tp->mss_cache, tp->snd_cwnd_clamp, &events);
+	cc_count_events(events);
+	cc_apply(sk, &cs->ptcp, segs);
+	return segs;
 }
 
 /*

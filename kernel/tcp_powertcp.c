@@ -13,7 +13,9 @@
  *    get_info. A flow without state (no memory) runs Reno (no_state).
  *  - INT reception: lumen's sockops program writes the request and echo
  *    options; a netfilter hook at LOCAL_IN reads the echoes for powertcp
- *    sockets, so the per-ACK path has no BPF map and no userspace.
+ *    sockets, so the per-ACK path has no BPF map and no userspace. The hook
+ *    is registered only while a powertcp socket exists ("Hook
+ *    registration").
  *  - Trust model: the hook runs before TCP validates a segment. It stores an
  *    echo with its segment's ack_seq and TSval, and cong_control applies it
  *    only to the ACK that TCP accepted with exactly those, once; any other
@@ -27,7 +29,7 @@
  *    seqlock and used by running flows from their next ACK; host_bw_mbps = 0
  *    takes the output device's link speed ("Link speed").
  *  - Counters: the read-only parameter `stats` (enum ptcp_counter); ss -ti
- *    through get_info (ptcp_get_info); the tracepoint powertcp:powertcp_ack
+ *    through get_info (ptcp_get_info: rate and tau); the tracepoint powertcp:powertcp_ack
  *    (powertcp_trace.h) per ACK. Loading and unloading: at "Module".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -93,6 +95,9 @@ enum ptcp_counter {
 	PTCP_CNT_INT_DUPLICATE, /* of int_unusable: the previous echo again */
 	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count or rate changed */
 	PTCP_CNT_NO_INT_FLOWS, /* powertcp flows without one INT echo after 16 RTTs */
+	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
+	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
+	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
 	PTCP_CNT_MAX
 };
 
@@ -128,6 +133,9 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_INT_DUPLICATE] = "int_duplicate",
 	[PTCP_CNT_INT_PATH_CHANGES] = "int_path_changes",
 	[PTCP_CNT_NO_INT_FLOWS] = "no_int_flows",
+	[PTCP_CNT_LOSS_CUTS] = "loss_cuts",
+	[PTCP_CNT_LOSS_UNDOS] = "loss_undos",
+	[PTCP_CNT_HOOK_REG_FAIL] = "hook_reg_fail",
 };
 
 struct ptcp_stats {
@@ -136,6 +144,7 @@ struct ptcp_stats {
 
 static DEFINE_PER_CPU(struct ptcp_stats, ptcp_stats);
 static atomic_long_t ptcp_states = ATOMIC_LONG_INIT(0); /* allocated ptcp_sk */
+static bool ptcp_hooks_on; /* LOCAL_IN hooks registered ("Hook registration") */
 
 static void ptcp_count(enum ptcp_counter c)
 {
@@ -346,7 +355,7 @@ static int ptcp_param_get(char *buf, const struct kernel_param *kp)
 		seq = read_seqbegin(&ptcp_params_lock);
 		c = ptcp_conf;
 	} while (read_seqretry(&ptcp_params_lock, seq));
-	return scnprintf(buf, PAGE_SIZE, "%u\n", *ptcp_conf_field(&c, d->id));
+	return sysfs_emit(buf, "%u\n", *ptcp_conf_field(&c, d->id));
 }
 
 static const struct kernel_param_ops ptcp_param_ops = {
@@ -377,9 +386,10 @@ static int ptcp_stats_get(char *buf, const struct kernel_param *kp)
 	int len = 0, i;
 
 	for (i = 0; i < PTCP_CNT_MAX; i++)
-		len += scnprintf(buf + len, PAGE_SIZE - len, "%s %llu\n", ptcp_counter_names[i],
-				 ptcp_counter_sum((enum ptcp_counter)i));
-	len += scnprintf(buf + len, PAGE_SIZE - len, "states %ld\n", atomic_long_read(&ptcp_states));
+		len += sysfs_emit_at(buf, len, "%s %llu\n", ptcp_counter_names[i],
+				     ptcp_counter_sum((enum ptcp_counter)i));
+	len += sysfs_emit_at(buf, len, "states %ld\n", atomic_long_read(&ptcp_states));
+	len += sysfs_emit_at(buf, len, "hooks %d\n", READ_ONCE(ptcp_hooks_on));
 	return len;
 }
 
@@ -581,6 +591,7 @@ struct ptcp_sk {
 	const struct sock *sk;
 	struct rcu_head rcu;
 	bool hashed;
+	bool hooked; /* counted in ptcp_hook_users (powertcp, not theta) */
 
 	/* INT echo: written by the netfilter hook, taken by cong_control */
 	spinlock_t lock;
@@ -602,6 +613,63 @@ struct ptcp_sk {
 struct ptcp_ca {
 	struct ptcp_sk *s;
 };
+
+/* ---------------------------------------------------------------------- */
+/* Hook registration                                                       */
+
+/*
+ * The LOCAL_IN hooks ("INT reception") are needed only while a powertcp
+ * socket exists: registering them makes every local packet of every network
+ * namespace pass through netfilter. So init counts powertcp sockets, and the
+ * first one queues a work item that registers the hooks in every namespace
+ * (register_pernet_subsys sleeps, and init may run in softirq); when the
+ * last one is released, the same work unregisters them PTCP_HOOK_LINGER
+ * later, so back-to-back connections do not register and unregister each
+ * time. The work compares the count with the hooks' state whenever it runs,
+ * so any interleaving of the two ends in the state the count asks for.
+ * Echoes that arrive before the first registration completes (the first
+ * flow's first ACKs, typically none: the work runs within microseconds) are
+ * not seen: that flow runs its RTT fallback until then. Registration
+ * failure (no memory) is counted in hook_reg_fail and retried by the next
+ * socket.
+ */
+#define PTCP_HOOK_LINGER (HZ)
+
+static atomic_t ptcp_hook_users = ATOMIC_INIT(0);
+static DEFINE_MUTEX(ptcp_hooks_lock); /* writers of ptcp_hooks_on */
+static struct pernet_operations ptcp_net_ops;
+
+static void ptcp_hooks_sync(struct work_struct *work)
+{
+	bool want = atomic_read(&ptcp_hook_users) > 0;
+
+	mutex_lock(&ptcp_hooks_lock);
+	if (want && !ptcp_hooks_on) {
+		if (register_pernet_subsys(&ptcp_net_ops))
+			ptcp_count(PTCP_CNT_HOOK_REG_FAIL);
+		else
+			WRITE_ONCE(ptcp_hooks_on, true);
+	} else if (!want && ptcp_hooks_on) {
+		unregister_pernet_subsys(&ptcp_net_ops);
+		WRITE_ONCE(ptcp_hooks_on, false);
+	}
+	mutex_unlock(&ptcp_hooks_lock);
+}
+
+static DECLARE_DELAYED_WORK(ptcp_hooks_work, ptcp_hooks_sync);
+
+static void ptcp_hook_get(struct ptcp_sk *s)
+{
+	s->hooked = true;
+	if (atomic_inc_return(&ptcp_hook_users) == 1 || !READ_ONCE(ptcp_hooks_on))
+		mod_delayed_work(system_wq, &ptcp_hooks_work, 0);
+}
+
+static void ptcp_hook_put(struct ptcp_sk *s)
+{
+	if (s->hooked && atomic_dec_and_test(&ptcp_hook_users))
+		queue_delayed_work(system_wq, &ptcp_hooks_work, PTCP_HOOK_LINGER);
+}
 
 static struct rhashtable ptcp_socks;
 
@@ -649,12 +717,12 @@ static u64 ptcp_update_power(const struct ptcp_sk *s)
 	return s->last_src == LUMEN_PTCP_UPDATED_INT ? s->st.smooth_power : s->st.smooth_rtt_power;
 }
 
-/* Install the core's window and pacing rate. */
-static void ptcp_apply(struct sock *sk, const struct lumen_ptcp *st)
+/* Install a window in segments and the core's pacing rate. */
+static void ptcp_apply(struct sock *sk, const struct lumen_ptcp *st, u32 cwnd_segs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	tcp_snd_cwnd_set(tp, lumen_ptcp_cwnd_segs(st->cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
+	tcp_snd_cwnd_set(tp, cwnd_segs);
 	WRITE_ONCE(sk->sk_pacing_rate,
 		   (unsigned long)lumen_ptcp_pacing_cap(st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate)));
 }
@@ -692,10 +760,13 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	s->hashed = !rhashtable_insert_fast(&ptcp_socks, &s->node, ptcp_socks_params);
 	if (!s->hashed)
 		ptcp_count(PTCP_CNT_HASH_FAIL);
+	else if (mode == LUMEN_PTCP_MODE_INT)
+		ptcp_hook_get(s); /* only a hashed state can receive echoes */
 	ca->s = s;
 
+	s->st.loss.delivered = tp->delivered;
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
-	ptcp_apply(sk, &s->st);
+	ptcp_apply(sk, &s->st, lumen_ptcp_cwnd_segs(s->st.cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
 }
 
 static void ptcp_int_init(struct sock *sk)
@@ -719,6 +790,7 @@ static void ptcp_release(struct sock *sk)
 	/* out of the table first: later lookups miss, earlier ones stay valid */
 	if (s->hashed)
 		rhashtable_remove_fast(&ptcp_socks, &s->node, ptcp_socks_params);
+	ptcp_hook_put(s);
 	kfree_rcu(s, rcu);
 	atomic_long_dec(&ptcp_states);
 }
@@ -817,6 +889,7 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	struct lumen_int_opt echo;
 	struct lumen_ptcp_params p;
 	struct lumen_ptcp_ack ack;
+	struct lumen_ptcp_tcp t;
 	enum lumen_ptcp_result res;
 	bool have_echo = false;
 	long rtt_us = rs->rtt_us;
@@ -830,16 +903,20 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_ack_make(&ack, tp->tcp_mstamp, rtt_us, tp->snd_una, tp->snd_nxt, tp->mss_cache);
 
+	lumen_ptcp_tcp_make(&t, inet_csk(sk)->icsk_ca_state, tp->packets_out, tp->sacked_out, tp->lost_out,
+			    tp->retrans_out, tp->delivered, tp->data_segs_out, tcp_snd_cwnd(tp));
+
 	if (s->st.mode == LUMEN_PTCP_MODE_INT)
 		have_echo = ptcp_take_echo(s, tp, &echo);
 
-	events = lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res);
+	events = lumen_ptcp_loss_begin(&s->st, &p, &t, tp->snd_nxt, tp->mss_cache);
+	events |= lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res);
 	ptcp_count_events(events);
 	if (events & LUMEN_PTCP_EV(NO_INT_FLOWS))
 		ptcp_warn_no_int(sk);
 	if (res != LUMEN_PTCP_HELD)
 		s->last_src = (u8)res;
-	ptcp_apply(sk, &s->st);
+	ptcp_apply(sk, &s->st, lumen_ptcp_loss_cwnd(&s->st, &p, &t, tp->mss_cache, tp->snd_cwnd_clamp));
 	trace_powertcp_ack(sk, &s->st, res, rtt_us < 0 ? 0 : (u32)rtt_us, ptcp_update_power(s));
 }
 
@@ -867,7 +944,7 @@ static void ptcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 						      lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
 }
 
-/* No slow start, and loss does not lower the target (powertcp_ack.h). */
+/* No slow start; cong_control cuts on loss (powertcp_ack.h, "Loss and recovery"). */
 static u32 ptcp_ssthresh(struct sock *sk)
 {
 	const struct ptcp_ca *ca = inet_csk_ca(sk);
@@ -875,50 +952,62 @@ static u32 ptcp_ssthresh(struct sock *sk)
 	return ca->s ? TCP_INFINITE_SSTHRESH : tcp_reno_ssthresh(sk);
 }
 
+/* A spurious loss episode: the window before the cut comes back. */
 static u32 ptcp_undo_cwnd(struct sock *sk)
 {
 	const struct ptcp_ca *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ptcp_sk *s = ca->s;
+	struct lumen_ptcp_params p;
+	u32 events = 0, segs;
 
-	return ca->s ? tcp_snd_cwnd(tcp_sk(sk)) : tcp_reno_undo_cwnd(sk);
+	if (!s)
+		return tcp_reno_undo_cwnd(sk);
+	ptcp_flow_params(s, &p);
+	segs = lumen_ptcp_undo(&s->st, &p, tp->snd_nxt, tp->mss_cache, tp->snd_cwnd_clamp, &events);
+	ptcp_count_events(events);
+	ptcp_apply(sk, &s->st, segs);
+	return segs;
 }
 
 /*
- * ss -ti: ss prints only the diag structures it knows (vegas, dctcp, bbr).
- * get_info answers with struct tcp_dctcp_info, whose four integers ss prints
- * verbatim and whose "enabled" flag distinguishes a flow without state:
- *	dctcp:(ce_state:H,alpha:P,ab_ecn:W,ab_tot:F)
- *	  H  INT hops in the last echo (0: none yet / theta_powertcp)
- *	  P  smoothed normalised power in permille (1000 = 1.0) that the last
- *	     window update used: INT power, or RTT power in theta mode and in
- *	     the fallback
- *	  W  cwnd_old of the last update, bytes
- *	  F  window updates from the RTT rule because INT was missing
- *	     (powertcp); 0 for theta_powertcp
- *	dctcp:fallback_mode   no state: the Reno fallback
- * The window, pacing rate and RTTs are in ss's own fields.
+ * ss -ti: ss prints only the diag structures it knows (vegas, dctcp, bbr),
+ * so get_info answers with struct tcp_bbr_info, filled only with what its
+ * fields mean for any rate-and-window algorithm:
+ *	bbr:(bw:R,mrtt:T,pacing_gain:1,cwnd_gain:1)
+ *	  R  the rate the core paces at: cwnd / tau (ss prints bits/s)
+ *	  T  tau in use, ms: base_rtt_us, or the flow's windowed minimum RTT
+ *	  gains 1: paced at exactly cwnd / tau, a window of rate x tau
+ * A flow without state (the Reno fallback) answers nothing. The power,
+ * INT hops and the reasons INT was not used are per-ACK state: the
+ * tracepoint powertcp:powertcp_ack.
  */
 static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_info *info)
 {
+	struct lumen_ptcp_params p;
 	const struct ptcp_sk *s;
+	size_t len = 0;
 
-	if (!(ext & (1 << (INET_DIAG_DCTCPINFO - 1))) && !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
+	if (!(ext & (1 << (INET_DIAG_BBRINFO - 1))) && !(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
 		return 0;
-	memset(&info->dctcp, 0, sizeof(info->dctcp));
+	ptcp_params_read(&p);
 	rcu_read_lock();
 	s = ptcp_lookup(sk);
 	if (s) {
 		/* a snapshot; fields may be one ACK apart */
-		u64 power = data_race(ptcp_update_power(s));
+		u64 rate = data_race(s->st.pacing_rate), tau = data_race(lumen_ptcp_tau(&s->st, &p));
 
-		info->dctcp.dctcp_enabled = 1;
-		info->dctcp.dctcp_ce_state = data_race(s->st.prev_hop_count);
-		info->dctcp.dctcp_alpha = (u32)min_t(u64, (power * 1000) >> LUMEN_PTCP_SHIFT, U32_MAX);
-		info->dctcp.dctcp_ab_ecn = (u32)min_t(u64, data_race(s->st.old_cwnd_bytes), U32_MAX);
-		info->dctcp.dctcp_ab_tot = data_race(s->st.stats.fallback_updates);
+		memset(&info->bbr, 0, sizeof(info->bbr));
+		info->bbr.bbr_bw_lo = (u32)rate;
+		info->bbr.bbr_bw_hi = (u32)(rate >> 32);
+		info->bbr.bbr_min_rtt = (u32)min_t(u64, div_u64(tau, NSEC_PER_USEC), U32_MAX);
+		info->bbr.bbr_pacing_gain = 256; /* BBR_UNIT: 1.0 */
+		info->bbr.bbr_cwnd_gain = 256;
+		*attr = INET_DIAG_BBRINFO;
+		len = sizeof(info->bbr);
 	}
 	rcu_read_unlock();
-	*attr = INET_DIAG_DCTCPINFO;
-	return sizeof(info->dctcp);
+	return len;
 }
 
 /* The two algorithms differ only in their init (the mode) and name. */
@@ -942,8 +1031,9 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  * itself would have to patch tcp_output. The module reads the echoes itself.
  * Congestion-control hooks never see the skb, so a netfilter hook at
  * NF_INET_LOCAL_IN (IPv4 and IPv6, registered in every network namespace via
- * pernet_operations, priority last but one: after filtering, so dropped
- * segments are not used) looks at incoming TCP segments:
+ * pernet_operations while a powertcp socket exists, priority last but one:
+ * after filtering, so dropped segments are not used) looks at incoming TCP
+ * segments:
  *
  *  1. skb->sk, set by early demux for established sockets, must be a full
  *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
@@ -1003,9 +1093,10 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  *    counters are cumulative, so skipping intermediate echoes loses no
  *    information: the next power sample spans the gap. No echo is ever
  *    applied twice, or to another segment than its own.
- *  - Registering a LOCAL_IN hook makes every namespace's local input pass
- *    through netfilter; for segments of other algorithms that costs the
- *    hook call and one pointer compare.
+ *  - While the hooks are registered (only while a powertcp socket exists,
+ *    "Hook registration") every namespace's local input passes through
+ *    netfilter; for segments of other algorithms that costs the hook call
+ *    and one pointer compare.
  * The eBPF sockops program parses the same echoes into its own map for the
  * struct_ops version; the two do not interact.
  */
@@ -1207,28 +1298,32 @@ static struct pernet_operations ptcp_net_ops = {
 
 /*
  * Loading and unloading. init registers, in order: the socket table, the
- * netdevice notifier, the per-namespace netfilter hooks, powertcp,
- * theta_powertcp; any failure unwinds what was registered before it. A name
- * already taken (another module, or a BPF struct_ops of that name) fails the
- * load with EEXIST and a log line; neither name stays registered. The kernel
- * exports no lookup by name, so the names cannot be checked before
- * registering: if theta_powertcp is taken, powertcp was selectable for a
- * moment, and should a socket have selected it then, failing init would free
- * the module under that socket; the module then stays loaded with no
- * algorithm registered. Sockets using either algorithm hold a reference on
- * the module (taken by the TCP core), so rmmod fails with EBUSY while any
- * exists, and every state has been released when exit runs. exit unregisters
- * both algorithms (the TCP core waits for RCU readers such as inet_diag),
- * then the hooks (nf_unregister_net_hooks waits for running ones), then the
- * notifier, and calls rcu_barrier() before it destroys the tables. (kfree_rcu
- * runs no module code, so pending frees need not be waited for; the barrier
- * is for anything that does.) The "states" counter in stats shows per-socket
- * states allocated and not yet released, so a leak would be visible from a
- * shell.
+ * netdevice notifier, powertcp, theta_powertcp; any failure unwinds what was
+ * registered before it, and the netfilter hooks come later, with the first
+ * powertcp socket ("Hook registration"). A name already taken (another
+ * module, or a BPF struct_ops of that name) is logged with EEXIST. The
+ * kernel exports no lookup by name, so the names cannot be checked before
+ * registering; and once powertcp is registered a socket may select it at
+ * once, taking a reference on this module that a failed init would ignore
+ * (the module would be freed under the socket). So:
+ *  - powertcp taken: nothing was selectable, init fails with EEXIST;
+ *  - theta_powertcp taken: the module loads with powertcp alone and says so
+ *    in the log (unregistering powertcp is not safe, see above).
+ * init never succeeds with no algorithm registered. Sockets using either
+ * algorithm hold a reference on the module (taken by the TCP core), so rmmod
+ * fails with EBUSY while any exists, and every state has been released when
+ * exit runs. exit unregisters the algorithms (the TCP core waits for RCU
+ * readers such as inet_diag), cancels the hook work and unregisters the
+ * hooks if the last socket's linger had not yet (nf_unregister_net_hooks
+ * waits for running ones), then the notifier, and calls rcu_barrier() before
+ * it destroys the tables. (kfree_rcu runs no module code, so pending frees
+ * need not be waited for; the barrier is for anything that does.) The
+ * "states" counter in stats shows per-socket states allocated and not yet
+ * released, so a leak would be visible from a shell.
  */
 
-/* Both algorithms registered (see ptcp_register for when they are not). */
-static bool ptcp_registered;
+/* theta_powertcp registered (powertcp always is once init succeeded). */
+static bool ptcp_theta_registered;
 
 /* States left in the table at exit: impossible while sockets hold the module. */
 static void ptcp_leaked(void *ptr, void *arg)
@@ -1257,38 +1352,17 @@ static int __init ptcp_register(void)
 	ret = register_netdevice_notifier(&ptcp_netdev_nb);
 	if (ret)
 		goto err_socks;
-	ret = register_pernet_subsys(&ptcp_net_ops);
-	if (ret)
-		goto err_notifier;
 	ret = tcp_register_congestion_control(&ptcp_int_ops);
 	if (ret) {
 		pr_err("cannot register powertcp (%d): the name is taken\n", ret);
-		goto err_pernet;
+		goto err_notifier;
 	}
 	ret = tcp_register_congestion_control(&ptcp_theta_ops);
-	if (ret) {
-		pr_err("cannot register theta_powertcp (%d): the name is taken\n", ret);
-		goto err_int;
-	}
-	ptcp_registered = true;
+	if (ret)
+		pr_err("cannot register theta_powertcp (%d): the name is taken; loaded with powertcp only\n", ret);
+	ptcp_theta_registered = !ret;
 	return 0;
 
-err_int:
-	/*
-	 * powertcp was selectable for a moment. Unregistering waits for RCU
-	 * readers, so any socket that found it holds a module reference by now
-	 * (besides the one init holds). Failing init would free the module
-	 * under such a socket: stay loaded, with neither name registered, and
-	 * let rmmod remove the module once that socket is gone.
-	 */
-	tcp_unregister_congestion_control(&ptcp_int_ops);
-	if (module_refcount(THIS_MODULE) > 1) {
-		pr_err("powertcp was selected while loading failed: module stays loaded without algorithms; rmmod "
-		       "it\n");
-		return 0;
-	}
-err_pernet:
-	unregister_pernet_subsys(&ptcp_net_ops);
 err_notifier:
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
@@ -1300,11 +1374,12 @@ err_socks:
 
 static void __exit ptcp_unregister(void)
 {
-	if (ptcp_registered) {
+	if (ptcp_theta_registered)
 		tcp_unregister_congestion_control(&ptcp_theta_ops);
-		tcp_unregister_congestion_control(&ptcp_int_ops);
-	}
-	unregister_pernet_subsys(&ptcp_net_ops);
+	tcp_unregister_congestion_control(&ptcp_int_ops);
+	cancel_delayed_work_sync(&ptcp_hooks_work);
+	if (ptcp_hooks_on)
+		unregister_pernet_subsys(&ptcp_net_ops);
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
 	rcu_barrier();

@@ -115,7 +115,6 @@ TEST(PinNames, MatchTheBpfObjects)
 	powertcp *cc = powertcp__open();
 	ASSERT_NE(cc, nullptr);
 	EXPECT_STREQ(bpf_map__name(cc->maps.lumen_cc_params), LUMEN_PIN_CC_PARAMS);
-	EXPECT_STREQ(bpf_map__name(cc->maps.lumen_cc_param_gen), LUMEN_PIN_CC_PARAM_GEN);
 	EXPECT_STREQ(bpf_map__name(cc->maps.lumen_cc_faults), LUMEN_PIN_CC_FAULTS);
 	EXPECT_STREQ(bpf_map__name(cc->maps.lumen_cc_stats), LUMEN_PIN_CC_STATS);
 	EXPECT_STREQ(bpf_map__name(cc->maps.lumen_cc_sk), LUMEN_PIN_CC_SK);

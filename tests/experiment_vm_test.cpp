@@ -183,12 +183,13 @@ TEST(ExperimentKmod, StatsParse)
 
 TEST(ExperimentKmod, StatsDelta)
 {
-	KmodCounters before = {{"int_updates", 100}, {"flows", 2}, {"states", 2}};
-	KmodCounters after = {{"int_updates", 350}, {"flows", 6}, {"states", 1}, {"no_mem", 3}};
+	KmodCounters before = {{"int_updates", 100}, {"flows", 2}, {"states", 2}, {"hooks", 1}};
+	KmodCounters after = {{"int_updates", 350}, {"flows", 6}, {"states", 1}, {"no_mem", 3}, {"hooks", 1}};
 	auto d = kmod_counters_delta(before, after);
 	EXPECT_EQ(d.at("int_updates"), 250u);
 	EXPECT_EQ(d.at("flows"), 4u);
 	EXPECT_EQ(d.at("states"), 1u); // a gauge: its value now
+	EXPECT_EQ(d.at("hooks"), 1u); // a gauge too
 	EXPECT_EQ(d.at("no_mem"), 3u); // new counter: all of it
 }
 

@@ -42,7 +42,6 @@
 #define LUMEN_PIN_INT_LINK "int_sockops_link" /* the cgroup link */
 #define LUMEN_PIN_INT_PROG "int_sockops_prog"
 #define LUMEN_PIN_CC_PARAMS "lumen_cc_params"
-#define LUMEN_PIN_CC_PARAM_GEN "lumen_cc_param_gen"
 #define LUMEN_PIN_CC_FAULTS "lumen_cc_faults"
 #define LUMEN_PIN_CC_STATS "lumen_cc_stats"
 #define LUMEN_PIN_CC_SK "lumen_cc_sk"
@@ -112,23 +111,25 @@ enum lumen_int_counter {
 #define LUMEN_CC_NAME_THETA "bpf_theta_ptcp"
 
 /*
- * Parameters, one struct lumen_ptcp_params per algorithm (enum
- * lumen_ptcp_mode), double buffered so that no reader sees half of a
- * `lumen cc set`: array "lumen_cc_params" has two slots per algorithm and
- * array "lumen_cc_param_gen" (index = mode) a generation whose low bit
- * names the live slot. A writer (serialised by flock on LUMEN_PIN_ROOT)
- * fills the other slot, then publishes it by bumping the generation. A
- * reader takes the generation, copies the slot, and keeps the copy only if
- * the generation is still the same: the slot it copied is rewritten only
- * two publications later.
+ * Parameters, one struct lumen_cc_param_val per algorithm (index = enum
+ * lumen_ptcp_mode) in array "lumen_cc_params". No reader may see half of a
+ * `lumen cc set`, on any architecture: a writer (serialised by flock on
+ * LUMEN_PIN_ROOT) updates the whole value with BPF_F_LOCK, which takes the
+ * value's bpf_spin_lock in the kernel, and a reader copies it under
+ * bpf_spin_lock(). The lock orders the accesses, where a generation read
+ * around a plain copy (a seqlock without barriers) would be correct only on
+ * x86, whose loads are not reordered with loads. gen counts the sets: a flow
+ * compares it, read without the lock, with the generation of its own copy
+ * on every ACK and takes the lock only when they differ (an old value read
+ * there means one more ACK with the previous set, never a torn one).
  */
 #define LUMEN_CC_PARAM_ENTRIES 2 /* algorithms */
-#define LUMEN_CC_PARAM_SLOTS (2 * LUMEN_CC_PARAM_ENTRIES)
 
-LUMEN_INLINE __u32 lumen_cc_param_slot(__u32 mode, __u32 gen)
-{
-	return 2 * mode + (gen & 1);
-}
+struct lumen_cc_param_val {
+	struct bpf_spin_lock lock;
+	__u32 gen; /* sets so far, for the readers' fast path */
+	struct lumen_ptcp_params params;
+};
 
 /*
  * Fault injection for tests (array "lumen_cc_faults", one __u32 of flags,
@@ -164,9 +165,11 @@ struct lumen_cc_sk {
 	X(INT_STALE, "int_stale", "... unusable: a stale or implausible hop")                                          \
 	X(INT_DUPLICATE, "int_duplicate", "... unusable: the previous echo again")                                     \
 	X(INT_PATH_CHANGES, "int_path_changes", "... unusable: hop count or rate changed (re-baselined)")              \
-	X(PARAM_RETRY, "param_retry", "parameter copies dropped: rewritten while read, or invalid")                    \
+	X(PARAM_RETRY, "param_retry", "parameter copies dropped: invalid")                                             \
 	X(INT_UNMATCHED, "int_unmatched", "echoes from a segment tcp_ack() refused: not applied")                      \
-	X(NO_INT_FLOWS, "no_int_flows", LUMEN_CC_NAME_INT " flows without a single INT echo after 16 RTTs")
+	X(NO_INT_FLOWS, "no_int_flows", LUMEN_CC_NAME_INT " flows without a single INT echo after 16 RTTs")            \
+	X(LOSS_CUTS, "loss_cuts", "windows halved on entering loss recovery")                                          \
+	X(LOSS_UNDOS, "loss_undos", "cuts undone: TCP found the loss spurious")
 
 #define LUMEN_CC_COUNTER_ENUM(id, name, help) LUMEN_CC_CNT_##id,
 enum lumen_cc_counter {

@@ -134,10 +134,13 @@
  * guard, a flow's window is still bounded by host BDP + beta (below).
  *
  * Further decisions the thesis leaves open:
- *   - Loss and ECN marks are not signals: the queue that causes them already
- *     shows as power > 1 and shrinks the window; a loss response on top
- *     would react to the same queue twice. (For TCP: no ssthresh and no
- *     PRR, see lumen/powertcp_ack.h.)
+ *   - ECN marks are not signals: the queue that causes them already shows
+ *     as power > 1 and shrinks the window. Loss is, for TCP: a path without
+ *     INT (a policer, a shallow buffer) may drop without a queue the power
+ *     could see, so the TCP binding halves the window once per loss episode
+ *     and conserves packets during recovery (lumen/powertcp_ack.h, "Loss
+ *     and recovery"). The cut goes through lumen_ptcp_set_cwnd(), so the
+ *     next update starts from it, not from the window that caused the loss.
  *   - cwnd is capped at host BDP + beta, the largest window a flow holds in
  *     the fluid equilibrium (w_i = beta_i * (1 + b*tau / sum(beta)) <=
  *     beta_i + HostBw*tau); larger windows only queue at the sender's NIC.
@@ -353,6 +356,8 @@ struct lumen_ptcp_stats {
 	__u32 int_duplicate; /* same INT as the previous ACK (dt == 0) */
 	__u32 int_overflow; /* echo flagged more hops than slots */
 	__u32 int_gap; /* echoes further apart than LUMEN_PTCP_INT_GAP_MAX_NS */
+	__u32 loss_cuts; /* windows halved on entering loss recovery (TCP binding) */
+	__u32 loss_undos; /* cuts undone: the loss was spurious (TCP binding) */
 };
 
 /*
@@ -366,6 +371,17 @@ struct lumen_ptcp_stats {
 struct lumen_ptcp_cwnd_rec {
 	__u32 seq;
 	__u32 cwnd; /* bytes, < 2^30 */
+};
+
+/* Loss response of the TCP binding (lumen/powertcp_ack.h, "Loss and recovery"). */
+struct lumen_ptcp_loss {
+	__u64 ceiling_bytes; /* window ceiling left by the last cut; 0 = none */
+	__u64 undo_cwnd_bytes; /* the window before the last cut; 0 = no undo */
+	__u32 delivered; /* tcp_sock.delivered at the previous ACK */
+	__u32 prr_delivered0; /* tcp_sock.delivered when the episode began */
+	__u32 prr_out0; /* tcp_sock.data_segs_out when the episode began */
+	__u32 prr_recover_fs; /* PRR's RecoverFS: packets out then, >= 1 */
+	__u8 phase; /* enum lumen_ptcp_loss_phase */
 };
 
 struct lumen_ptcp {
@@ -402,6 +418,8 @@ struct lumen_ptcp {
 	__u8 have_rtt; /* prev_rtt_* valid */
 	__u8 mode; /* enum lumen_ptcp_mode */
 	__u8 max_hop; /* index of the hop that gave the last INT power */
+
+	struct lumen_ptcp_loss loss; /* the TCP binding's (lumen/powertcp_ack.h) */
 
 	struct lumen_ptcp_stats stats;
 };
@@ -549,7 +567,9 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	}
 	st->prev_int_time_ns = 0;
 	st->max_hop = 0;
-	/* constant size: clang stores it inline for BPF, which has no memset */
+	/* constant sizes: clang stores them inline for BPF, which has no memset */
+	__builtin_memset(&st->loss, 0, sizeof(st->loss));
+	st->loss.prr_recover_fs = 1;
 	__builtin_memset(&st->stats, 0, sizeof(st->stats));
 }
 

@@ -19,23 +19,68 @@
  *                 sample, snd_una, snd_nxt and mss_cache;
  *                 lumen_ptcp_ack_process() with the INT echo of this very
  *                 ACK (or NULL), which returns the counters to bump; then
- *                 snd_cwnd = lumen_ptcp_cwnd_segs() and sk_pacing_rate =
- *                 lumen_ptcp_pacing_cap().
+ *                 snd_cwnd = lumen_ptcp_loss_cwnd() and sk_pacing_rate =
+ *                 lumen_ptcp_pacing_cap(). Before the core,
+ *                 lumen_ptcp_loss_begin() with TCP's loss state
+ *                 (lumen_ptcp_tcp_make(); "Loss and recovery" below).
  *   cwnd_event    lumen_ptcp_tx_event() for CA_EVENT_TX_START and
  *                 CA_EVENT_CWND_RESTART (idle, below).
- *   ssthresh      TCP_INFINITE_SSTHRESH; undo_cwnd keeps snd_cwnd (below).
+ *   ssthresh      TCP_INFINITE_SSTHRESH; undo_cwnd lumen_ptcp_undo() (below).
  *
  * Loss and recovery
  * -----------------
- * The control law does not take loss or ECN as signals (powertcp.h), so
- * ssthresh returns TCP_INFINITE_SSTHRESH and entering recovery lowers
- * nothing. Because cong_control is set, the kernel skips PRR
- * (tcp_cwnd_reduction) and the end-of-recovery window reset: the control law
- * keeps cwnd throughout recovery, lost segments are retransmitted within its
- * window, and the queue that caused the loss shows up as power > 1 and
- * shrinks the window. After an RTO the kernel sets cwnd to the packets in
- * flight + 1; the next ACK restores the control law's window, paced, so not
- * as a burst. undo_cwnd keeps the current window: nothing was reduced.
+ * PowerTCP's control law reacts to the queue, which INT shows before it
+ * overflows; the thesis has no loss response (its networks are lossless).
+ * TCP paths are not: a policer, a shallow buffer or a bottleneck without INT
+ * drops with no queue the power could see, and a flow that kept its window
+ * through loss would lose persistently (RFC 5033 asks every congestion
+ * control to reduce on loss). So the binding adds Reno's response, once per
+ * loss episode, on top of the control law:
+ *   - Entering recovery (TCP_CA_Recovery: fast retransmit) or loss
+ *     (TCP_CA_Loss: RTO) from any other state halves the window, as RFC 5681
+ *     sets ssthresh: to half of min(cwnd, FlightSize), at least 2 MSS. The cut
+ *     goes through lumen_ptcp_set_cwnd(), so the window history (GETCWND)
+ *     starts from the cut: the next update is target = cut / power + beta,
+ *     i.e. an additive increase where the power is 1 (no INT, RTT at its
+ *     base), and a return within about one RTT where INT shows the path
+ *     under-used. Counted as loss_cuts.
+ *   - The cut is also a ceiling. During the episode the control law may
+ *     lower the window but not raise it above the ceiling. In recovery,
+ *     snd_cwnd follows Proportional Rate Reduction (RFC 6937, with the
+ *     slow-start reduction bound, as tcp_cwnd_reduction()): while more than
+ *     the target is in flight, new segments go out in proportion target /
+ *     RecoverFS to what is delivered, then the pipe is refilled to the target
+ *     by at most one segment more than was delivered; the fast retransmit
+ *     itself always goes out. That conserves packets (RFC 5033) without the
+ *     stall a plain cut causes when the pipe is above the cut and the
+ *     retransmission cannot be sent. After an RTO the window grows by what
+ *     each ACK delivers (slow start) back to the ceiling. The kernel's own
+ *     PRR does not run for algorithms with cong_control, so this is the only
+ *     reduction.
+ *   - After the episode the ceiling rises by beta per window delivered
+ *     (Reno's additive increase, with PowerTCP's own step), but by no more
+ *     than 1/8 of itself: where the window is near the host BDP (the
+ *     control law's regime, beta = BDP / N with N >= 8) that is beta, where
+ *     the path is far slower than the host believes (a 100 Mbit/s policer,
+ *     host-bw 10 Gbit/s) beta would be several windows and lose every round.
+ *     The ceiling goes away when it reaches the largest window the control
+ *     law holds (host BDP + beta). Below it the control law decides as
+ *     always. Without the
+ *     ceiling, a power below 1 would return the window within one RTT: right
+ *     when INT reports an under-used path, but the RTT fallback reads a
+ *     drained queue, or the implausibly short RTT samples the kernel takes
+ *     on some lossy paths, as just that, and a policer or shallow buffer
+ *     then loses in every round (measured: a 4-packet buffer at 100 Mbit/s,
+ *     host-bw 10 Gbit/s: 2-4 Mbit/s with the cut alone).
+ *   - A spurious episode (DSACK, timestamps, F-RTO: tcp_try_undo_*) calls
+ *     undo_cwnd: the window before the cut comes back and the ceiling goes
+ *     (loss_undos).
+ *   - ECN (TCP_CA_CWR) is not a loss: the power already shows the queue
+ *     behind a mark.
+ * ssthresh stays TCP_INFINITE_SSTHRESH: with cong_control set the kernel
+ * uses it only to tell slow start from congestion avoidance, and there is no
+ * slow start. A flow without state (Reno fallback, see the shells) uses
+ * Reno's ssthresh and undo.
  *
  * Idle
  * ----
@@ -187,6 +232,9 @@ LUMEN_INLINE enum lumen_ptcp_echo_match lumen_ptcp_echo_match(__u32 echo_ack, in
  *                     sockops on a host, no INT switch), and it runs
  *                     theta-PowerTCP's RTT rule. Once per flow; the module
  *                     also says so in the kernel log.
+ *   LOSS_CUTS         window halved on entering loss recovery ("Loss and
+ *                     recovery")
+ *   LOSS_UNDOS        a cut undone: TCP found the loss spurious
  */
 #define LUMEN_PTCP_EVENTS(X)                                                                                           \
 	X(ACKS)                                                                                                        \
@@ -201,7 +249,9 @@ LUMEN_INLINE enum lumen_ptcp_echo_match lumen_ptcp_echo_match(__u32 echo_ack, in
 	X(INT_STALE)                                                                                                   \
 	X(INT_DUPLICATE)                                                                                               \
 	X(INT_PATH_CHANGES)                                                                                            \
-	X(NO_INT_FLOWS)
+	X(NO_INT_FLOWS)                                                                                                \
+	X(LOSS_CUTS)                                                                                                   \
+	X(LOSS_UNDOS)
 
 /* RTT rounds without any INT before a flow counts in NO_INT_FLOWS */
 #define LUMEN_PTCP_NO_INT_ROUNDS 16
@@ -324,6 +374,183 @@ LUMEN_INLINE __u32 lumen_ptcp_cwnd_segs(__u64 cwnd_bytes, __u32 mss, __u32 cwnd_
 LUMEN_INLINE __u64 lumen_ptcp_pacing_cap(__u64 rate, __u64 max_pacing_rate)
 {
 	return lumen_min_u64(rate, max_pacing_rate);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Loss and recovery                                                       */
+
+/* TCP's congestion states (enum tcp_ca_state, tcpi_ca_state: uapi values). */
+#define LUMEN_TCP_CA_RECOVERY 3
+#define LUMEN_TCP_CA_LOSS 4
+
+enum lumen_ptcp_loss_phase {
+	LUMEN_PTCP_LOSS_NONE = 0,
+	LUMEN_PTCP_LOSS_RECOVERY = 1, /* fast recovery: packet conservation */
+	LUMEN_PTCP_LOSS_RTO = 2, /* after an RTO: slow start back to the cut */
+};
+
+/* What a shell reads from tcp_sock for the loss response, after tcp_ack(). */
+struct lumen_ptcp_tcp {
+	__u32 ca_state; /* icsk_ca_state */
+	__u32 packets_out; /* FlightSize, segments */
+	__u32 in_flight; /* tcp_packets_in_flight() */
+	__u32 delivered; /* tp->delivered: segments delivered, SACKed included */
+	__u32 data_segs_out; /* tp->data_segs_out: data segments sent, retransmits included */
+	__u32 snd_cwnd; /* as the kernel left it (after an RTO: in flight + 1) */
+};
+
+/*
+ * tcp_packets_in_flight(): packets_out - (sacked_out + lost_out) +
+ * retrans_out, computed by the shell's own reads (the kernel's is an inline
+ * BPF cannot call). Never below 0, whatever the four say.
+ */
+LUMEN_INLINE void lumen_ptcp_tcp_make(struct lumen_ptcp_tcp *t, __u32 ca_state, __u32 packets_out, __u32 sacked_out,
+				      __u32 lost_out, __u32 retrans_out, __u32 delivered, __u32 data_segs_out,
+				      __u32 snd_cwnd)
+{
+	__u64 left = (__u64)sacked_out + lost_out;
+
+	t->ca_state = ca_state;
+	t->packets_out = packets_out;
+	t->in_flight =
+		(__u32)lumen_min_u64((packets_out > left ? packets_out - left : 0) + (__u64)retrans_out, 0xffffffffu);
+	t->delivered = delivered;
+	t->data_segs_out = data_segs_out;
+	t->snd_cwnd = snd_cwnd;
+}
+
+LUMEN_INLINE enum lumen_ptcp_loss_phase lumen_ptcp_loss_phase_of(__u32 ca_state)
+{
+	if (ca_state == LUMEN_TCP_CA_LOSS)
+		return LUMEN_PTCP_LOSS_RTO;
+	if (ca_state == LUMEN_TCP_CA_RECOVERY)
+		return LUMEN_PTCP_LOSS_RECOVERY;
+	return LUMEN_PTCP_LOSS_NONE;
+}
+
+/*
+ * Before the core sees an ACK: follow TCP into and out of loss episodes.
+ * Entering one (or an RTO during recovery) cuts the window to half of
+ * min(cwnd, FlightSize), at least LUMEN_PTCP_MIN_CWND_SEGS, and makes that
+ * the ceiling. Returns LUMEN_PTCP_EV(LOSS_CUTS) on a cut, else 0.
+ */
+LUMEN_INLINE __u32 lumen_ptcp_loss_begin(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
+					 const struct lumen_ptcp_tcp *t, __u32 snd_nxt, __u32 mss)
+{
+	enum lumen_ptcp_loss_phase phase = lumen_ptcp_loss_phase_of(t->ca_state);
+	__u64 flight, cut;
+
+	if (phase == LUMEN_PTCP_LOSS_NONE || phase == st->loss.phase) {
+		st->loss.phase = (__u8)phase;
+		return 0;
+	}
+	flight = (__u64)t->packets_out * (mss ? mss : 1);
+	/* PRR's episode: what was delivered and sent before this ACK */
+	st->loss.prr_delivered0 = st->loss.delivered;
+	st->loss.prr_out0 = t->data_segs_out;
+	st->loss.prr_recover_fs = t->packets_out ? t->packets_out : 1;
+	st->loss.undo_cwnd_bytes = st->cwnd_bytes;
+	cut = lumen_min_u64(st->cwnd_bytes, flight) / 2;
+	lumen_ptcp_set_cwnd(st, p, cut, snd_nxt, mss); /* clamps to >= 2 MSS */
+	st->loss.ceiling_bytes = st->cwnd_bytes;
+	st->loss.phase = (__u8)phase;
+	st->stats.loss_cuts++;
+	return LUMEN_PTCP_EV(LOSS_CUTS);
+}
+
+/*
+ * Proportional Rate Reduction (RFC 6937, PRR-SSRB), in segments: how many
+ * may be in flight after this ACK of a recovery episode whose target is
+ * `target`. prr_delivered <= 2^32 and target <= 2^32: no overflow.
+ */
+LUMEN_INLINE __u32 lumen_ptcp_prr(const struct lumen_ptcp *st, const struct lumen_ptcp_tcp *t, __u32 delivered,
+				  __u32 target)
+{
+	__u64 prr_delivered = (__u32)(t->delivered - st->loss.prr_delivered0);
+	__u64 prr_out = (__u32)(t->data_segs_out - st->loss.prr_out0), pipe = t->in_flight, sndcnt, allowed;
+
+	if (pipe > target) {
+		allowed = lumen_div64(prr_delivered * target + st->loss.prr_recover_fs - 1, st->loss.prr_recover_fs);
+		sndcnt = allowed > prr_out ? allowed - prr_out : 0;
+	} else {
+		sndcnt = lumen_max_u64(prr_delivered > prr_out ? prr_delivered - prr_out : 0, delivered) + 1;
+		sndcnt = lumen_min_u64(sndcnt, target - pipe);
+	}
+	if (!prr_out && !sndcnt)
+		sndcnt = 1; /* the fast retransmit */
+	return (__u32)lumen_min_u64(pipe + sndcnt, 0xffffffffu);
+}
+
+/*
+ * The ceiling's increase outside an episode, per ceiling's worth of bytes
+ * delivered (about one RTT): beta, but no more than ceiling / 2^3 (at least
+ * one MSS); gone at host BDP + beta, the control law's own limit.
+ * delivered_bytes <= ceiling <= 2^30 and the step <= 2^30: no overflow.
+ */
+#define LUMEN_PTCP_CEILING_STEP_SHIFT 3
+
+LUMEN_INLINE void lumen_ptcp_ceiling_grow(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
+					  __u64 delivered_bytes, __u32 mss)
+{
+	__u64 tau = lumen_ptcp_tau(st, p), ceiling = st->loss.ceiling_bytes, step;
+	__u64 hi = lumen_min_u64(lumen_ptcp_host_bdp(p, tau) + lumen_ptcp_beta(p, tau), LUMEN_PTCP_MAX_CWND_BYTES);
+
+	ceiling = lumen_max_u64(ceiling, 1);
+	delivered_bytes = lumen_min_u64(delivered_bytes, ceiling);
+	step = lumen_min_u64(lumen_ptcp_beta(p, tau), lumen_max_u64(ceiling >> LUMEN_PTCP_CEILING_STEP_SHIFT, mss));
+	ceiling += lumen_div64(step * delivered_bytes, ceiling);
+	st->loss.ceiling_bytes = ceiling >= hi ? 0 : ceiling;
+}
+
+/*
+ * After the core: snd_cwnd. The core's window under the ceiling, if one is
+ * left from a loss; in recovery PRR towards it (lumen_ptcp_prr), after an
+ * RTO the kernel's window plus what this ACK delivered (slow start) up to
+ * it; never below LUMEN_PTCP_MIN_CWND_SEGS outside recovery. Also keeps
+ * tp->delivered for the next ACK.
+ */
+LUMEN_INLINE __u32 lumen_ptcp_loss_cwnd(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
+					const struct lumen_ptcp_tcp *t, __u32 mss, __u32 cwnd_clamp)
+{
+	/* a first ACK (or a lying counter) may give any delta: it only caps */
+	__u32 delivered = t->delivered - st->loss.delivered, segs;
+	__u64 bound;
+
+	st->loss.delivered = t->delivered;
+	if (st->loss.ceiling_bytes && st->loss.phase == LUMEN_PTCP_LOSS_NONE)
+		lumen_ptcp_ceiling_grow(st, p, (__u64)delivered * (mss ? mss : 1), mss ? mss : 1);
+	if (st->loss.ceiling_bytes && st->cwnd_bytes > st->loss.ceiling_bytes) {
+		st->cwnd_bytes = st->loss.ceiling_bytes;
+		st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, lumen_ptcp_tau(st, p));
+	}
+	segs = lumen_ptcp_cwnd_segs(st->cwnd_bytes, mss, cwnd_clamp);
+	if (st->loss.phase == LUMEN_PTCP_LOSS_NONE)
+		return segs;
+	if (st->loss.phase == LUMEN_PTCP_LOSS_RECOVERY)
+		return lumen_ptcp_prr(st, t, delivered, segs);
+	bound = (__u64)lumen_max_u64(t->snd_cwnd, t->in_flight) + delivered;
+	bound = lumen_max_u64(bound, LUMEN_PTCP_MIN_CWND_SEGS);
+	return bound < segs ? (__u32)bound : segs;
+}
+
+/*
+ * undo_cwnd: TCP found the episode spurious. The window before the cut comes
+ * back (and the cap goes); returns snd_cwnd. Without a cut to undo, the
+ * current window.
+ */
+LUMEN_INLINE __u32 lumen_ptcp_undo(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, __u32 snd_nxt, __u32 mss,
+				   __u32 cwnd_clamp, __u32 *events)
+{
+	if (st->loss.undo_cwnd_bytes) {
+		if (st->loss.undo_cwnd_bytes > st->cwnd_bytes)
+			lumen_ptcp_set_cwnd(st, p, st->loss.undo_cwnd_bytes, snd_nxt, mss);
+		st->loss.undo_cwnd_bytes = 0;
+		st->loss.ceiling_bytes = 0;
+		st->stats.loss_undos++;
+		if (events)
+			*events |= LUMEN_PTCP_EV(LOSS_UNDOS);
+	}
+	return lumen_ptcp_cwnd_segs(st->cwnd_bytes, mss, cwnd_clamp);
 }
 
 #endif /* LUMEN_POWERTCP_ACK_H */

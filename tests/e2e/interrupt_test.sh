@@ -74,7 +74,7 @@ cc_state() {
 	local avail allowed pins=0 reg=0 m
 	avail="$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)"
 	allowed="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
-	for m in cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_param_gen lumen_cc_faults lumen_cc_stats \
+	for m in cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_faults lumen_cc_stats \
 		lumen_cc_sk lumen_int_sk; do
 		[[ -e $PIN/$m ]] && pins=$((pins + 1))
 	done
@@ -82,7 +82,7 @@ cc_state() {
 		grep -qw "$m" <<<"$avail" && reg=$((reg + 1))
 		grep -qw "$m" <<<"$allowed" && reg=$((reg + 1))
 	done
-	if ((pins == 8 && reg == 4)); then
+	if ((pins == 7 && reg == 4)); then
 		echo all
 	elif ((pins == 0 && reg == 0)) && [[ $allowed == "$ORIG_ALLOWED" ]]; then
 		echo none

@@ -12,8 +12,9 @@
 #     namespace loads it for powertcp, setsockopt(TCP_CONGESTION) for
 #     theta_powertcp (request_module goes through a modprobe wrapper that
 #     also searches a private module tree, so nothing is installed);
-#   - a failed second registration unwinds the first (a BPF struct_ops
-#     algorithm holds the name theta_powertcp; needs clang and bpftool);
+#   - a name already taken (a BPF struct_ops algorithm holds it; needs clang
+#     and bpftool): powertcp taken fails insmod and leaves nothing
+#     registered; theta_powertcp taken loads powertcp alone and says so;
 #   - insmod refuses a bad parameter, accepts good ones; both names are in
 #     tcp_available_congestion_control;
 #   - runtime parameters: every out-of-range value is refused with EINVAL and
@@ -21,11 +22,17 @@
 #   - a namespace selects powertcp by sysctl;
 #   - iperf3 flows with powertcp and theta_powertcp over the namespace
 #     dumbbell with the software INT switch (lumen int enable for request and
-#     echo) complete; ss -ti shows the module's info; the tracepoint fires;
+#     echo) complete; ss -ti shows the module's rate and tau; the
+#     tracepoint fires;
 #     INT reached the module (int_echoes, int_updates); an IPv6 flow reaches
 #     the IPv6 hook (on loopback, so through the hook's own socket lookup);
 #     with early demux off the hook still delivers INT (hook_lookup);
 #     host_bw_mbps=0 takes the link speed (bw_detected);
+#   - the LOCAL_IN hooks are registered only while a powertcp socket exists
+#     (stats: hooks 0 / 1);
+#   - the loss response: a shallow buffer without INT (a router namespace
+#     with a 4-packet tbf) makes powertcp cut its window (loss_cuts) and
+#     keeps its retransmissions bounded;
 #   - rmmod fails while a flow uses the module and succeeds after; every
 #     per-socket state was freed; the kernel logged no warning.
 # shellcheck source=lib.sh
@@ -35,7 +42,7 @@ e2e_require_kmod
 rel="$(uname -r)"
 ko="$E2E_KO"
 e2e_require_bpf
-e2e_require_tools iperf3 python3 ss modprobe insmod rmmod depmod
+e2e_require_tools iperf3 python3 ss modprobe insmod rmmod depmod jq
 
 params=/sys/module/tcp_powertcp/parameters
 tmp="$(mktemp -d)"
@@ -98,10 +105,11 @@ e2e_check "module loaded by the theta alias" loaded
 e2e_check "rmmod after the socket closed" unload
 echo "$modprobe_before" >/proc/sys/kernel/modprobe
 
-# --- a failed second registration unwinds the first ---------------------------
-# A BPF struct_ops algorithm that takes the name theta_powertcp first makes
-# the module's second registration fail: insmod must fail cleanly and leave
-# neither powertcp nor hooks behind. Needs clang and bpftool (else skipped).
+# --- names already taken -----------------------------------------------------
+# A BPF struct_ops algorithm that takes a name first: powertcp taken makes
+# insmod fail with nothing left registered; theta_powertcp taken loads the
+# module with powertcp alone (unregistering powertcp once registered is not
+# safe, see the module's "Module" comment). Needs clang and bpftool.
 if command -v clang >/dev/null && command -v bpftool >/dev/null; then
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$tmp/vmlinux.h"
 	cat >"$tmp/dup.bpf.c" <<'BPF'
@@ -120,25 +128,40 @@ struct tcp_congestion_ops dup = {
 	.ssthresh = (void *)dup_ssthresh,
 	.undo_cwnd = (void *)dup_undo_cwnd,
 	.cong_avoid = (void *)dup_cong_avoid,
-	.name = "theta_powertcp",
+	.name = DUP_NAME,
 };
 BPF
-	if clang -O2 -g -target bpf -I"$tmp" -c "$tmp/dup.bpf.c" -o "$tmp/dup.bpf.o" &&
-		bpftool struct_ops register "$tmp/dup.bpf.o" >/dev/null 2>&1; then
+	# take NAME: a BPF algorithm registered under NAME (struct_ops map "dup")
+	take() {
+		clang -O2 -g -target bpf -DDUP_NAME="\"$1\"" -I"$tmp" -c "$tmp/dup.bpf.c" -o "$tmp/dup-$1.bpf.o" &&
+			bpftool struct_ops register "$tmp/dup-$1.bpf.o" >/dev/null 2>&1
+	}
+	release() { bpftool struct_ops unregister name dup >/dev/null 2>&1; }
+	if take powertcp; then
 		e2e_on_exit "bpftool struct_ops unregister name dup"
-		e2e_check "a BPF algorithm holds the name theta_powertcp" available theta_powertcp
-		e2e_check "insmod fails when theta_powertcp is taken" bash -c "! insmod '$ko' 2>/dev/null"
-		e2e_check "the first registration (powertcp) was unwound" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "a BPF algorithm holds the name powertcp" available powertcp
+		e2e_check "insmod fails when powertcp is taken" bash -c "! insmod '$ko' 2>/dev/null"
+		e2e_check "... registering nothing" bash -c '! grep -qw theta_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
 		e2e_check "module not loaded after the failed init" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
-		bpftool struct_ops unregister name dup >/dev/null 2>&1
-		e2e_check "the BPF algorithm is gone" bash -c '! grep -qw theta_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
-		e2e_check "insmod after the name is free again" insmod "$ko"
-		e2e_check "rmmod" unload
+		release
+		e2e_check "the BPF algorithm is gone" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
 	else
-		e2e_skip_part "registration-failure check" "could not build or register a BPF struct_ops"
+		e2e_skip_part "name-taken checks" "could not build or register a BPF struct_ops"
+	fi
+	if take theta_powertcp; then
+		e2e_check "insmod with theta_powertcp taken loads powertcp alone" insmod "$ko"
+		e2e_check "... powertcp registered" available powertcp
+		e2e_check "... and the log says why theta_powertcp is not" \
+			bash -c "dmesg | grep -q 'cannot register theta_powertcp .*loaded with powertcp only'"
+		e2e_check "rmmod of the module with one algorithm" unload
+		e2e_check "... the BPF theta_powertcp untouched" available theta_powertcp
+		release
+		e2e_check "insmod after the name is free again" insmod "$ko"
+		e2e_check "... both registered" bash -c 'grep -qw theta_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "rmmod" unload
 	fi
 else
-	e2e_skip_part "registration-failure check" "clang or bpftool missing"
+	e2e_skip_part "name-taken checks" "clang or bpftool missing"
 fi
 
 # --- insmod and parameters -------------------------------------------------
@@ -158,6 +181,7 @@ e2e_check "insmod with parameters" insmod "$ko" host_bw_mbps=1000 gamma=900 expe
 e2e_check "powertcp available" available powertcp
 e2e_check "theta_powertcp available" available theta_powertcp
 e2e_check "host_bw_mbps reads 1000" test "$(cat $params/host_bw_mbps)" = 1000
+e2e_check "no powertcp socket: no LOCAL_IN hooks (hooks $(stat_of hooks))" test "$(stat_of hooks)" = 0
 
 # param_refused NAME VALUE: the write fails and the value stays
 param_refused() {
@@ -228,8 +252,8 @@ run_flows() {
 	e2e_start_flows "$cg" "$algo" "$secs" "$tmp"
 	# ss -ti of sender 0, sampled in the background while the flows run (an
 	# emulated VM may take seconds for one ss call); $tmp/ALGO.ss is the last
-	# sample that shows INT hops (powertcp) or the module's info, else the
-	# last one that shows the algorithm
+	# sample that shows the module's info, else the last one that shows the
+	# algorithm
 	(
 		for ((k = 0; ; k++)); do
 			ip netns exec "${DB_SENDERS[0]}" ss -tin "dst $DB_RX_ADDR" >"$tmp/ss.$algo.$k" 2>&1 || true
@@ -244,11 +268,7 @@ run_flows() {
 		f="$tmp/ss.$algo.$k"
 		[[ -f $f ]] || break
 		grep -q "$algo" "$f" && weak="$f"
-		if [[ $algo == powertcp ]]; then
-			grep -q 'dctcp:(ce_state:[1-9]' "$f" && strong="$f"
-		else
-			grep -q "$algo.*dctcp:(" "$f" && strong="$f"
-		fi
+		grep -q "$algo.*bbr:(bw:[1-9]" "$f" && strong="$f"
 	done
 	f="${strong:-$weak}"
 	if [[ -n $f ]]; then cp "$f" "$tmp/$algo.ss"; else : >"$tmp/$algo.ss"; fi
@@ -256,6 +276,7 @@ run_flows() {
 }
 
 secs="${LUMEN_KMOD_SECONDS:-4}"
+tau_ms="$(awk -v u="$rtt_us" 'BEGIN { printf "%g", u / 1000 }')"
 ip netns exec "${DB_SENDERS[0]}" ss -tin >/dev/null # load it once (9p, emulation)
 for algo in powertcp theta_powertcp; do
 	e2e_check "$algo: both flows complete" run_flows "$algo" "$secs"
@@ -269,12 +290,10 @@ for algo in powertcp theta_powertcp; do
 	e2e_log "$algo total $total Mbit/s of $rate_mbps"
 	sed 's/^/    /' "$tmp/$algo.ss"
 	e2e_check "ss -ti names $algo" grep -q "$algo" "$tmp/$algo.ss"
-	e2e_check "ss -ti shows the module's info (dctcp:(ce_state:...))" grep -q 'dctcp:(ce_state:' "$tmp/$algo.ss"
+	# rate and tau, with the meanings of ss's bbr fields (the module's get_info)
+	e2e_check "ss -ti shows $algo's rate and tau (bbr:(bw:...,mrtt:$tau_ms,pacing_gain:1,cwnd_gain:1))" \
+		grep -Eq "bbr:\(bw:[0-9.]+[kMG]?bps,mrtt:$tau_ms,pacing_gain:1,cwnd_gain:1" "$tmp/$algo.ss"
 done
-# one snapshot: the power at that instant may be 0 (queue just drained);
-# that INT drives the window is the int_updates counter below
-e2e_check "powertcp ss info: one INT hop, a power value" \
-	grep -Eq 'dctcp:\(ce_state:1,alpha:[0-9]+,' "$tmp/powertcp.ss"
 
 sed 's/^/    /' "$params/stats"
 for c in flows acks int_echoes int_updates rtt_updates; do
@@ -372,6 +391,25 @@ e2e_check "early demux off: the hook looked the sockets up ($lookup_before -> $(
 e2e_check "early demux off: INT still reaches the module ($echoes_before -> $(stat_of int_echoes))" \
 	test "$(stat_of int_echoes)" -gt "$echoes_before"
 
+# --- loss response: a shallow buffer, no INT ------------------------------------
+# A -> R -> B with a 50 Mbit/s tbf of 4 packets on R: drops with almost no
+# queue for the RTT to show. Outside the INT cgroup: no INT.
+e2e_shallow_path ls 10.233 50mbit
+echo 10000 >"$params/host_bw_mbps"
+echo 1000 >"$params/base_rtt_us"
+cuts_before="$(stat_of loss_cuts)"
+ip netns exec "$SP_B" iperf3 -s -1 -p 5320 -D
+e2e_wait_until 50 0.2 bash -c "ip netns exec '$SP_B' ss -Hltn 'sport = :5320' | grep -q ."
+lossy_flow() { ip netns exec "$SP_A" iperf3 -c 10.233.2.1 -p 5320 -t 3 -C powertcp -J >"$tmp/lossy.json" 2>&1; }
+e2e_check "powertcp flow through a shallow buffer completes" lossy_flow
+e2e_check "powertcp cut its window on loss (loss_cuts $cuts_before -> $(stat_of loss_cuts))" \
+	test "$(stat_of loss_cuts)" -gt "$cuts_before"
+lossy_pct="$(jq -r '.end.sum_sent | (100 * .retransmits / ((.bytes + 1) / 1448)) | floor' "$tmp/lossy.json" 2>/dev/null || echo 999)"
+e2e_log "shallow buffer: $(e2e_iperf_mbps "$tmp/lossy.json" 2>/dev/null || echo ?) Mbit/s, $lossy_pct retransmits per 100 segments"
+e2e_check "... and its retransmissions stay bounded ($lossy_pct per 100 segments < 75)" test "$lossy_pct" -lt 75
+echo "$rate_mbps" >"$params/host_bw_mbps"
+echo "$rtt_us" >"$params/base_rtt_us"
+
 # --- unload -----------------------------------------------------------------
 e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p 5311 -D
 sleep 0.5
@@ -379,12 +417,17 @@ e2e_in "$cg" "${DB_SENDERS[0]}" iperf3 -c "$DB_RX_ADDR" -p 5311 -t 3 -C powertcp
 busy=$!
 sleep 1
 e2e_check "rmmod refused while a flow uses the module" bash -c '! rmmod tcp_powertcp 2>/dev/null'
+e2e_check "a powertcp socket: the LOCAL_IN hooks are registered (hooks $(stat_of hooks))" test "$(stat_of hooks)" = 1
 e2e_check "the flow survives the rmmod attempt" wait "$busy"
 for ((i = 0; i < 50; i++)); do
 	[[ "$(stat_of states)" == 0 ]] && break
 	sleep 0.2
 done
 e2e_check "every per-socket state freed (states $(stat_of states))" test "$(stat_of states)" = 0
+# the last socket's hooks linger a second, then go
+e2e_check "no powertcp socket left: the hooks are unregistered" \
+	e2e_wait_until 50 0.2 bash -c "grep -qx 'hooks 0' '$params/stats'"
+e2e_check "none failed to register (hook_reg_fail $(stat_of hook_reg_fail))" test "$(stat_of hook_reg_fail)" = 0
 e2e_check "rmmod" unload
 e2e_check "module gone" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
 e2e_check "names gone" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'

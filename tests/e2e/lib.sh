@@ -219,6 +219,28 @@ e2e_link() {
 	done
 }
 
+# e2e_shallow_path PREFIX NET RATE: namespaces PREFIX-a -> PREFIX-r -> PREFIX-b
+# (e2e_ns; names in SP_A, SP_R, SP_B), A at NET.1.1, B at NET.2.1 (NET: two
+# octets), R forwarding, with a tbf of RATE and a 4-packet buffer (burst 30000,
+# limit 6000 bytes) on R towards B: a bottleneck that drops with almost no
+# queue, as a policer or a shallow buffer does.
+e2e_shallow_path() {
+	local pre="$1" net="$2" rate="$3"
+	e2e_ns "$pre-a" SP_A
+	e2e_ns "$pre-r" SP_R
+	e2e_ns "$pre-b" SP_B
+	e2e_link "$SP_A" "$pre-0" "$SP_R" "$pre-1"
+	e2e_link "$SP_R" "$pre-2" "$SP_B" "$pre-3"
+	ip -n "$SP_A" addr add "$net.1.1/24" dev "$pre-0"
+	ip -n "$SP_R" addr add "$net.1.2/24" dev "$pre-1"
+	ip -n "$SP_R" addr add "$net.2.2/24" dev "$pre-2"
+	ip -n "$SP_B" addr add "$net.2.1/24" dev "$pre-3"
+	ip -n "$SP_A" route add default via "$net.1.2"
+	ip -n "$SP_B" route add default via "$net.2.2"
+	ip netns exec "$SP_R" sysctl -qw net.ipv4.ip_forward=1
+	tc -n "$SP_R" qdisc add dev "$pre-2" root tbf rate "$rate" burst 30000 limit 6000
+}
+
 # e2e_cgroup NAME -> creates a cgroup v2 group; prints its path
 e2e_cgroup() {
 	local cg

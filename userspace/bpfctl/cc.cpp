@@ -41,8 +41,7 @@ namespace
 {
 
 // Maps this part owns (pinned by name by libbpf).
-const char *const kOwnMaps[] = {LUMEN_PIN_CC_PARAMS, LUMEN_PIN_CC_PARAM_GEN, LUMEN_PIN_CC_FAULTS, LUMEN_PIN_CC_STATS,
-				LUMEN_PIN_CC_SK};
+const char *const kOwnMaps[] = {LUMEN_PIN_CC_PARAMS, LUMEN_PIN_CC_FAULTS, LUMEN_PIN_CC_STATS, LUMEN_PIN_CC_SK};
 // Pins that mean the INT sockops part is loaded.
 const char *const kSockopsPins[] = {LUMEN_PIN_INT_CFG, LUMEN_PIN_INT_STATS};
 
@@ -82,55 +81,33 @@ void validate(const lumen_ptcp_params &p, const char *algo)
 		throw UsageError(std::string("invalid parameters for ") + algo + ": " + lumen_ptcp_param_strerror(err));
 }
 
-// The parameter maps (see the header): slots and generations.
-struct ParamMaps {
-	int params_fd, gen_fd;
-};
-
-std::uint32_t read_gen(const ParamMaps &m, std::uint32_t mode)
+// One algorithm's value of lumen_cc_params (see the header), read and
+// written under its spin lock (BPF_F_LOCK), as the programs copy it.
+lumen_cc_param_val read_param_val(int fd, std::uint32_t mode)
 {
-	std::uint32_t gen = 0;
-	if (bpf_map_lookup_elem(m.gen_fd, &mode, &gen) != 0)
-		throw Error("cannot read lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
-	return gen;
+	lumen_cc_param_val v{};
+	if (bpf_map_lookup_elem_flags(fd, &mode, &v, BPF_F_LOCK) != 0)
+		throw Error("cannot read lumen_cc_params[" + std::to_string(mode) + "]: " + errno_text(errno));
+	return v;
 }
 
-void write_slot(const ParamMaps &m, std::uint32_t slot, const lumen_ptcp_params &p)
+// What the programs use now.
+void read_params(int fd, lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES])
 {
-	if (bpf_map_update_elem(m.params_fd, &slot, &p, BPF_ANY) != 0)
-		throw Error("cannot write lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
+	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++)
+		p[i] = read_param_val(fd, i).params;
 }
 
-// What the programs use now: each algorithm's live slot.
-void read_params(const ParamMaps &m, lumen_ptcp_params (&p)[LUMEN_CC_PARAM_ENTRIES])
+// Publishes new parameters for one algorithm, with the next generation: one
+// locked update, so readers see all of it or none.
+void publish_params(int fd, std::uint32_t mode, const lumen_ptcp_params &p)
 {
-	for (std::uint32_t i = 0; i < LUMEN_CC_PARAM_ENTRIES; i++) {
-		std::uint32_t slot = lumen_cc_param_slot(i, read_gen(m, i));
-		if (bpf_map_lookup_elem(m.params_fd, &slot, &p[i]) != 0)
-			throw Error("cannot read lumen_cc_params[" + std::to_string(slot) + "]: " + errno_text(errno));
-	}
+	lumen_cc_param_val v{};
+	v.gen = read_param_val(fd, mode).gen + 1;
+	v.params = p;
+	if (bpf_map_update_elem(fd, &mode, &v, BPF_F_LOCK) != 0)
+		throw Error("cannot write lumen_cc_params[" + std::to_string(mode) + "]: " + errno_text(errno));
 }
-
-// Publishes new parameters for one algorithm: the idle slot first, then the
-// generation that makes it live (one word, so readers see all or nothing).
-void publish_params(const ParamMaps &m, std::uint32_t mode, const lumen_ptcp_params &p)
-{
-	std::uint32_t next = read_gen(m, mode) + 1;
-	write_slot(m, lumen_cc_param_slot(mode, next), p);
-	if (bpf_map_update_elem(m.gen_fd, &mode, &next, BPF_ANY) != 0)
-		throw Error("cannot write lumen_cc_param_gen[" + std::to_string(mode) + "]: " + errno_text(errno));
-}
-
-// The pinned parameter maps, for status and set.
-struct PinnedParams {
-	Fd params{open_pin(LUMEN_PIN_CC_PARAMS)};
-	Fd gen{open_pin(LUMEN_PIN_CC_PARAM_GEN)};
-
-	ParamMaps maps() const
-	{
-		return {params.get(), gen.get()};
-	}
-};
 
 void require_kernel_support()
 {
@@ -337,11 +314,9 @@ CcLoadResult load_cc(const CcLoadRequest &req)
 		throw Error("cannot load the BPF programs (verifier or kernel refused them): " + errno_text(err) +
 			    libbpf_log_tail(30));
 
-	// both slots of each algorithm, generation 0 (the maps start zeroed)
-	ParamMaps maps = {bpf_map__fd(skel->maps.lumen_cc_params), bpf_map__fd(skel->maps.lumen_cc_param_gen)};
+	// each algorithm's first set (the map starts zeroed: generation 0)
 	for (std::uint32_t i = 0; i < kCcAlgoCount; i++)
-		for (std::uint32_t gen : {0u, 1u})
-			write_slot(maps, lumen_cc_param_slot(i, gen), out.params[i]);
+		publish_params(bpf_map__fd(skel->maps.lumen_cc_params), i, out.params[i]);
 
 	bpf_map *ops[kCcAlgoCount] = {skel->maps.ptcp_ops_int, skel->maps.ptcp_ops_theta};
 	for (unsigned i = 0; i < kCcAlgoCount; i++) {
@@ -444,10 +419,9 @@ CcStatus cc_status()
 	out.anything = s.anything();
 	out.int_sockops = s.sockops;
 	out.default_cc = read_sysctl(kDefault);
-	if (pinned(LUMEN_PIN_CC_PARAMS) && pinned(LUMEN_PIN_CC_PARAM_GEN)) {
-		PinnedParams pins;
+	if (pinned(LUMEN_PIN_CC_PARAMS)) {
 		lumen_ptcp_params p[kCcAlgoCount];
-		read_params(pins.maps(), p);
+		read_params(open_pin(LUMEN_PIN_CC_PARAMS).get(), p);
 		out.params = std::vector<lumen_ptcp_params>(p, p + kCcAlgoCount);
 	}
 	if (pinned(LUMEN_PIN_CC_STATS))
@@ -458,16 +432,14 @@ CcStatus cc_status()
 std::vector<lumen_ptcp_params> set_cc_params(unsigned algos, const CcParamChange &change)
 {
 	require_root();
-	for (const char *m : {LUMEN_PIN_CC_PARAMS, LUMEN_PIN_CC_PARAM_GEN})
-		if (!pinned(m))
-			throw Error("not loaded (no " + pin_path(m) + "): run 'lumen cc load' first");
-	// one writer at a time: two sets interleaving would publish a slot the
-	// other is still writing
+	if (!pinned(LUMEN_PIN_CC_PARAMS))
+		throw Error("not loaded (no " + pin_path(LUMEN_PIN_CC_PARAMS) + "): run 'lumen cc load' first");
+	// one writer at a time: two sets interleaving could both take the same
+	// next generation, and a reader that copied the first would keep it
 	PinRootLock lock;
-	PinnedParams pins;
-	ParamMaps maps = pins.maps();
+	Fd params = open_pin(LUMEN_PIN_CC_PARAMS);
 	lumen_ptcp_params old[kCcAlgoCount], next[kCcAlgoCount];
-	read_params(maps, old);
+	read_params(params.get(), old);
 	for (unsigned i = 0; i < kCcAlgoCount; i++) {
 		next[i] = old[i];
 		if (algos & (1u << i)) {
@@ -480,11 +452,11 @@ std::vector<lumen_ptcp_params> set_cc_params(unsigned algos, const CcParamChange
 		if (!(algos & (1u << i)))
 			continue;
 		try {
-			publish_params(maps, i, next[i]);
+			publish_params(params.get(), i, next[i]);
 		} catch (const Error &) {
 			for (std::uint32_t j = 0; j < i; j++)
 				if (algos & (1u << j))
-					publish_params(maps, j, old[j]);
+					publish_params(params.get(), j, old[j]);
 			throw;
 		}
 	}

@@ -11,9 +11,8 @@
 //                              struct_ops links, so registration is the map
 //                              update of old, which persists after this
 //                              process exits; unload deletes the element.
-//   lumen_cc_params            parameters, two slots per algorithm; the
-//   lumen_cc_param_gen         generation names the live one: a set fills
-//                              the other slot, then publishes it
+//   lumen_cc_params            parameters, one value per algorithm, set
+//                              and copied under its spin lock
 //   lumen_cc_faults            fault injection for tests (0: none)
 //   lumen_cc_stats             per-CPU counters
 //   lumen_cc_sk                per-socket state

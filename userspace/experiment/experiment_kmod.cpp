@@ -163,7 +163,7 @@ KmodCounters kmod_counters_delta(const KmodCounters &before, const KmodCounters 
 	for (const auto &[name, v] : after) {
 		auto it = before.find(name);
 		std::uint64_t old = it == before.end() ? 0 : it->second;
-		out[name] = (name == "states" || v < old) ? v : v - old;
+		out[name] = (name == "states" || name == "hooks" || v < old) ? v : v - old;
 	}
 	return out;
 }

@@ -32,8 +32,8 @@ using KmodCounters = std::map<std::string, std::uint64_t>;
 // The stats parameter: one "name value" per line. Throws Error naming
 // `what` and the line on anything else.
 KmodCounters parse_kmod_stats(const std::string &text, const std::string &what);
-// after - before per counter; "states" (a gauge, not a counter) is taken
-// from `after` as it is.
+// after - before per counter; the gauges "states" and "hooks" are taken
+// from `after` as they are.
 KmodCounters kmod_counters_delta(const KmodCounters &before, const KmodCounters &after);
 KmodCounters read_kmod_stats();
 
