@@ -11,16 +11,15 @@
  *  - Hooks: cong_control in both prototypes ((sk, rs) before 6.10, (sk, ack,
  *    flag, rs) from 6.10), init, release, cwnd_event, ssthresh, undo_cwnd,
  *    get_info. A flow without state (no memory) runs Reno (no_state).
- *  - INT reception: lumen's sockops program writes the request and echo
- *    options; a netfilter hook at LOCAL_IN reads the echoes for powertcp
- *    sockets, so the per-ACK path has no BPF map and no userspace. The hook
- *    is registered only while a powertcp socket exists ("Hook
- *    registration").
+ *  - INT reception (powertcp_int.c): lumen's sockops program writes the
+ *    request and echo options; a netfilter hook at LOCAL_IN reads the echoes
+ *    for powertcp sockets, so the per-ACK path has no BPF map and no
+ *    userspace. The hook is registered only while a powertcp socket exists.
  *  - Trust model: the hook runs before TCP validates a segment. It stores an
  *    echo with its segment's ack_seq and TSval, and cong_control applies it
  *    only to the ACK that TCP accepted with exactly those, once; any other
  *    ACK counts as no_int. What lying INT can do is bounded by the core
- *    (powertcp.h, "Liveness"). Details at "INT reception".
+ *    (powertcp.h, "Liveness"). Details in powertcp_int.c.
  *  - State: struct ptcp_sk, allocated by init and pointed to from
  *    icsk_ca_priv; the hook and get_info, which run without the socket lock,
  *    find it in an RCU hash table instead ("Per-socket state").
@@ -28,9 +27,10 @@
  *    validated as a set by lumen_ptcp_params_validate(), published under a
  *    seqlock and used by running flows from their next ACK; host_bw_mbps = 0
  *    takes the output device's link speed ("Link speed").
- *  - Counters: the read-only parameter `stats` (enum ptcp_counter); ss -ti
- *    through get_info (ptcp_get_info: rate and tau); the tracepoint powertcp:powertcp_ack
- *    (powertcp_trace.h) per ACK. Loading and unloading: at "Module".
+ *  - Counters: the read-only parameter `stats` (enum ptcp_counter in
+ *    powertcp_mod.h); ss -ti through get_info (ptcp_get_info: rate and tau);
+ *    the tracepoint powertcp:powertcp_ack (powertcp_trace.h) per ACK.
+ *    Loading and unloading: at "Module".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,66 +40,16 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
-#include <linux/netfilter.h>
-#include <linux/netfilter_ipv4.h>
-#include <linux/netfilter_ipv6.h>
-#include <linux/percpu.h>
-#include <linux/rhashtable.h>
 #include <linux/seqlock.h>
 #include <linux/version.h>
-#include <net/inet6_hashtables.h>
-#include <net/inet_hashtables.h>
-#include <net/ip.h>
-#include <net/ipv6.h>
-#include <net/net_namespace.h>
-#include <net/tcp.h>
 
-#include "lumen/powertcp_ack.h"
-#include "lumen/tcp_option.h"
+#include "powertcp_mod.h"
 
 #define CREATE_TRACE_POINTS
 #include "powertcp_trace.h"
 
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                */
-
-enum ptcp_counter {
-	PTCP_CNT_FLOWS, /* init calls */
-	PTCP_CNT_NO_MEM, /* state allocation failed: Reno fallback */
-	PTCP_CNT_HASH_FAIL, /* state not in the socket table: no INT, no get_info */
-	PTCP_CNT_ACKS, /* ACKs the control law processed */
-	PTCP_CNT_INT_UPDATES, /* window updates from INT power */
-	PTCP_CNT_RTT_UPDATES, /* theta_powertcp window updates */
-	PTCP_CNT_FALLBACK_UPDATES, /* powertcp updates from RTT: INT missing */
-	PTCP_CNT_NO_INT, /* powertcp ACKs without a new echo */
-	PTCP_CNT_NO_STATE, /* ACKs of flows without state (Reno fallback) */
-	PTCP_CNT_RESTARTS, /* idle restarts */
-	PTCP_CNT_BW_DETECTED, /* host_bw_mbps=0: HostBw from the link speed */
-	PTCP_CNT_BW_DEFAULT, /* host_bw_mbps=0: no link speed, default used */
-	PTCP_CNT_INT_ECHOES, /* echoes the hook stored */
-	PTCP_CNT_INT_MALFORMED, /* options lumen_int_parse() refused */
-	PTCP_CNT_HOOK_SKIPPED, /* echo on a SYN, RST or segment without ACK */
-	PTCP_CNT_HOOK_OLD_ACK, /* echo on an ACK outside [snd_una, snd_nxt] */
-	PTCP_CNT_HOOK_BAD_CSUM, /* echo on a segment with a bad checksum */
-	PTCP_CNT_HOOK_NO_STATE, /* echo for a powertcp socket without state */
-	PTCP_CNT_HOOK_LOOKUP, /* echo without skb->sk (no early demux): socket looked up */
-	PTCP_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
-	PTCP_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
-	PTCP_CNT_BW_CLAMPED, /* link speed x tau over the window limit: largest rate that fits */
-	PTCP_CNT_HOOK_UNMATCHED, /* stored echo not from the ACK TCP accepted: not applied */
-	PTCP_CNT_INT_TAKEN, /* echoes cong_control took for the ACK that carried them */
-	PTCP_CNT_INT_SUPERSEDED, /* echo replaced by a newer one before any ACK took it */
-	PTCP_CNT_HOOK_AHEAD, /* ACK found the echo of a later segment, kept for it (backlog) */
-	PTCP_CNT_INT_GAP, /* of int_unusable: too long after the previous echo */
-	PTCP_CNT_INT_STALE, /* of int_unusable: a stale or implausible hop */
-	PTCP_CNT_INT_DUPLICATE, /* of int_unusable: the previous echo again */
-	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count or rate changed */
-	PTCP_CNT_NO_INT_FLOWS, /* powertcp flows without one INT echo after 16 RTTs */
-	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
-	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
-	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
-	PTCP_CNT_MAX
-};
 
 static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_FLOWS] = "flows",
@@ -138,18 +88,8 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_HOOK_REG_FAIL] = "hook_reg_fail",
 };
 
-struct ptcp_stats {
-	u64 cnt[PTCP_CNT_MAX];
-};
-
-static DEFINE_PER_CPU(struct ptcp_stats, ptcp_stats);
+DEFINE_PER_CPU(struct ptcp_stats, ptcp_stats);
 static atomic_long_t ptcp_states = ATOMIC_LONG_INIT(0); /* allocated ptcp_sk */
-static bool ptcp_hooks_on; /* LOCAL_IN hooks registered ("Hook registration") */
-
-static void ptcp_count(enum ptcp_counter c)
-{
-	this_cpu_inc(ptcp_stats.cnt[c]);
-}
 
 /* The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. */
 static void ptcp_count_events(u32 events)
@@ -389,7 +329,7 @@ static int ptcp_stats_get(char *buf, const struct kernel_param *kp)
 		len += sysfs_emit_at(buf, len, "%s %llu\n", ptcp_counter_names[i],
 				     ptcp_counter_sum((enum ptcp_counter)i));
 	len += sysfs_emit_at(buf, len, "states %ld\n", atomic_long_read(&ptcp_states));
-	len += sysfs_emit_at(buf, len, "hooks %d\n", READ_ONCE(ptcp_hooks_on));
+	len += sysfs_emit_at(buf, len, "hooks %d\n", ptcp_hooks_registered());
 	return len;
 }
 
@@ -586,90 +526,10 @@ static u32 ptcp_detect_bw(struct sock *sk)
  * undo, no internal pacing. Its ACKs count as no_state.
  */
 
-struct ptcp_sk {
-	struct rhash_head node; /* in ptcp_socks, key sk */
-	const struct sock *sk;
-	struct rcu_head rcu;
-	bool hashed;
-	bool hooked; /* counted in ptcp_hook_users (powertcp, not theta) */
-
-	/* INT echo: written by the netfilter hook, taken by cong_control */
-	spinlock_t lock;
-	u32 echo_gen;
-	u32 echo_gen_seen; /* the last echo_gen cong_control consumed */
-	struct lumen_int_opt echo;
-	/* the segment that carried it, to match it to the ACK TCP accepts */
-	u32 echo_ack; /* its ack_seq */
-	u32 echo_tsval; /* its TSval, when echo_has_ts */
-	bool echo_has_ts; /* it carried a timestamp TCP parses (tstamp_ok) */
-
-	/* the rest only under the socket lock (CA callbacks) */
-	u32 host_bw_mbps; /* link-speed mode: detected at init, 0 = none */
-	u8 last_src; /* enum lumen_ptcp_result of the last window update */
-	struct lumen_ptcp st;
-};
-
 /* icsk_ca_priv: only the pointer; NULL = no state (Reno fallback). */
 struct ptcp_ca {
 	struct ptcp_sk *s;
 };
-
-/* ---------------------------------------------------------------------- */
-/* Hook registration                                                       */
-
-/*
- * The LOCAL_IN hooks ("INT reception") are needed only while a powertcp
- * socket exists: registering them makes every local packet of every network
- * namespace pass through netfilter. So init counts powertcp sockets, and the
- * first one queues a work item that registers the hooks in every namespace
- * (register_pernet_subsys sleeps, and init may run in softirq); when the
- * last one is released, the same work unregisters them PTCP_HOOK_LINGER
- * later, so back-to-back connections do not register and unregister each
- * time. The work compares the count with the hooks' state whenever it runs,
- * so any interleaving of the two ends in the state the count asks for.
- * Echoes that arrive before the first registration completes (the first
- * flow's first ACKs, typically none: the work runs within microseconds) are
- * not seen: that flow runs its RTT fallback until then. Registration
- * failure (no memory) is counted in hook_reg_fail and retried by the next
- * socket.
- */
-#define PTCP_HOOK_LINGER (HZ)
-
-static atomic_t ptcp_hook_users = ATOMIC_INIT(0);
-static DEFINE_MUTEX(ptcp_hooks_lock); /* writers of ptcp_hooks_on */
-static struct pernet_operations ptcp_net_ops;
-
-static void ptcp_hooks_sync(struct work_struct *work)
-{
-	bool want = atomic_read(&ptcp_hook_users) > 0;
-
-	mutex_lock(&ptcp_hooks_lock);
-	if (want && !ptcp_hooks_on) {
-		if (register_pernet_subsys(&ptcp_net_ops))
-			ptcp_count(PTCP_CNT_HOOK_REG_FAIL);
-		else
-			WRITE_ONCE(ptcp_hooks_on, true);
-	} else if (!want && ptcp_hooks_on) {
-		unregister_pernet_subsys(&ptcp_net_ops);
-		WRITE_ONCE(ptcp_hooks_on, false);
-	}
-	mutex_unlock(&ptcp_hooks_lock);
-}
-
-static DECLARE_DELAYED_WORK(ptcp_hooks_work, ptcp_hooks_sync);
-
-static void ptcp_hook_get(struct ptcp_sk *s)
-{
-	s->hooked = true;
-	if (atomic_inc_return(&ptcp_hook_users) == 1 || !READ_ONCE(ptcp_hooks_on))
-		mod_delayed_work(system_wq, &ptcp_hooks_work, 0);
-}
-
-static void ptcp_hook_put(struct ptcp_sk *s)
-{
-	if (s->hooked && atomic_dec_and_test(&ptcp_hook_users))
-		queue_delayed_work(system_wq, &ptcp_hooks_work, PTCP_HOOK_LINGER);
-}
 
 static struct rhashtable ptcp_socks;
 
@@ -681,7 +541,7 @@ static const struct rhashtable_params ptcp_socks_params = {
 };
 
 /* The state of sk, for readers without the socket lock. Caller holds RCU. */
-static struct ptcp_sk *ptcp_lookup(const struct sock *sk)
+struct ptcp_sk *ptcp_lookup(const struct sock *sk)
 {
 	return rhashtable_lookup(&ptcp_socks, &sk, ptcp_socks_params);
 }
@@ -1018,280 +878,8 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 		.owner = THIS_MODULE, .name = algo_name,                                                               \
 	}
 
-static struct tcp_congestion_ops ptcp_int_ops __read_mostly = PTCP_OPS(ptcp_int_init, "powertcp");
+struct tcp_congestion_ops ptcp_int_ops __read_mostly = PTCP_OPS(ptcp_int_init, "powertcp");
 static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_theta_init, "theta_powertcp");
-
-/* ---------------------------------------------------------------------- */
-/* INT reception: netfilter hook at LOCAL_IN                               */
-
-/*
- * The sender's request option and the receiver's echo are written by lumen's
- * eBPF sockops program (bpf/int_sockops.bpf.c, `lumen int enable`): the kernel
- * offers custom TCP options to BPF only, and a module that wrote options
- * itself would have to patch tcp_output. The module reads the echoes itself.
- * Congestion-control hooks never see the skb, so a netfilter hook at
- * NF_INET_LOCAL_IN (IPv4 and IPv6, registered in every network namespace via
- * pernet_operations while a powertcp socket exists, priority last but one:
- * after filtering, so dropped segments are not used) looks at incoming TCP
- * segments:
- *
- *  1. skb->sk, set by early demux for established sockets, must be a full
- *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
- *     every segment of every other socket leaves the hook here). The skb
- *     holds a reference on skb->sk, so the socket cannot go away.
- *  2. The TCP header and options are copied with skb_header_pointer() (no
- *     assumption about linear data; the skb is not modified) and walked
- *     with TCP's own rules: bounded by the header length, an option whose
- *     length is < 2 or runs past the header ends the walk. Segments without
- *     our option (kind 253, ExID 0x4C55), or carrying a request (data
- *     towards a receiver that also runs powertcp), leave here.
- *  3. Without skb->sk (early demux off: net.ipv4.ip_early_demux or
- *     tcp_early_demux = 0; loopback, whose skbs keep their route so early
- *     demux does not run) the hook looks the established socket up itself,
- *     as tcp_v4_rcv / tcp_v6_rcv will (__inet{,6}_lookup_established, a
- *     reference dropped at the end), and applies step 1 to it; counted as
- *     hook_lookup. Only echo-carrying segments pay for this lookup.
- *     IPv4 fragments are reassembled before LOCAL_IN, so the hook sees the
- *     whole segment (looked up: early demux skips fragments); IPv6 reassembles
- *     after LOCAL_IN, and the hook leaves IPv6 fragments alone: an echo that
- *     crossed the network in fragments is lost (no_int), never misread.
- *  4. The echo is parsed by lumen_int_parse(), which checks every length and
- *     field (refused: int_malformed). It is used only on an ACK that is
- *     neither SYN nor RST, whose ack_seq lies in [snd_una, snd_nxt] (old
- *     ACKs, which tcp_ack() ignores, are dropped here too; a blind attacker
- *     must hit the window, as for TCP itself) and whose TCP checksum is right
- *     (nf_checksum, as conntrack does; TCP then reuses the result).
- *  5. The socket's state is looked up in ptcp_socks ("Per-socket state");
- *     the echo is copied into it, with the segment's ack_seq and, when the
- *     connection uses timestamps, its TSval, and its generation counter
- *     (echo_gen) bumped, under a per-socket spinlock.
- *
- * cong_control, which runs later for the same ACK (tcp_v4_rcv -> tcp_ack),
- * takes the echo when echo_gen differs from the generation it consumed last
- * and the echo came on the very segment TCP is processing (ptcp_take_echo).
- * Otherwise the ACK carried no INT (no_int; an echo from a segment TCP is
- * done with also counts hook_unmatched and is dropped, one from a later
- * segment hook_ahead and is kept for it).
- *
- * Trust model, in detail:
- *  - The hook runs before TCP validates a segment (sequence window, PAWS,
- *    MD5, socket filters). A segment TCP drops never reaches cong_control,
- *    and its stored echo does not match the next ACK TCP accepts (another
- *    ack_seq or TSval): it is never applied. An off-path attacker must guess
- *    the exact next ack_seq and TSval of the peer, on top of the checks in 4;
- *    without timestamps, the exact next ack_seq. A forged segment that TCP
- *    accepts is TCP's problem as much as ours.
- *  - An on-path attacker or a lying receiver controls INT. The core bounds
- *    what that can do (include/lumen/powertcp.h, "Liveness"): INT that
- *    cannot be used counts as none, and INT hiding a persistent queue is
- *    overridden by the RTT; the window stays within [2 MSS, BDP + beta].
- *  - ACKs that wait in the socket backlog while the application holds the
- *    socket lock were all seen by the hook on arrival, so only the newest
- *    echo is stored (the ones it replaced count int_superseded), and it
- *    matches only the newest of them: the earlier ones find it ahead of
- *    them and leave it (hook_ahead, no_int), the newest takes it. INT
- *    counters are cumulative, so skipping intermediate echoes loses no
- *    information: the next power sample spans the gap. No echo is ever
- *    applied twice, or to another segment than its own.
- *  - While the hooks are registered (only while a powertcp socket exists,
- *    "Hook registration") every namespace's local input passes through
- *    netfilter; for segments of other algorithms that costs the hook call
- *    and one pointer compare.
- * The eBPF sockops program parses the same echoes into its own map for the
- * struct_ops version; the two do not interact.
- */
-
-/*
- * The established socket of a segment that early demux did not assign
- * (early demux off, or loopback, whose skbs keep their route): the lookup
- * tcp_v4_rcv / tcp_v6_rcv will do. Returns a reference (sock_gen_put) or NULL.
- */
-static struct sock *ptcp_nf_lookup(struct sk_buff *skb, const struct tcphdr *th, const struct nf_hook_state *state)
-{
-	struct net *net = state->net;
-
-	if (state->pf == NFPROTO_IPV4) {
-		const struct iphdr *iph = ip_hdr(skb);
-
-		return __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, iph->saddr, th->source,
-						 iph->daddr, ntohs(th->dest), inet_iif(skb), inet_sdif(skb));
-	}
-#if IS_ENABLED(CONFIG_IPV6)
-	if (state->pf == NFPROTO_IPV6) {
-		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
-
-		return __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, &ip6h->saddr, th->source,
-						  &ip6h->daddr, ntohs(th->dest), inet6_iif(skb), inet6_sdif(skb));
-	}
-#endif
-	return NULL;
-}
-
-static bool ptcp_is_int_sock(const struct sock *sk)
-{
-	/* type and protocol first: only then is sk an inet_connection_sock */
-	return sk_fullsock(sk) && sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP &&
-	       READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &ptcp_int_ops;
-}
-
-/*
- * Store the echo of an ACK for sk (a powertcp socket), after the checks,
- * with what identifies its segment: ack_seq, and TSval when TCP parses
- * timestamps on this connection (tstamp_ok; TCP takes a TS option of length
- * 10 only). o/optlen is the segment's option block, the echo at offset off.
- */
-static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thoff, const struct tcphdr *th,
-			 const struct lumen_tcp_opts *o, unsigned int optlen, int off,
-			 const struct nf_hook_state *state)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	struct lumen_int_opt echo;
-	struct ptcp_sk *s;
-	u32 ack, tsval = 0;
-	bool has_ts = false;
-	int ts;
-
-	if (lumen_int_parse(o->b + off, optlen - (unsigned int)off, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
-		ptcp_count(PTCP_CNT_INT_MALFORMED);
-		return;
-	}
-	if (th->syn || th->rst || !th->ack) {
-		ptcp_count(PTCP_CNT_HOOK_SKIPPED);
-		return;
-	}
-	ack = ntohl(th->ack_seq);
-	if (before(ack, READ_ONCE(tp->snd_una)) || after(ack, READ_ONCE(tp->snd_nxt))) {
-		ptcp_count(PTCP_CNT_HOOK_OLD_ACK);
-		return;
-	}
-	s = ptcp_lookup(sk);
-	if (!s) {
-		ptcp_count(PTCP_CNT_HOOK_NO_STATE);
-		return;
-	}
-	if (nf_checksum(skb, state->hook, thoff, IPPROTO_TCP, state->pf)) {
-		ptcp_count(PTCP_CNT_HOOK_BAD_CSUM);
-		return;
-	}
-	ts = lumen_tcp_opt_find(o, optlen, TCPOPT_TIMESTAMP, 0);
-	if (ts >= 0 && o->b[ts + 1] == TCPOLEN_TIMESTAMP && tp->rx_opt.tstamp_ok) {
-		tsval = (u32)o->b[ts + 2] << 24 | (u32)o->b[ts + 3] << 16 | (u32)o->b[ts + 4] << 8 | o->b[ts + 5];
-		has_ts = true;
-	}
-	spin_lock(&s->lock);
-	if (s->echo_gen != s->echo_gen_seen)
-		ptcp_count(PTCP_CNT_INT_SUPERSEDED);
-	s->echo = echo;
-	s->echo_ack = ack;
-	s->echo_tsval = tsval;
-	s->echo_has_ts = has_ts;
-	s->echo_gen++;
-	spin_unlock(&s->lock);
-	ptcp_count(PTCP_CNT_INT_ECHOES);
-}
-
-/* One TCP segment; thoff is the TCP header's offset from skb->data. */
-static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf_hook_state *state)
-{
-	struct lumen_tcp_opts optbuf;
-	struct sock *sk = skb->sk, *ref;
-	const struct tcphdr *th;
-	struct tcphdr thbuf;
-	unsigned int optlen;
-	const u8 *opts;
-	int off;
-
-	/* every segment of a socket that is not powertcp leaves here */
-	if (sk && !ptcp_is_int_sock(sk))
-		return;
-	th = skb_header_pointer(skb, thoff, sizeof(thbuf), &thbuf);
-	if (!th || th->doff * 4 < sizeof(*th))
-		return;
-	optlen = th->doff * 4 - sizeof(*th);
-	if (optlen < LUMEN_INT_HDR_LEN)
-		return;
-	/* optlen <= 40 = sizeof(optbuf): doff is 4 bits */
-	opts = skb_header_pointer(skb, thoff + sizeof(*th), optlen, &optbuf);
-	if (!opts)
-		return;
-	if (opts != optbuf.b)
-		memcpy(optbuf.b, opts, optlen); /* the walker takes a whole block */
-	opts = optbuf.b;
-	/* TCP's own walk (include/lumen/tcp_option.h), shared with the switch */
-	off = lumen_tcp_opt_find(&optbuf, optlen, LUMEN_INT_KIND, LUMEN_INT_EXID);
-	/* no option, or a request (data towards a powertcp receiver: the peer's) */
-	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen || !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
-		return;
-	if (sk) {
-		ptcp_nf_echo(sk, skb, thoff, th, &optbuf, optlen, off, state);
-		return;
-	}
-	ref = ptcp_nf_lookup(skb, th, state);
-	if (!ref)
-		return;
-	if (ptcp_is_int_sock(ref)) {
-		ptcp_count(PTCP_CNT_HOOK_LOOKUP);
-		ptcp_nf_echo(ref, skb, thoff, th, &optbuf, optlen, off, state);
-	}
-	sock_gen_put(ref);
-}
-
-static unsigned int ptcp_nf_ipv4(void *priv, struct sk_buff *skb, const struct nf_hook_state *state)
-{
-	const struct iphdr *iph = ip_hdr(skb);
-
-	if (iph->protocol == IPPROTO_TCP && !ip_is_fragment(iph))
-		ptcp_nf_tcp(skb, skb_network_offset(skb) + ip_hdrlen(skb), state);
-	return NF_ACCEPT;
-}
-
-#if IS_ENABLED(CONFIG_IPV6)
-static unsigned int ptcp_nf_ipv6(void *priv, struct sk_buff *skb, const struct nf_hook_state *state)
-{
-	u8 nexthdr = ipv6_hdr(skb)->nexthdr;
-	__be16 frag_off;
-	int thoff;
-
-	/* fragments (any with an offset or more to come) are reassembled only
-	 * after LOCAL_IN: a fragment's TCP header cannot be checked, so leave it */
-	thoff = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(struct ipv6hdr), &nexthdr, &frag_off);
-	if (thoff >= 0 && nexthdr == IPPROTO_TCP && !(frag_off & htons(IP6_OFFSET | IP6_MF)))
-		ptcp_nf_tcp(skb, (unsigned int)thoff, state);
-	return NF_ACCEPT;
-}
-#endif
-
-static const struct nf_hook_ops ptcp_nf_ops[] = {
-	{
-		.hook = ptcp_nf_ipv4,
-		.pf = NFPROTO_IPV4,
-		.hooknum = NF_INET_LOCAL_IN,
-		.priority = NF_IP_PRI_LAST - 1,
-	},
-#if IS_ENABLED(CONFIG_IPV6)
-	{
-		.hook = ptcp_nf_ipv6,
-		.pf = NFPROTO_IPV6,
-		.hooknum = NF_INET_LOCAL_IN,
-		.priority = NF_IP6_PRI_LAST - 1,
-	},
-#endif
-};
-
-static int __net_init ptcp_net_init(struct net *net)
-{
-	return nf_register_net_hooks(net, ptcp_nf_ops, ARRAY_SIZE(ptcp_nf_ops));
-}
-
-static void __net_exit ptcp_net_exit(struct net *net)
-{
-	nf_unregister_net_hooks(net, ptcp_nf_ops, ARRAY_SIZE(ptcp_nf_ops));
-}
-
-static struct pernet_operations ptcp_net_ops = {
-	.init = ptcp_net_init,
-	.exit = ptcp_net_exit,
-};
 
 /* ---------------------------------------------------------------------- */
 /* Module                                                                  */
@@ -1300,7 +888,7 @@ static struct pernet_operations ptcp_net_ops = {
  * Loading and unloading. init registers, in order: the socket table, the
  * netdevice notifier, powertcp, theta_powertcp; any failure unwinds what was
  * registered before it, and the netfilter hooks come later, with the first
- * powertcp socket ("Hook registration"). A name already taken (another
+ * powertcp socket (powertcp_int.c, "Hook registration"). A name already taken (another
  * module, or a BPF struct_ops of that name) is logged with EEXIST. The
  * kernel exports no lookup by name, so the names cannot be checked before
  * registering; and once powertcp is registered a socket may select it at
@@ -1377,9 +965,7 @@ static void __exit ptcp_unregister(void)
 	if (ptcp_theta_registered)
 		tcp_unregister_congestion_control(&ptcp_theta_ops);
 	tcp_unregister_congestion_control(&ptcp_int_ops);
-	cancel_delayed_work_sync(&ptcp_hooks_work);
-	if (ptcp_hooks_on)
-		unregister_pernet_subsys(&ptcp_net_ops);
+	ptcp_hooks_exit();
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
 	rcu_barrier();

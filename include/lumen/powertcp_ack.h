@@ -276,24 +276,26 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 					  const struct lumen_ptcp_ack *ack, const struct lumen_int_opt *echo,
 					  enum lumen_ptcp_result *result)
 {
-	const struct lumen_ptcp_stats was = st->stats;
+	/* the counters whose moves are events; not the whole stats struct */
+	const __u32 unusable = st->stats.int_unusable, gap = st->stats.int_gap, stale = st->stats.int_stale,
+		    duplicate = st->stats.int_duplicate, path = st->stats.int_path_changes, guard = st->stats.rtt_guard;
 	__u32 events = LUMEN_PTCP_EV(ACKS);
 	enum lumen_ptcp_result res;
 
 	if (st->mode == LUMEN_PTCP_MODE_INT && !echo)
 		events |= LUMEN_PTCP_EV(NO_INT);
 	res = lumen_ptcp_on_ack(st, p, ack, echo);
-	if (st->stats.int_unusable != was.int_unusable)
+	if (st->stats.int_unusable != unusable)
 		events |= LUMEN_PTCP_EV(INT_UNUSABLE);
-	if (st->stats.int_gap != was.int_gap)
+	if (st->stats.int_gap != gap)
 		events |= LUMEN_PTCP_EV(INT_GAP);
-	if (st->stats.int_stale != was.int_stale)
+	if (st->stats.int_stale != stale)
 		events |= LUMEN_PTCP_EV(INT_STALE);
-	if (st->stats.int_duplicate != was.int_duplicate)
+	if (st->stats.int_duplicate != duplicate)
 		events |= LUMEN_PTCP_EV(INT_DUPLICATE);
-	if (st->stats.int_path_changes != was.int_path_changes)
+	if (st->stats.int_path_changes != path)
 		events |= LUMEN_PTCP_EV(INT_PATH_CHANGES);
-	if (st->stats.rtt_guard != was.rtt_guard)
+	if (st->stats.rtt_guard != guard)
 		events |= LUMEN_PTCP_EV(RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
 		events |= LUMEN_PTCP_EV(INT_UPDATES);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/adversarial_test.sh - PowerTCP against a lying receiver and an
 # off-path attacker, as the trust model says (README "Trust model";
-# include/lumen/powertcp.h "Liveness"; kernel/tcp_powertcp.c "Trust model").
+# include/lumen/powertcp.h "Liveness"; kernel/powertcp_int.c "Trust model").
 #
 # One flow crosses a 100 Mbit/s INT switch port (25 Mbit/s in a software-
 # emulated guest, whose CPU moves some tens of Mbit/s through all this: at

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/e2e/kmod_hostile_test.sh - hostile segments against the module's INT
-# hook (kernel/tcp_powertcp.c, "Trust model"), in a VM that can load it
+# hook (kernel/powertcp_int.c, "Trust model"), in a VM that can load it
 # (tests/e2e/kmod_vm.sh). Two namespaces joined by a veth carry an idle
 # powertcp connection over IPv4 and IPv6; kmod_hostile.py sends crafted
 # segments (scapy) as the peer: options of length 0 and 1, options running

@@ -84,6 +84,6 @@ if [[ -w $leak ]]; then
 else
 	e2e_log "kmemleak: not in kernel $(uname -r) (CONFIG_DEBUG_KMEMLEAK off); the states counter stands in"
 fi
-dmesg | sed -n "/$mark/,\$p" >"$tmp/dmesg"
+e2e_kernel_log_since "$mark" "$tmp/dmesg"
 e2e_check "no kernel warnings during the storm" bash -c "! grep -Eq 'WARNING|BUG|Oops|refcount|leak' '$tmp/dmesg'"
 e2e_finish
