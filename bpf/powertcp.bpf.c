@@ -41,8 +41,6 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define LUMEN_TCP_INFINITE_SSTHRESH 0x7fffffff
-#define LUMEN_TCPF_CA_CWR (1 << 2) /* TCPF_CA_CWR, TCPF_CA_Recovery (enum values, */
-#define LUMEN_TCPF_CA_RECOVERY (1 << 3) /* not in vmlinux.h as macros) */
 
 #define LUMEN_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
@@ -137,7 +135,7 @@ static __always_inline bool cc_in_cwnd_reduction(struct sock *sk)
 	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
 	__u8 state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
 
-	return (1 << state) & (LUMEN_TCPF_CA_CWR | LUMEN_TCPF_CA_RECOVERY);
+	return state == LUMEN_TCP_CA_CWR || state == LUMEN_TCP_CA_RECOVERY;
 }
 
 static __always_inline bool cc_fault(__u32 flag)

@@ -376,6 +376,8 @@ struct lumen_ptcp_cwnd_rec {
 /* Loss response of the TCP binding (lumen/powertcp_ack.h, "Loss and recovery"). */
 struct lumen_ptcp_loss {
 	__u64 ceiling_bytes; /* window ceiling left by the last cut; 0 = none */
+	__u64 ceiling_limit_bytes; /* where the ceiling goes: host BDP + beta at the cut */
+	__u64 ceiling_beta_bytes; /* the ceiling's largest step: beta at the cut */
 	__u64 undo_cwnd_bytes; /* the window before the last cut; 0 = no undo */
 	__u32 delivered; /* tcp_sock.delivered at the previous ACK */
 	__u32 prr_delivered0; /* tcp_sock.delivered when the episode began */

@@ -382,6 +382,7 @@ LUMEN_INLINE __u64 lumen_ptcp_pacing_cap(__u64 rate, __u64 max_pacing_rate)
 /* Loss and recovery                                                       */
 
 /* TCP's congestion states (enum tcp_ca_state, tcpi_ca_state: uapi values). */
+#define LUMEN_TCP_CA_CWR 2
 #define LUMEN_TCP_CA_RECOVERY 3
 #define LUMEN_TCP_CA_LOSS 4
 
@@ -440,7 +441,7 @@ LUMEN_INLINE __u32 lumen_ptcp_loss_begin(struct lumen_ptcp *st, const struct lum
 					 const struct lumen_ptcp_tcp *t, __u32 snd_nxt, __u32 mss)
 {
 	enum lumen_ptcp_loss_phase phase = lumen_ptcp_loss_phase_of(t->ca_state);
-	__u64 flight, cut;
+	__u64 flight, cut, tau;
 
 	if (phase == LUMEN_PTCP_LOSS_NONE || phase == st->loss.phase) {
 		st->loss.phase = (__u8)phase;
@@ -455,6 +456,11 @@ LUMEN_INLINE __u32 lumen_ptcp_loss_begin(struct lumen_ptcp *st, const struct lum
 	cut = lumen_min_u64(st->cwnd_bytes, flight) / 2;
 	lumen_ptcp_set_cwnd(st, p, cut, snd_nxt, mss); /* clamps to >= 2 MSS */
 	st->loss.ceiling_bytes = st->cwnd_bytes;
+	/* the ceiling's bounds, fixed for the episode: no per-ACK divisions */
+	tau = lumen_ptcp_tau(st, p);
+	st->loss.ceiling_beta_bytes = lumen_ptcp_beta(p, tau);
+	st->loss.ceiling_limit_bytes =
+		lumen_min_u64(lumen_ptcp_host_bdp(p, tau) + st->loss.ceiling_beta_bytes, LUMEN_PTCP_MAX_CWND_BYTES);
 	st->loss.phase = (__u8)phase;
 	st->stats.loss_cuts++;
 	return LUMEN_PTCP_EV(LOSS_CUTS);
@@ -486,22 +492,20 @@ LUMEN_INLINE __u32 lumen_ptcp_prr(const struct lumen_ptcp *st, const struct lume
 /*
  * The ceiling's increase outside an episode, per ceiling's worth of bytes
  * delivered (about one RTT): beta, but no more than ceiling / 2^3 (at least
- * one MSS); gone at host BDP + beta, the control law's own limit.
+ * one MSS); gone at host BDP + beta, the control law's own limit. Both
+ * bounds were taken at the cut (lumen_ptcp_loss_begin).
  * delivered_bytes <= ceiling <= 2^30 and the step <= 2^30: no overflow.
  */
 #define LUMEN_PTCP_CEILING_STEP_SHIFT 3
 
-LUMEN_INLINE void lumen_ptcp_ceiling_grow(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
-					  __u64 delivered_bytes, __u32 mss)
+LUMEN_INLINE void lumen_ptcp_ceiling_grow(struct lumen_ptcp *st, __u64 delivered_bytes, __u32 mss)
 {
-	__u64 tau = lumen_ptcp_tau(st, p), ceiling = st->loss.ceiling_bytes, step;
-	__u64 hi = lumen_min_u64(lumen_ptcp_host_bdp(p, tau) + lumen_ptcp_beta(p, tau), LUMEN_PTCP_MAX_CWND_BYTES);
+	__u64 ceiling = lumen_max_u64(st->loss.ceiling_bytes, 1), step;
 
-	ceiling = lumen_max_u64(ceiling, 1);
 	delivered_bytes = lumen_min_u64(delivered_bytes, ceiling);
-	step = lumen_min_u64(lumen_ptcp_beta(p, tau), lumen_max_u64(ceiling >> LUMEN_PTCP_CEILING_STEP_SHIFT, mss));
+	step = lumen_min_u64(st->loss.ceiling_beta_bytes, lumen_max_u64(ceiling >> LUMEN_PTCP_CEILING_STEP_SHIFT, mss));
 	ceiling += lumen_div64(step * delivered_bytes, ceiling);
-	st->loss.ceiling_bytes = ceiling >= hi ? 0 : ceiling;
+	st->loss.ceiling_bytes = ceiling >= st->loss.ceiling_limit_bytes ? 0 : ceiling;
 }
 
 /*
@@ -520,7 +524,7 @@ LUMEN_INLINE __u32 lumen_ptcp_loss_cwnd(struct lumen_ptcp *st, const struct lume
 
 	st->loss.delivered = t->delivered;
 	if (st->loss.ceiling_bytes && st->loss.phase == LUMEN_PTCP_LOSS_NONE)
-		lumen_ptcp_ceiling_grow(st, p, (__u64)delivered * (mss ? mss : 1), mss ? mss : 1);
+		lumen_ptcp_ceiling_grow(st, (__u64)delivered * (mss ? mss : 1), mss ? mss : 1);
 	if (st->loss.ceiling_bytes && st->cwnd_bytes > st->loss.ceiling_bytes) {
 		st->cwnd_bytes = st->loss.ceiling_bytes;
 		st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, lumen_ptcp_tau(st, p));
