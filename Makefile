@@ -40,8 +40,9 @@ install modules_install: modules
 clean:
 	@if test -f "$(KDIR)/Makefile"; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 	rm -f tcp_powertcp.ko tcp_powertcp.mod tcp_powertcp.mod.c tcp_powertcp.mod.o tcp_powertcp.o \
-		kernel/tcp_powertcp.o kernel/powertcp_int.o Module.symvers modules.order .tcp_powertcp*.cmd \
-		.module-common.o kernel/.tcp_powertcp.o.cmd kernel/.powertcp_int.o.cmd .Module.symvers.cmd \
+		kernel/tcp_powertcp.o kernel/powertcp_int.o kernel/powertcp_stats.o Module.symvers modules.order .tcp_powertcp*.cmd \
+		.module-common.o kernel/.tcp_powertcp.o.cmd kernel/.powertcp_int.o.cmd \
+		kernel/.powertcp_stats.o.cmd .Module.symvers.cmd \
 		.modules.order.cmd
 	rm -rf .tmp_versions
 

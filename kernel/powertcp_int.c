@@ -153,25 +153,25 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 	int ts;
 
 	if (lumen_int_parse(o->b + off, optlen - (unsigned int)off, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
-		ptcp_count(PTCP_CNT_INT_MALFORMED);
+		ptcp_count(state->net, PTCP_CNT_INT_MALFORMED);
 		return;
 	}
 	if (th->syn || th->rst || !th->ack) {
-		ptcp_count(PTCP_CNT_HOOK_SKIPPED);
+		ptcp_count(state->net, PTCP_CNT_HOOK_SKIPPED);
 		return;
 	}
 	ack = ntohl(th->ack_seq);
 	if (before(ack, READ_ONCE(tp->snd_una)) || after(ack, READ_ONCE(tp->snd_nxt))) {
-		ptcp_count(PTCP_CNT_HOOK_OLD_ACK);
+		ptcp_count(state->net, PTCP_CNT_HOOK_OLD_ACK);
 		return;
 	}
 	s = ptcp_lookup(sk);
 	if (!s) {
-		ptcp_count(PTCP_CNT_HOOK_NO_STATE);
+		ptcp_count(state->net, PTCP_CNT_HOOK_NO_STATE);
 		return;
 	}
 	if (nf_checksum(skb, state->hook, thoff, IPPROTO_TCP, state->pf)) {
-		ptcp_count(PTCP_CNT_HOOK_BAD_CSUM);
+		ptcp_count(state->net, PTCP_CNT_HOOK_BAD_CSUM);
 		return;
 	}
 	ts = lumen_tcp_opt_find(o, optlen, TCPOPT_TIMESTAMP, 0);
@@ -180,15 +180,17 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 		has_ts = true;
 	}
 	spin_lock(&s->lock);
-	if (s->echo_gen != s->echo_gen_seen)
-		ptcp_count(PTCP_CNT_INT_SUPERSEDED);
+	if (s->echo_gen != s->echo_gen_seen) {
+		s->superseded++;
+		ptcp_count(state->net, PTCP_CNT_INT_SUPERSEDED);
+	}
 	s->echo = echo;
 	s->echo_ack = ack;
 	s->echo_tsval = tsval;
 	s->echo_has_ts = has_ts;
 	s->echo_gen++;
 	spin_unlock(&s->lock);
-	ptcp_count(PTCP_CNT_INT_ECHOES);
+	ptcp_count(state->net, PTCP_CNT_INT_ECHOES);
 }
 
 /* One TCP segment; thoff is the TCP header's offset from skb->data. */
@@ -231,7 +233,7 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 	if (!ref)
 		return;
 	if (ptcp_is_int_sock(ref)) {
-		ptcp_count(PTCP_CNT_HOOK_LOOKUP);
+		ptcp_count(state->net, PTCP_CNT_HOOK_LOOKUP);
 		ptcp_nf_echo(ref, skb, thoff, th, &optbuf, optlen, off, state);
 	}
 	sock_gen_put(ref);
@@ -326,7 +328,7 @@ static void ptcp_hooks_sync(struct work_struct *work)
 	mutex_lock(&ptcp_hooks_lock);
 	if (want && !ptcp_hooks_on) {
 		if (register_pernet_subsys(&ptcp_net_ops))
-			ptcp_count(PTCP_CNT_HOOK_REG_FAIL);
+			ptcp_count(&init_net, PTCP_CNT_HOOK_REG_FAIL);
 		else
 			WRITE_ONCE(ptcp_hooks_on, true);
 	} else if (!want && ptcp_hooks_on) {

@@ -20,11 +20,12 @@
 #include <linux/percpu.h>
 #include <linux/rhashtable.h>
 #include <linux/spinlock.h>
+#include <net/netns/generic.h>
 #include <net/tcp.h>
 
 #include "lumen/powertcp_ack.h"
 
-/* Host-wide counters, per CPU; read as the parameter `stats`. */
+/* Counters per namespace and CPU; read in /proc/net/powertcp (powertcp_stats.c). */
 enum ptcp_counter {
 	PTCP_CNT_FLOWS, /* init calls */
 	PTCP_CNT_NO_MEM, /* state allocation failed: Reno fallback */
@@ -67,12 +68,33 @@ struct ptcp_stats {
 	u64 cnt[PTCP_CNT_MAX];
 };
 
-DECLARE_PER_CPU(struct ptcp_stats, ptcp_stats);
+/* A namespace's (net_generic, ptcp_net_id). */
+struct ptcp_net {
+	struct ptcp_stats __percpu *stats; /* NULL once the namespace is being freed */
+	struct ptcp_stats __percpu *gone; /* stats, while a grace period passes */
+	atomic_long_t states; /* per-socket states allocated now */
+};
 
-static inline void ptcp_count(enum ptcp_counter c)
+extern unsigned int ptcp_net_id;
+
+static inline struct ptcp_net *ptcp_net(const struct net *net)
 {
-	this_cpu_inc(ptcp_stats.cnt[c]);
+	return net_generic(net, ptcp_net_id);
 }
+
+static inline void ptcp_count(const struct net *net, enum ptcp_counter c)
+{
+	struct ptcp_stats __percpu *stats;
+
+	rcu_read_lock();
+	stats = READ_ONCE(ptcp_net(net)->stats);
+	if (stats)
+		this_cpu_inc(stats->cnt[c]);
+	rcu_read_unlock();
+}
+
+int ptcp_stats_init(void); /* module init, before any algorithm is registered */
+void ptcp_stats_exit(void);
 
 /* A socket's state (tcp_powertcp.c, "Per-socket state"). */
 struct ptcp_sk {
@@ -91,6 +113,7 @@ struct ptcp_sk {
 	u32 echo_ack; /* its ack_seq */
 	u32 echo_tsval; /* its TSval, when echo_has_ts */
 	bool echo_has_ts; /* it carried a timestamp TCP parses (tstamp_ok) */
+	u32 superseded; /* echoes replaced before any ACK took them */
 
 	/* the rest only under the socket lock (CA callbacks) */
 	u32 host_bw_mbps; /* link-speed mode: detected at init, 0 = none */
@@ -98,8 +121,14 @@ struct ptcp_sk {
 	struct lumen_ptcp st;
 };
 
+/* Live states by socket address (tcp_powertcp.c, "Per-socket state"). */
+extern struct rhashtable ptcp_socks;
+
 /* The state of sk, for readers without the socket lock. Caller holds RCU. */
 struct ptcp_sk *ptcp_lookup(const struct sock *sk);
+
+/* Consistent snapshot of the module parameters (tcp_powertcp.c). */
+void ptcp_params_read(struct lumen_ptcp_params *p);
 
 /* The INT-fed algorithm, whose sockets the hook serves. */
 extern struct tcp_congestion_ops ptcp_int_ops;

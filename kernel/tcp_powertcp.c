@@ -27,7 +27,8 @@
  *    validated as a set by lumen_ptcp_params_validate(), published under a
  *    seqlock and used by running flows from their next ACK; host_bw_mbps = 0
  *    takes the output device's link speed ("Link speed").
- *  - Counters: the read-only parameter `stats` (enum ptcp_counter in
+ *  - Counters: /proc/net/powertcp and per flow /proc/net/powertcp_flows, per
+ *    network namespace (powertcp_stats.c, enum ptcp_counter in
  *    powertcp_mod.h); ss -ti through get_info (ptcp_get_info: rate and tau);
  *    the tracepoint powertcp:powertcp_ack (powertcp_trace.h) per ACK.
  *    Loading and unloading: at "Module".
@@ -51,64 +52,14 @@
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                */
 
-static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
-	[PTCP_CNT_FLOWS] = "flows",
-	[PTCP_CNT_NO_MEM] = "no_mem",
-	[PTCP_CNT_HASH_FAIL] = "hash_fail",
-	[PTCP_CNT_ACKS] = "acks",
-	[PTCP_CNT_INT_UPDATES] = "int_updates",
-	[PTCP_CNT_RTT_UPDATES] = "rtt_updates",
-	[PTCP_CNT_FALLBACK_UPDATES] = "fallback_updates",
-	[PTCP_CNT_NO_INT] = "no_int",
-	[PTCP_CNT_NO_STATE] = "no_state",
-	[PTCP_CNT_RESTARTS] = "restarts",
-	[PTCP_CNT_BW_DETECTED] = "bw_detected",
-	[PTCP_CNT_BW_DEFAULT] = "bw_default",
-	[PTCP_CNT_INT_ECHOES] = "int_echoes",
-	[PTCP_CNT_INT_MALFORMED] = "int_malformed",
-	[PTCP_CNT_HOOK_SKIPPED] = "hook_skipped",
-	[PTCP_CNT_HOOK_OLD_ACK] = "hook_old_ack",
-	[PTCP_CNT_HOOK_BAD_CSUM] = "hook_bad_csum",
-	[PTCP_CNT_HOOK_NO_STATE] = "hook_no_state",
-	[PTCP_CNT_HOOK_LOOKUP] = "hook_lookup",
-	[PTCP_CNT_INT_UNUSABLE] = "int_unusable",
-	[PTCP_CNT_RTT_GUARD] = "rtt_guard",
-	[PTCP_CNT_BW_CLAMPED] = "bw_clamped",
-	[PTCP_CNT_HOOK_UNMATCHED] = "hook_unmatched",
-	[PTCP_CNT_INT_TAKEN] = "int_taken",
-	[PTCP_CNT_INT_SUPERSEDED] = "int_superseded",
-	[PTCP_CNT_HOOK_AHEAD] = "hook_ahead",
-	[PTCP_CNT_INT_GAP] = "int_gap",
-	[PTCP_CNT_INT_STALE] = "int_stale",
-	[PTCP_CNT_INT_DUPLICATE] = "int_duplicate",
-	[PTCP_CNT_INT_PATH_CHANGES] = "int_path_changes",
-	[PTCP_CNT_NO_INT_FLOWS] = "no_int_flows",
-	[PTCP_CNT_LOSS_CUTS] = "loss_cuts",
-	[PTCP_CNT_LOSS_UNDOS] = "loss_undos",
-	[PTCP_CNT_HOOK_REG_FAIL] = "hook_reg_fail",
-};
-
-DEFINE_PER_CPU(struct ptcp_stats, ptcp_stats);
-static atomic_long_t ptcp_states = ATOMIC_LONG_INIT(0); /* allocated ptcp_sk */
-
 /* The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. */
-static void ptcp_count_events(u32 events)
+static void ptcp_count_events(const struct sock *sk, u32 events)
 {
 #define PTCP_COUNT_EVENT(id)                                                                                           \
 	if (events & LUMEN_PTCP_EV(id))                                                                                \
-		ptcp_count(PTCP_CNT_##id);
+		ptcp_count(sock_net(sk), PTCP_CNT_##id);
 	LUMEN_PTCP_EVENTS(PTCP_COUNT_EVENT)
 #undef PTCP_COUNT_EVENT
-}
-
-static u64 ptcp_counter_sum(enum ptcp_counter c)
-{
-	u64 sum = 0;
-	int cpu;
-
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(&ptcp_stats, cpu)->cnt[c]);
-	return sum;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -315,34 +266,8 @@ MODULE_PARM_DESC(beta_bytes, "additive increase in bytes, [1, 2^30]; 0 = HostBw 
 module_param_cb(gamma, &ptcp_param_ops, (void *)&ptcp_desc_gamma, 0644);
 MODULE_PARM_DESC(gamma, "EWMA weight gamma in permille, [10, 1000] (default 900)");
 
-static int ptcp_stats_set(const char *val, const struct kernel_param *kp)
-{
-	pr_warn("%s is read only\n", kp->name);
-	return -EPERM;
-}
-
-static int ptcp_stats_get(char *buf, const struct kernel_param *kp)
-{
-	int len = 0, i;
-
-	for (i = 0; i < PTCP_CNT_MAX; i++)
-		len += sysfs_emit_at(buf, len, "%s %llu\n", ptcp_counter_names[i],
-				     ptcp_counter_sum((enum ptcp_counter)i));
-	len += sysfs_emit_at(buf, len, "states %ld\n", atomic_long_read(&ptcp_states));
-	len += sysfs_emit_at(buf, len, "hooks %d\n", ptcp_hooks_registered());
-	return len;
-}
-
-static const struct kernel_param_ops ptcp_stats_ops = {
-	.set = ptcp_stats_set,
-	.get = ptcp_stats_get,
-};
-
-module_param_cb(stats, &ptcp_stats_ops, NULL, 0444);
-MODULE_PARM_DESC(stats, "counters (read only); states = per-socket states allocated now");
-
 /* Consistent snapshot of the parameters, for one ACK. */
-static void ptcp_params_read(struct lumen_ptcp_params *p)
+void ptcp_params_read(struct lumen_ptcp_params *p)
 {
 	unsigned int seq;
 
@@ -531,7 +456,7 @@ struct ptcp_ca {
 	struct ptcp_sk *s;
 };
 
-static struct rhashtable ptcp_socks;
+struct rhashtable ptcp_socks;
 
 static const struct rhashtable_params ptcp_socks_params = {
 	.key_len = sizeof(const struct sock *),
@@ -594,14 +519,14 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	struct lumen_ptcp_params p;
 	struct ptcp_sk *s;
 
-	ptcp_count(PTCP_CNT_FLOWS);
+	ptcp_count(sock_net(sk), PTCP_CNT_FLOWS);
 	ca->s = NULL;
 	s = kzalloc(sizeof(*s), GFP_NOWAIT | __GFP_NOWARN);
 	if (!s) {
-		ptcp_count(PTCP_CNT_NO_MEM);
+		ptcp_count(sock_net(sk), PTCP_CNT_NO_MEM);
 		return; /* Reno fallback, see "Per-socket state" */
 	}
-	atomic_long_inc(&ptcp_states);
+	atomic_long_inc(&ptcp_net(sock_net(sk))->states);
 	s->sk = sk;
 	spin_lock_init(&s->lock);
 	ptcp_params_read(&p);
@@ -611,15 +536,15 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 		s->host_bw_mbps = ptcp_detect_bw(sk);
 		ptcp_fit_bw(&p, s->host_bw_mbps, &clamped);
 		if (clamped)
-			ptcp_count(PTCP_CNT_BW_CLAMPED);
+			ptcp_count(sock_net(sk), PTCP_CNT_BW_CLAMPED);
 		else
-			ptcp_count(s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
+			ptcp_count(sock_net(sk), s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
 	}
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_init(&s->st, &p, mode, tp->snd_nxt, tp->mss_cache);
 	s->hashed = !rhashtable_insert_fast(&ptcp_socks, &s->node, ptcp_socks_params);
 	if (!s->hashed)
-		ptcp_count(PTCP_CNT_HASH_FAIL);
+		ptcp_count(sock_net(sk), PTCP_CNT_HASH_FAIL);
 	else if (mode == LUMEN_PTCP_MODE_INT)
 		ptcp_hook_get(s); /* only a hashed state can receive echoes */
 	ca->s = s;
@@ -652,7 +577,7 @@ static void ptcp_release(struct sock *sk)
 		rhashtable_remove_fast(&ptcp_socks, &s->node, ptcp_socks_params);
 	ptcp_hook_put(s);
 	kfree_rcu(s, rcu);
-	atomic_long_dec(&ptcp_states);
+	atomic_long_dec(&ptcp_net(sock_net(sk))->states);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -683,8 +608,9 @@ static void ptcp_fallback(struct sock *sk, const struct rate_sample *rs)
  * sequence, PAWS, ...) is consumed unused; one from a later segment that
  * still waits in the backlog is kept for it.
  */
-static bool ptcp_take_echo(struct ptcp_sk *s, const struct tcp_sock *tp, struct lumen_int_opt *echo)
+static bool ptcp_take_echo(struct ptcp_sk *s, const struct sock *sk, struct lumen_int_opt *echo)
 {
+	const struct tcp_sock *tp = tcp_sk(sk);
 	bool taken = false;
 
 	spin_lock_bh(&s->lock);
@@ -694,15 +620,15 @@ static bool ptcp_take_echo(struct ptcp_sk *s, const struct tcp_sock *tp, struct 
 		case LUMEN_PTCP_ECHO_THIS_ACK:
 			*echo = s->echo;
 			s->echo_gen_seen = s->echo_gen;
-			ptcp_count(PTCP_CNT_INT_TAKEN);
+			ptcp_count(sock_net(sk), PTCP_CNT_INT_TAKEN);
 			taken = true;
 			break;
 		case LUMEN_PTCP_ECHO_OLDER:
 			s->echo_gen_seen = s->echo_gen;
-			ptcp_count(PTCP_CNT_HOOK_UNMATCHED);
+			ptcp_count(sock_net(sk), PTCP_CNT_HOOK_UNMATCHED);
 			break;
 		case LUMEN_PTCP_ECHO_NEWER:
-			ptcp_count(PTCP_CNT_HOOK_AHEAD);
+			ptcp_count(sock_net(sk), PTCP_CNT_HOOK_AHEAD);
 			break;
 		}
 	}
@@ -756,7 +682,7 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	u32 events;
 
 	if (!s) {
-		ptcp_count(PTCP_CNT_NO_STATE);
+		ptcp_count(sock_net(sk), PTCP_CNT_NO_STATE);
 		ptcp_fallback(sk, rs);
 		return;
 	}
@@ -767,11 +693,11 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 			    tp->retrans_out, tp->delivered, tp->data_segs_out, tcp_snd_cwnd(tp));
 
 	if (s->st.mode == LUMEN_PTCP_MODE_INT)
-		have_echo = ptcp_take_echo(s, tp, &echo);
+		have_echo = ptcp_take_echo(s, sk, &echo);
 
 	events = lumen_ptcp_loss_begin(&s->st, &p, &t, tp->snd_nxt, tp->mss_cache);
 	events |= lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res);
-	ptcp_count_events(events);
+	ptcp_count_events(sk, events);
 	if (events & LUMEN_PTCP_EV(NO_INT_FLOWS))
 		ptcp_warn_no_int(sk);
 	if (res != LUMEN_PTCP_HELD)
@@ -800,8 +726,8 @@ static void ptcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 	struct ptcp_sk *s = ca->s;
 
 	if (s)
-		ptcp_count_events(lumen_ptcp_tx_event(&s->st, LUMEN_PTCP_TX_EVENT(ev),
-						      lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
+		ptcp_count_events(sk, lumen_ptcp_tx_event(&s->st, LUMEN_PTCP_TX_EVENT(ev),
+							  lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
 }
 
 /* No slow start; cong_control cuts on loss (powertcp_ack.h, "Loss and recovery"). */
@@ -825,7 +751,7 @@ static u32 ptcp_undo_cwnd(struct sock *sk)
 		return tcp_reno_undo_cwnd(sk);
 	ptcp_flow_params(s, &p);
 	segs = lumen_ptcp_undo(&s->st, &p, tp->snd_nxt, tp->mss_cache, tp->snd_cwnd_clamp, &events);
-	ptcp_count_events(events);
+	ptcp_count_events(sk, events);
 	ptcp_apply(sk, &s->st, segs);
 	return segs;
 }
@@ -886,7 +812,8 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
 
 /*
  * Loading and unloading. init registers, in order: the socket table, the
- * netdevice notifier, powertcp, theta_powertcp; any failure unwinds what was
+ * per-namespace counters and /proc/net files, the netdevice notifier,
+ * powertcp, theta_powertcp; any failure unwinds what was
  * registered before it, and the netfilter hooks come later, with the first
  * powertcp socket (powertcp_int.c, "Hook registration"). A name already taken (another
  * module, or a BPF struct_ops of that name) is logged with EEXIST. The
@@ -903,10 +830,10 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  * exit runs. exit unregisters the algorithms (the TCP core waits for RCU
  * readers such as inet_diag), cancels the hook work and unregisters the
  * hooks if the last socket's linger had not yet (nf_unregister_net_hooks
- * waits for running ones), then the notifier, and calls rcu_barrier() before
+ * waits for running ones), then the notifier, the counters and /proc files, and calls rcu_barrier() before
  * it destroys the tables. (kfree_rcu runs no module code, so pending frees
  * need not be waited for; the barrier is for anything that does.) The
- * "states" counter in stats shows per-socket states allocated and not yet
+ * "states" counter in /proc/net/powertcp shows per-socket states allocated and not yet
  * released, so a leak would be visible from a shell.
  */
 
@@ -937,9 +864,12 @@ static int __init ptcp_register(void)
 	ret = rhashtable_init(&ptcp_socks, &ptcp_socks_params);
 	if (ret)
 		return ret;
-	ret = register_netdevice_notifier(&ptcp_netdev_nb);
+	ret = ptcp_stats_init();
 	if (ret)
 		goto err_socks;
+	ret = register_netdevice_notifier(&ptcp_netdev_nb);
+	if (ret)
+		goto err_stats;
 	ret = tcp_register_congestion_control(&ptcp_int_ops);
 	if (ret) {
 		pr_err("cannot register powertcp (%d): the name is taken\n", ret);
@@ -954,6 +884,8 @@ static int __init ptcp_register(void)
 err_notifier:
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
+err_stats:
+	ptcp_stats_exit();
 err_socks:
 	rcu_barrier();
 	rhashtable_free_and_destroy(&ptcp_socks, ptcp_leaked, NULL);
@@ -968,6 +900,7 @@ static void __exit ptcp_unregister(void)
 	ptcp_hooks_exit();
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
+	ptcp_stats_exit();
 	rcu_barrier();
 	rhashtable_free_and_destroy(&ptcp_socks, ptcp_leaked, NULL);
 }

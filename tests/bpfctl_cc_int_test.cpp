@@ -13,8 +13,10 @@
 
 #include "base/error.h"
 #include "bpfctl/cc.h"
+#include "bpfctl/cc_flows.h"
 #include "bpfctl/int_sockops.h"
 
+#include "cc_flows.skel.h"
 #include "int_sockops.skel.h"
 #include "powertcp.skel.h"
 
@@ -129,4 +131,45 @@ TEST(PinNames, MatchTheBpfObjects)
 	EXPECT_STREQ(bpf_map__name(in->maps.lumen_int_cfg), LUMEN_PIN_INT_CFG);
 	EXPECT_STREQ(bpf_map__name(in->maps.lumen_int_stats), LUMEN_PIN_INT_STATS);
 	int_sockops__destroy(in);
+
+	// the flows iterator reuses the algorithms' socket storage: same map
+	::cc_flows *fl = cc_flows__open();
+	ASSERT_NE(fl, nullptr);
+	cc = powertcp__open();
+	ASSERT_NE(cc, nullptr);
+	EXPECT_STREQ(bpf_map__name(fl->maps.lumen_cc_sk), LUMEN_PIN_CC_SK);
+	EXPECT_EQ(bpf_map__value_size(fl->maps.lumen_cc_sk), bpf_map__value_size(cc->maps.lumen_cc_sk));
+	powertcp__destroy(cc);
+	cc_flows__destroy(fl);
+}
+
+TEST(CcFlows, RecordsBecomeEndpointsAndNames)
+{
+	lumen_cc_flow raw{};
+	raw.family = 2; // AF_INET
+	const unsigned char a[4] = {10, 231, 0, 1}, b[4] = {10, 231, 0, 2};
+	std::memcpy(raw.saddr, a, 4);
+	std::memcpy(raw.daddr, b, 4);
+	raw.sport = 40522;
+	raw.dport = 5201;
+	raw.mode = LUMEN_PTCP_MODE_INT;
+	raw.netns_ino = 4026531840u;
+	CcFlow f = cc_flow_from(raw);
+	EXPECT_EQ(f.local, "10.231.0.1:40522");
+	EXPECT_EQ(f.remote, "10.231.0.2:5201");
+	EXPECT_EQ(f.algo, LUMEN_CC_NAME_INT);
+	EXPECT_EQ(f.netns_ino, 4026531840u);
+
+	lumen_cc_flow v6{};
+	v6.family = 10; // AF_INET6
+	v6.saddr[15] = 1; // ::1
+	v6.daddr[0] = 0xfd;
+	v6.daddr[15] = 2;
+	v6.sport = 1;
+	v6.dport = 2;
+	v6.mode = LUMEN_PTCP_MODE_THETA;
+	CcFlow g = cc_flow_from(v6);
+	EXPECT_EQ(g.local, "[::1]:1");
+	EXPECT_EQ(g.remote, "[fd00::2]:2");
+	EXPECT_EQ(g.algo, LUMEN_CC_NAME_THETA);
 }

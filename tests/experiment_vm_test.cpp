@@ -227,12 +227,14 @@ class FakeSysfs : public ::testing::Test
 		std::filesystem::create_directories(dir_ / "parameters");
 		write("host_bw_mbps", "0\n");
 		write("base_rtt_us", "0\n");
-		write("stats", "flows 7\nint_updates 42\nstates 1\n");
+		std::ofstream(dir_ / "powertcp") << "flows 7\nint_updates 42\nstates 1\nhooks 1\n";
 		::setenv("LUMEN_KMOD_SYSFS", dir_.c_str(), 1);
+		::setenv("LUMEN_KMOD_PROC", (dir_ / "powertcp").c_str(), 1);
 	}
 	void TearDown() override
 	{
 		::unsetenv("LUMEN_KMOD_SYSFS");
+		::unsetenv("LUMEN_KMOD_PROC");
 		std::filesystem::remove_all(dir_);
 	}
 	void write(const std::string &name, const std::string &text)
@@ -272,6 +274,11 @@ TEST_F(FakeSysfs, Stats)
 	auto c = read_kmod_stats();
 	EXPECT_EQ(c.at("flows"), 7u);
 	EXPECT_EQ(c.at("int_updates"), 42u);
+	KmodCounters sum;
+	kmod_counters_add(sum, c);
+	kmod_counters_add(sum, c);
+	EXPECT_EQ(sum.at("flows"), 14u); // per namespace: summed
+	EXPECT_EQ(sum.at("hooks"), 1u); // host-wide: not
 }
 
 TEST(ExperimentKmod, NotLoaded)

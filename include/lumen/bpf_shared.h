@@ -149,6 +149,26 @@ struct lumen_cc_sk {
 	__s32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); < 0 = none, as the kernel's */
 };
 
+/*
+ * One flow of lumen_cc_sk, as the iterator of cc_flows.bpf.c writes it for
+ * `lumen cc status`. Addresses in network order (IPv4: the first 4 bytes).
+ */
+struct lumen_cc_flow {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport; /* host order */
+	__u16 dport; /* host order */
+	__u8 family; /* AF_INET or AF_INET6 */
+	__u8 mode; /* enum lumen_ptcp_mode */
+	__u16 pad;
+	__u32 netns_ino; /* the socket's network namespace (ls -L /proc/PID/ns/net) */
+	__u32 pad2;
+	__u64 cwnd_bytes;
+	__u64 tau_ns; /* tau in use; 0 = no RTT sample yet */
+	__u64 pacing_rate; /* bytes/s */
+	struct lumen_ptcp_stats stats;
+};
+
 /* Per-CPU counters (array "lumen_cc_stats"), as LUMEN_INT_COUNTERS. */
 #define LUMEN_CC_COUNTERS(X)                                                                                           \
 	X(FLOWS, "flows", "connections initialised")                                                                   \

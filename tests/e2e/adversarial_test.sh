@@ -54,7 +54,7 @@ if [[ -n ${LUMEN_KMOD:-} ]]; then
 	insmod "$LUMEN_KMOD" host_bw_mbps=10000 base_rtt_us=1000
 	e2e_on_exit "rmmod tcp_powertcp"
 	ALGO=powertcp
-	counters() { cat /sys/module/tcp_powertcp/parameters/stats; }
+	counters() { e2e_kmod_stats; }
 else
 	e2e_require_free cc
 	allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"

@@ -19,9 +19,11 @@ import struct
 import sys
 import time
 
-from netutil import enter_netns as enter, pack_hop, tcp_checksum
+from netutil import enter_netns as enter, pack_hop, read_in_netns, tcp_checksum
 
-STATS = "/sys/module/tcp_powertcp/parameters/stats"
+# counters are per network namespace: the client's, where the hook and the
+# powertcp sockets see the hostile segments
+STATS_NS = None
 # the counters that hostile segments could move; the others follow traffic
 HOOK = ["int_echoes", "int_malformed", "hook_skipped", "hook_old_ack", "hook_bad_csum",
         "hook_no_state", "hook_lookup", "hook_unmatched", "hook_ahead", "int_taken", "int_superseded",
@@ -48,10 +50,10 @@ def check(what, cond, detail=""):
 
 def counters():
     out = {}
-    with open(STATS) as f:
-        for line in f:
-            k, v = line.split()
-            out[k] = int(v)
+    text = read_in_netns(STATS_NS, "/proc/thread-self/net/powertcp")
+    for line in text.splitlines():
+        k, v = line.split()
+        out[k] = int(v)
     return out
 
 
@@ -231,7 +233,9 @@ def cases(c):
 
 
 def main():
+    global STATS_NS
     ns_c, ns_s, dev, v4, v6 = sys.argv[1:6]
+    STATS_NS = ns_c
     enter(ns_s)
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     sniff.bind((dev, 0))

@@ -35,5 +35,5 @@ rc=0
 python3 "$(dirname "$0")/kmod_hostile.py" "$NC" "$NS" hs0 10.77.0.2 fd77::2 || rc=$?
 e2e_check "every hostile-segment case behaved as the trust model says" test "$rc" -eq 0
 e2e_check "no per-socket state left after the connections closed" \
-	bash -c 'for i in $(seq 50); do grep -q "^states 0$" /sys/module/tcp_powertcp/parameters/stats && exit 0; sleep 0.2; done; exit 1'
+	bash -c 'for i in $(seq 50); do ip netns exec "$0" grep -q "^states 0$" /proc/net/powertcp && exit 0; sleep 0.2; done; exit 1' "$NC"
 e2e_finish

@@ -15,8 +15,7 @@ ko="$E2E_KO"
 e2e_require_tools python3 ss insmod rmmod
 CONNS="${LUMEN_LIFETIME_CONNS:-400}"
 SECS="${LUMEN_LIFETIME_SECONDS:-4}"
-stats=/sys/module/tcp_powertcp/parameters/stats
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+stat_of() { e2e_kmod_stats | awk -v k="$1" '$1 == k { print $2 }'; }
 tmp="$(mktemp -d)"
 e2e_on_exit "rm -rf '$tmp'"
 e2e_on_exit "rmmod tcp_powertcp"

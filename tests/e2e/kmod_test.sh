@@ -18,7 +18,7 @@
 #   - insmod refuses a bad parameter, accepts good ones; both names are in
 #     tcp_available_congestion_control;
 #   - runtime parameters: every out-of-range value is refused with EINVAL and
-#     the old value stays; a good value is taken; stats is read only;
+#     the old value stays; a good value is taken; counters are no parameter;
 #   - a namespace selects powertcp by sysctl;
 #   - iperf3 flows with powertcp and theta_powertcp over the namespace
 #     dumbbell with the software INT switch (lumen int enable for request and
@@ -29,7 +29,9 @@
 #     with early demux off the hook still delivers INT (hook_lookup);
 #     host_bw_mbps=0 takes the link speed (bw_detected);
 #   - the LOCAL_IN hooks are registered only while a powertcp socket exists
-#     (stats: hooks 0 / 1);
+#     (hooks 0 / 1);
+#   - counters per namespace in /proc/net/powertcp, the flows of a namespace
+#     and why INT was not used for them in /proc/net/powertcp_flows;
 #   - the loss response: a shallow buffer without INT (a router namespace
 #     with a 4-packet tbf) makes powertcp cut its window (loss_cuts) and
 #     keeps its retransmissions bounded;
@@ -53,7 +55,8 @@ echo "$dmesg_mark" >/dev/kmsg
 
 loaded() { grep -q '^tcp_powertcp ' /proc/modules; }
 available() { grep -qw "$1" /proc/sys/net/ipv4/tcp_available_congestion_control; }
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$params/stats"; }
+# counters over every namespace (/proc/net/powertcp is per namespace)
+stat_of() { e2e_kmod_stats | awk -v k="$1" '$1 == k { print $2 }'; }
 # unload, waiting for sockets that still hold the module (FIN/TIME_WAIT)
 unload() { e2e_rmmod; }
 # py_cc NAME: a new socket, setsockopt(TCP_CONGESTION, NAME); prints the
@@ -211,7 +214,7 @@ e2e_check "refusals are logged with the range" bash -c "dmesg | grep -q 'gamma: 
 echo 800 >"$params/gamma"
 e2e_check "gamma=800 accepted at runtime" test "$(cat $params/gamma)" = 800
 echo 900 >"$params/gamma"
-e2e_check "stats is read only" bash -c "! (echo 0 > $params/stats) 2>/dev/null"
+e2e_check "counters are not a module parameter" test ! -e "$params/stats"
 
 # namespaces other than the initial one may select allowed algorithms only
 allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
@@ -297,7 +300,7 @@ for algo in powertcp theta_powertcp; do
 		grep -Eq "bbr:\(bw:[0-9.]+[kMG]?bps,mrtt:$tau_ms,pacing_gain:1,cwnd_gain:1" "$tmp/$algo.ss"
 done
 
-sed 's/^/    /' "$params/stats"
+e2e_kmod_stats | sed 's/^/    /'
 for c in flows acks int_echoes int_updates rtt_updates; do
 	v="$(stat_of "$c")"
 	e2e_check "counter $c > 0 ($v)" test "$v" -gt 0
@@ -405,13 +408,34 @@ echo "$rate_mbps" >"$params/host_bw_mbps"
 echo "$rtt_us" >"$params/base_rtt_us"
 
 # --- unload -----------------------------------------------------------------
-int_flow busy 5311 3 &
+int_flow busy 5311 4 &
 busy=$!
 # until the flow is established (its server starts first)
 e2e_wait_until 100 0.1 bash -c "ip netns exec '${DB_SENDERS[0]}' ss -Htn state established 'dport = :5311' | grep -q ."
 sleep 0.5
 e2e_check "rmmod refused while a flow uses the module" bash -c '! rmmod tcp_powertcp 2>/dev/null'
-e2e_check "a powertcp socket: the LOCAL_IN hooks are registered (hooks $(stat_of hooks))" test "$(stat_of hooks)" = 1
+# what /proc/net says while the flow runs: its namespace's flows and the
+# root's; hooks is host-wide (every namespace's file says the same)
+nsenter --net="/run/netns/${DB_SENDERS[0]}" cat /proc/net/powertcp_flows >"$tmp/flows" 2>&1
+cat /proc/net/powertcp_flows >"$tmp/flows.root" 2>&1
+hooks_busy="$(awk '$1 == "hooks" { print $2 }' /proc/net/powertcp)"
+root_int_updates="$(awk '$1 == "int_updates" { print $2 }' /proc/net/powertcp)"
+e2e_check "a powertcp socket: the LOCAL_IN hooks are registered (hooks $hooks_busy)" test "$hooks_busy" = 1
+# per namespace: the flow is listed where it runs, with its INT use, and only there
+sed 's/^/    /' "$tmp/flows"
+flow_col() { # flow_col COLUMN: the busy flow's value (its data connection: most ACKs)
+	awk -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$2 ~ /:5311$/ && $3 == "powertcp" && $col["acks"] >= best { best = $col["acks"]; v = $col[c] }
+		END { print v }' "$tmp/flows"
+}
+e2e_check "/proc/net/powertcp_flows lists the flow in its namespace ($(flow_col local))" test -n "$(flow_col local)"
+e2e_check "... with its INT use ($(flow_col acks) ACKs: $(flow_col no_int) without INT, $(flow_col int_updates) INT updates)" \
+	test "$(flow_col no_int)" -lt "$(flow_col acks)"
+e2e_check "... and its window ($(flow_col cwnd_bytes) bytes)" test "$(flow_col cwnd_bytes)" -gt 0
+e2e_check "... and not in another namespace's" bash -c "! grep -q ':5311 ' '$tmp/flows.root'"
+e2e_check "counters are per namespace: the root namespace saw none of its ACKs ($root_int_updates)" \
+	test "$root_int_updates" = 0
+
 e2e_check "the flow survives the rmmod attempt" wait "$busy"
 for ((i = 0; i < 50; i++)); do
 	[[ "$(stat_of states)" == 0 ]] && break
@@ -420,7 +444,7 @@ done
 e2e_check "every per-socket state freed (states $(stat_of states))" test "$(stat_of states)" = 0
 # the last socket's hooks linger a second, then go
 e2e_check "no powertcp socket left: the hooks are unregistered" \
-	e2e_wait_until 50 0.2 bash -c "grep -qx 'hooks 0' '$params/stats'"
+	e2e_wait_until 50 0.2 bash -c "grep -qx 'hooks 0' /proc/net/powertcp"
 e2e_check "none failed to register (hook_reg_fail $(stat_of hook_reg_fail))" test "$(stat_of hook_reg_fail)" = 0
 e2e_check "rmmod" unload
 e2e_check "module gone" bash -c '! grep -q "^tcp_powertcp " /proc/modules'

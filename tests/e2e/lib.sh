@@ -152,6 +152,11 @@ e2e_kernel_log_since() {
 	fi
 }
 
+# e2e_kmod_stats: tcp_powertcp's counters ("name value" lines) summed over
+# the root namespace and every named one (/proc/net/powertcp is per
+# namespace; one process reads them all: cheap in an emulated guest too)
+e2e_kmod_stats() { "$LUMEN_BIN" host kmod-stats --all-netns; }
+
 # e2e_rmmod: rmmod tcp_powertcp, retrying for 10 s while closing sockets
 # still hold it
 e2e_rmmod() {

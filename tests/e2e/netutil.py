@@ -49,3 +49,21 @@ def enter_netns(ns):
             raise OSError(ctypes.get_errno(), "setns " + ns)
     finally:
         os.close(fd)
+
+
+def read_in_netns(ns, path):
+    """The contents of PATH as seen from network namespace /run/netns/NS
+    (/proc/thread-self/net/... follows it); this thread returns to its own
+    namespace afterwards."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        enter_netns(ns)
+        try:
+            with open(path) as f:
+                return f.read()
+        finally:
+            if libc.setns(home, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back")
+    finally:
+        os.close(home)

@@ -98,11 +98,11 @@ cat >"$out/exp.json" <<'EXP'
   "description": "two long flows and incast bursts on hosts driven over SSH",
   "topology": { "topology": "dumbbell", "senders": 3, "bottleneck": { "rate": "1gbit" } },
   "algorithms": ["bpf_powertcp", "cubic"],
-  "duration": "6s",
+  "duration": "4s",
   "warmup": "1s",
   "phases": [
-    { "name": "long", "kind": "long", "from": ["s1", "s2"], "to": "r1", "start": "0s", "duration": "6s" },
-    { "name": "incast", "kind": "incast", "from": "s3", "to": "r1", "start": "2s", "size": "256k",
+    { "name": "long", "kind": "long", "from": ["s1", "s2"], "to": "r1", "start": "0s", "duration": "4s" },
+    { "name": "incast", "kind": "incast", "from": "s3", "to": "r1", "start": "1s", "size": "256k",
       "bursts": 2, "period": "2s" }
   ]
 }
@@ -175,7 +175,7 @@ for algo in ("bpf_powertcp", "cubic"):
         if abs(float(r["start_s"])) > 0.1 or r["status"] != "ok":
             fail(f"{algo} {r['label']}: start {r['start_s']} s, status {r['status']}")
     bursts = sorted(float(r["start_s"]) for r in mine if r["label"] == "incast.s3")
-    if len(bursts) != 2 or abs(bursts[0] - 2) > 0.1 or abs(bursts[1] - 4) > 0.1:
+    if len(bursts) != 2 or abs(bursts[0] - 1) > 0.1 or abs(bursts[1] - 3) > 0.1:
         fail(f"{algo}: incast starts {bursts}")
 q = list(csv.DictReader(open(d + "/queue.csv")))
 if {r["port"] for r in q} != {"sw1:sw2"}:

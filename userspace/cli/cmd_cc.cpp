@@ -9,9 +9,11 @@
 #include "base/json.h"
 #include "base/units.h"
 #include "bpfctl/cc.h"
+#include "bpfctl/cc_flows.h"
 #include "cli/commands.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,6 +132,59 @@ int cc_unload(const Args &a)
 	return 0;
 }
 
+// The per-flow counts of why INT was not used, as in /proc/net/powertcp_flows.
+std::vector<std::pair<const char *, std::uint64_t>> flow_counts(const lumen_cc_flow &f)
+{
+	const lumen_ptcp_stats &c = f.stats;
+	return {{"acks", c.acks},
+		{"int_updates", c.int_updates},
+		{"rtt_updates", c.rtt_updates},
+		{"fallback_updates", c.fallback_updates},
+		{"no_int", c.int_missing},
+		{"int_unusable", c.int_unusable},
+		{"int_gap", c.int_gap},
+		{"int_stale", c.int_stale},
+		{"int_duplicate", c.int_duplicate},
+		{"int_path_changes", c.int_path_changes},
+		{"rtt_guard", c.rtt_guard},
+		{"loss_cuts", c.loss_cuts},
+		{"loss_undos", c.loss_undos}};
+}
+
+std::string flow_json(const CcFlow &f)
+{
+	Json j;
+	j.str("local", f.local)
+		.str("remote", f.remote)
+		.str("algo", f.algo)
+		.num("netns_ino", std::uint64_t{f.netns_ino})
+		.num("cwnd_bytes", std::uint64_t{f.raw.cwnd_bytes})
+		.num("tau_ns", std::uint64_t{f.raw.tau_ns})
+		.num("rate_bps", std::uint64_t{f.raw.pacing_rate} * 8);
+	for (const auto &[name, v] : flow_counts(f.raw))
+		j.num(name, v);
+	return j.dump();
+}
+
+void print_flows(const std::vector<CcFlow> &flows)
+{
+	std::printf("flows (%zu; ACKs, and why INT was not used for them)\n", flows.size());
+	if (flows.empty())
+		return;
+	std::printf("  %-22s %-22s %-10s %-14s %10s %7s %8s %8s %8s %8s %6s %6s %6s %6s %6s\n", "local", "remote",
+		    "netns", "algo", "cwnd", "tau_us", "acks", "int_upd", "fallback", "no_int", "gap", "stale", "dup",
+		    "path", "cuts");
+	for (const auto &f : flows) {
+		const lumen_ptcp_stats &c = f.raw.stats;
+		std::printf("  %-22s %-22s %-10u %-14s %10llu %7llu %8u %8u %8u %8u %6u %6u %6u %6u %6u\n",
+			    f.local.c_str(), f.remote.c_str(), f.netns_ino, f.algo.c_str(),
+			    static_cast<unsigned long long>(f.raw.cwnd_bytes),
+			    static_cast<unsigned long long>(f.raw.tau_ns / 1000), c.acks, c.int_updates,
+			    c.fallback_updates, c.int_missing, c.int_gap, c.int_stale, c.int_duplicate,
+			    c.int_path_changes, c.loss_cuts);
+	}
+}
+
 int cc_status(const Args &a)
 {
 	a.allow_only({"--json"});
@@ -137,6 +192,15 @@ int cc_status(const Args &a)
 		throw UsageError("status takes no arguments");
 	CcStatus s = lumen::cc_status();
 	const char *state = s.loaded ? "loaded" : (s.anything ? "partly loaded (run 'lumen cc unload')" : "not loaded");
+	std::optional<std::vector<CcFlow>> flows;
+	std::string flows_error;
+	if (s.loaded) {
+		try {
+			flows = cc_flows();
+		} catch (const Error &e) {
+			flows_error = e.what(); // the rest of the status stands
+		}
+	}
 
 	if (a.has("--json")) {
 		Json reg, allowed, pj, cj;
@@ -158,6 +222,16 @@ int cc_status(const Args &a)
 			.raw("int_sockops", s.int_sockops ? "true" : "false")
 			.raw("params", s.params ? pj.dump() : "null")
 			.raw("counters", s.counters ? cj.dump() : "null");
+		std::string fj = flows ? std::string(1, '[') : std::string("null");
+		if (flows) {
+			for (std::size_t i = 0; i < flows->size(); i++) {
+				if (i)
+					fj.push_back(',');
+				fj.append(flow_json((*flows)[i]));
+			}
+			fj.push_back(']');
+		}
+		out.raw("flows", fj);
 		std::printf("%s\n", out.dump().c_str());
 		return 0;
 	}
@@ -179,6 +253,10 @@ int cc_status(const Args &a)
 			std::printf("  %-18s %12llu  %s\n", kCcCounters[k].name,
 				    static_cast<unsigned long long>((*s.counters)[k]), kCcCounters[k].help);
 	}
+	if (flows)
+		print_flows(*flows);
+	else if (!flows_error.empty())
+		std::printf("flows: unavailable: %s\n", flows_error.c_str());
 	return 0;
 }
 
@@ -227,8 +305,9 @@ const char kUsage[] = "usage: lumen cc load [--allow] [--algo ALGO] [PARAM=VALUE
 		      "           loaded). Refused while the current namespace's default is one of\n"
 		      "           them. Sockets, and namespace defaults, already using one keep it\n"
 		      "           until they close or change. With nothing loaded: a note, exit 0.\n"
-		      "  status   registration, allowed list, parameters and counters; --json for\n"
-		      "           a machine-readable object\n"
+		      "  status   registration, allowed list, parameters, counters and every flow\n"
+		      "           with its window, tau and why INT was not used for its ACKs;\n"
+		      "           --json for a machine-readable object\n"
 		      "  set      change parameters of the loaded algorithms; running flows use\n"
 		      "           them from their next ACK. Every value is checked first: on any\n"
 		      "           error nothing changes.\n"

@@ -14,12 +14,13 @@
 //   cgroup-create,  a cgroup v2 group that holds every process of a run,
 //   cgroup-remove   so INT sockops attach to exactly those sockets and the
 //                   teardown can kill whatever is left (cgroup.kill);
+//   kmod-stats      tcp_powertcp's counters: /proc/net/powertcp of this
+//                   namespace, or summed over every named one too;
 //   run             runs a command in that cgroup and stops it when its
 //                   standard input reaches end of file: the runner keeps
 //                   the SSH session's input open, so a dropped connection, a
 //                   killed runner or a stopped ssh all end the command.
 #include "base/args.h"
-#include "base/cgroup.h"
 #include "base/cgroup.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -35,6 +36,7 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <poll.h>
 #include <sstream>
@@ -56,6 +58,7 @@ const char kUsage[] =
        lumen host clock
        lumen host cgroup-create NAME
        lumen host cgroup-remove NAME
+       lumen host kmod-stats [--all-netns]
        lumen host run [--cgroup NAME] [--grace D] [--input] -- COMMAND [ARG...]
 
 What 'lumen experiment run --hosts' runs on each host over SSH; usable by
@@ -75,6 +78,10 @@ cgroup-create  creates the cgroup v2 group NAME (1 to 64 of A-Z a-z 0-9 _ . -)
 cgroup-remove  kills every process left in NAME (cgroup.kill), waits for
                them and removes the group; nothing to do if it is gone; a
                group without lumen's mark is refused and left alone
+kmod-stats     the counters of the kernel module tcp_powertcp, one "name
+               value" per line: /proc/net/powertcp of this network namespace
+               (counters are per namespace); --all-netns: summed with every
+               named namespace's (ip netns), "hooks" (host-wide) not summed
 run            runs COMMAND in the cgroup NAME (default: where it is), with
                standard input from /dev/null, and waits for it; exits with
                its status (128 + signal if killed). When this command's own
@@ -412,19 +419,42 @@ int cmd_run(const std::vector<std::string> &args)
 	return supervise(child, grace, in[1]);
 }
 
+int cmd_kmod_stats(const Args &a)
+{
+	a.allow_only({"--all-netns"});
+	if (a.positional.size() != 1)
+		throw UsageError("kmod-stats takes no arguments");
+	KmodCounters sum = read_kmod_stats();
+	if (a.has("--all-netns")) {
+		struct stat self;
+		if (::stat("/proc/thread-self/ns/net", &self) != 0)
+			throw Error(std::string("cannot stat /proc/thread-self/ns/net: ") + std::strerror(errno));
+		std::error_code ec;
+		for (const auto &e : std::filesystem::directory_iterator("/run/netns", ec)) {
+			Netns ns = open_netns(e.path().filename().string());
+			if (ns.ino != self.st_ino) // a name for this namespace: counted once
+				kmod_counters_add(sum, read_kmod_stats(ns));
+		}
+	}
+	for (const auto &[name, v] : sum)
+		std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(v));
+	return 0;
+}
+
 int run(const std::vector<std::string> &args)
 {
 	// `run` passes the words after it on untouched (a command line for the
 	// host); the others take options of their own
 	using Words = std::vector<std::string>;
 	auto parsed = [](int (*fn)(const Args &)) {
-		return [fn](const Words &w) { return fn(Args::parse(w, {"--json"})); };
+		return [fn](const Words &w) { return fn(Args::parse(w, {"--json", "--all-netns"})); };
 	};
 	return run_subcommand<Words>(args.empty() ? nullptr : &args[0],
 				     {{"info", parsed(cmd_info)},
 				      {"clock", parsed(cmd_clock)},
 				      {"cgroup-create", parsed(cmd_cgroup_create)},
 				      {"cgroup-remove", parsed(cmd_cgroup_remove)},
+				      {"kmod-stats", parsed(cmd_kmod_stats)},
 				      {"run", [](const Words &w) { return cmd_run(Words(w.begin() + 1, w.end())); }}},
 				     args);
 }

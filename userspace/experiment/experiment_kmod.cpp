@@ -5,8 +5,10 @@
 #include "experiment/experiment_kmod.h"
 
 #include "base/error.h"
+#include "base/system.h"
 #include "base/units.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -168,9 +170,30 @@ KmodCounters kmod_counters_delta(const KmodCounters &before, const KmodCounters 
 	return out;
 }
 
+std::string kmod_proc_path()
+{
+	const char *env = std::getenv("LUMEN_KMOD_PROC");
+	return env && *env ? env : "/proc/thread-self/net/powertcp";
+}
+
 KmodCounters read_kmod_stats()
 {
-	return parse_kmod_stats(read_param("stats") + "\n", params_dir() + "/stats");
+	std::string path = kmod_proc_path();
+	if (!kmod_loaded())
+		throw Error("reading " + path + ": tcp_powertcp is not loaded");
+	return parse_kmod_stats(read_file(path), path);
+}
+
+KmodCounters read_kmod_stats(const Netns &ns)
+{
+	NetnsGuard in(ns); // /proc/thread-self/net follows this thread's namespace
+	return read_kmod_stats();
+}
+
+void kmod_counters_add(KmodCounters &sum, const KmodCounters &one)
+{
+	for (const auto &[name, v] : one)
+		sum[name] = name == "hooks" ? std::max(sum[name], v) : sum[name] + v;
 }
 
 KmodParamList kmod_param_values(std::uint32_t host_bw_mbps, std::uint64_t tau_ns,

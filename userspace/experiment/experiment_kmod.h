@@ -7,6 +7,8 @@
 // read around each run for summary.json.
 #pragma once
 
+#include "base/netns.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,13 +31,20 @@ bool kmod_loaded();
 
 using KmodCounters = std::map<std::string, std::uint64_t>;
 
-// The stats parameter: one "name value" per line. Throws Error naming
+// /proc/net/powertcp: one "name value" per line. Throws Error naming
 // `what` and the line on anything else.
 KmodCounters parse_kmod_stats(const std::string &text, const std::string &what);
 // after - before per counter; the gauges "states" and "hooks" are taken
 // from `after` as they are.
 KmodCounters kmod_counters_delta(const KmodCounters &before, const KmodCounters &after);
+// /proc/net/powertcp of the calling thread's network namespace, or of `ns`
+// (counters are per namespace; LUMEN_KMOD_PROC overrides the path, for
+// tests). Error if the module is not loaded or the file is not counters.
+std::string kmod_proc_path();
 KmodCounters read_kmod_stats();
+KmodCounters read_kmod_stats(const Netns &ns);
+// Counters of several namespaces: summed; "hooks" (host-wide) the largest.
+void kmod_counters_add(KmodCounters &sum, const KmodCounters &one);
 
 // Module parameter values for a run: host_bw_mbps and base_rtt_us from the
 // path, then the experiment's cc_params (the `lumen cc set` names: gamma,

@@ -248,9 +248,13 @@ class NetnsFabric : public Fabric
 	{
 		inputs_.close_all();
 	}
+	// Counters are per namespace: the hosts' namespaces, where the flows run.
 	KmodCounters kmod_stats() override
 	{
-		return read_kmod_stats();
+		KmodCounters sum;
+		for (const auto &h : testbed_->hosts())
+			kmod_counters_add(sum, read_kmod_stats(open_netns(h.netns)));
+		return sum;
 	}
 	std::string describe_json() const override
 	{
