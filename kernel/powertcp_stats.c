@@ -112,8 +112,10 @@ static void ptcp_proc_ends(struct seq_file *seq, const struct sock *sk)
 
 /*
  * One flow. The state is read without the socket lock (the values of one line
- * may come from different ACKs: a diagnostic, not a snapshot); the socket is
- * alive while its state is in the table, and both stay valid under RCU.
+ * may come from different ACKs: a diagnostic, not a snapshot). Under the
+ * walk's RCU section the state stays allocated (kfree_rcu) and the socket's
+ * memory stays a socket (TCP sockets are SLAB_TYPESAFE_BY_RCU): a flow
+ * released during the walk may show the ends of the socket that reused it.
  */
 static void ptcp_proc_flow(struct seq_file *seq, const struct ptcp_sk *s, u64 base_rtt_ns)
 {
