@@ -94,6 +94,9 @@
  *    counters are cumulative, so skipping intermediate echoes loses no
  *    information: the next power sample spans the gap. No echo is ever
  *    applied twice, or to another segment than its own.
+ *  - ACKs that reach the hook out of order: the echo of a segment older
+ *    than the stored one's is not stored (hook_reordered, not counted in
+ *    int_echoes), so the newer echo still reaches its own ACK.
  *  - While the hooks are registered (only while a powertcp socket exists,
  *    "Hook registration") every namespace's local input passes through
  *    netfilter; for segments of other algorithms that costs the hook call
@@ -133,6 +136,26 @@ static bool ptcp_is_int_sock(const struct sock *sk)
 	/* type and protocol first: only then is sk an inet_connection_sock */
 	return sk_fullsock(sk) && sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP &&
 	       READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &ptcp_int_ops;
+}
+
+/*
+ * Whether the segment (ack, has_ts, tsval) came before the one whose echo is
+ * stored: ACKs reordered on the way (on a multi-queue NIC or between the
+ * per-CPU backlogs a veth feeds, segments of one flow can reach LOCAL_IN out
+ * of order). TCP will treat that segment as an old ACK, or as a duplicate
+ * one after the newer; storing its echo would replace the newer echo, which
+ * its own ACK then finds out of date (hook_unmatched), and INT would be lost
+ * for a reordering TCP itself tolerates. Only a stored echo whose ack_seq is
+ * still in [snd_una, snd_nxt] is compared (as is the new one): two sequence
+ * numbers in one window compare soundly, one left behind long ago would not.
+ * Called under s->lock.
+ */
+static bool ptcp_echo_reordered(const struct ptcp_sk *s, const struct tcp_sock *tp, u32 ack, bool has_ts, u32 tsval)
+{
+	if (!s->echo_gen || before(s->echo_ack, READ_ONCE(tp->snd_una)))
+		return false;
+	return lumen_ptcp_echo_match(ack, has_ts, tsval, s->echo_ack, s->echo_has_ts, s->echo_tsval) ==
+	       LUMEN_PTCP_ECHO_OLDER;
 }
 
 /*
@@ -180,6 +203,11 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 		has_ts = true;
 	}
 	spin_lock(&s->lock);
+	if (ptcp_echo_reordered(s, tp, ack, has_ts, tsval)) {
+		spin_unlock(&s->lock);
+		ptcp_count(state->net, PTCP_CNT_HOOK_REORDERED);
+		return;
+	}
 	if (s->echo_gen != s->echo_gen_seen) {
 		s->superseded++;
 		ptcp_count(state->net, PTCP_CNT_INT_SUPERSEDED);

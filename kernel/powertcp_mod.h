@@ -61,6 +61,7 @@ enum ptcp_counter {
 	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
 	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
 	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
+	PTCP_CNT_HOOK_REORDERED, /* echo on a segment older than the stored one (ACKs reordered): not stored */
 	PTCP_CNT_MAX
 };
 

@@ -55,6 +55,7 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_RTT_GUARD] = "rtt_guard",
 	[PTCP_CNT_BW_CLAMPED] = "bw_clamped",
 	[PTCP_CNT_HOOK_UNMATCHED] = "hook_unmatched",
+	[PTCP_CNT_HOOK_REORDERED] = "hook_reordered",
 	[PTCP_CNT_INT_TAKEN] = "int_taken",
 	[PTCP_CNT_INT_SUPERSEDED] = "int_superseded",
 	[PTCP_CNT_HOOK_AHEAD] = "hook_ahead",

@@ -26,7 +26,7 @@ from netutil import enter_netns as enter, pack_hop, read_in_netns, tcp_checksum
 STATS_NS = None
 # the counters that hostile segments could move; the others follow traffic
 HOOK = ["int_echoes", "int_malformed", "hook_skipped", "hook_old_ack", "hook_bad_csum",
-        "hook_no_state", "hook_lookup", "hook_unmatched", "hook_ahead", "int_taken", "int_superseded",
+        "hook_no_state", "hook_lookup", "hook_unmatched", "hook_reordered", "hook_ahead", "int_taken", "int_superseded",
         "int_updates", "int_unusable",
         "rtt_guard", "no_mem", "hash_fail", "no_state"]
 TCP_INFO_FMT = "B" * 8 + "I" * 24  # struct tcp_info up to tcpi_rcv_space
