@@ -52,14 +52,24 @@
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                */
 
-/* The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. */
+/*
+ * The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. Every ACK
+ * sets a few: the namespace's counters are looked up once for all of them.
+ */
 static void ptcp_count_events(const struct sock *sk, u32 events)
 {
+	struct ptcp_stats __percpu *stats;
+
+	rcu_read_lock();
+	stats = READ_ONCE(ptcp_net(sock_net(sk))->stats);
+	if (stats) {
 #define PTCP_COUNT_EVENT(id)                                                                                           \
 	if (events & LUMEN_PTCP_EV(id))                                                                                \
-		ptcp_count(sock_net(sk), PTCP_CNT_##id);
-	LUMEN_PTCP_EVENTS(PTCP_COUNT_EVENT)
+		this_cpu_inc(stats->cnt[PTCP_CNT_##id]);
+		LUMEN_PTCP_EVENTS(PTCP_COUNT_EVENT)
 #undef PTCP_COUNT_EVENT
+	}
+	rcu_read_unlock();
 }
 
 /* ---------------------------------------------------------------------- */
