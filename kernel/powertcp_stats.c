@@ -127,17 +127,17 @@ static void ptcp_proc_flow(struct seq_file *seq, const struct ptcp_sk *s, u64 ba
 	seq_printf(seq, " %s %llu %llu %llu",
 		   READ_ONCE(s->st.mode) == LUMEN_PTCP_MODE_INT ? "powertcp" : "theta_powertcp",
 		   READ_ONCE(s->st.cwnd_bytes), div_u64(tau_ns, NSEC_PER_USEC), READ_ONCE(s->st.pacing_rate) * 8);
-	seq_printf(seq, " %u %u %u %u %u %u %u %u %u %u %u %u %u %u\n", READ_ONCE(c->acks), READ_ONCE(c->int_updates),
-		   READ_ONCE(c->rtt_updates), READ_ONCE(c->fallback_updates), READ_ONCE(c->int_missing),
-		   READ_ONCE(c->int_unusable), READ_ONCE(c->int_gap), READ_ONCE(c->int_stale),
-		   READ_ONCE(c->int_duplicate), READ_ONCE(c->int_path_changes), READ_ONCE(s->superseded),
-		   READ_ONCE(c->rtt_guard), READ_ONCE(c->loss_cuts), READ_ONCE(c->loss_undos));
+#define PTCP_FLOW_COUNT(field, name) seq_put_decimal_ull(seq, " ", READ_ONCE(c->field));
+	LUMEN_PTCP_FLOW_COUNTS(PTCP_FLOW_COUNT)
+#undef PTCP_FLOW_COUNT
+	seq_put_decimal_ull(seq, " ", READ_ONCE(s->superseded));
+	seq_putc(seq, '\n');
 }
 
+/* The columns: the shared per-flow counts (powertcp.h), then the module's own. */
+#define PTCP_FLOW_NAME(field, name) " " name
 #define PTCP_FLOWS_HEADER                                                                                              \
-	"local remote algo cwnd_bytes tau_us rate_bps acks int_updates rtt_updates fallback_updates no_int "           \
-	"int_unusable int_gap int_stale int_duplicate int_path_changes int_superseded rtt_guard loss_cuts "            \
-	"loss_undos\n"
+	"local remote algo cwnd_bytes tau_us rate_bps" LUMEN_PTCP_FLOW_COUNTS(PTCP_FLOW_NAME) " int_superseded\n"
 
 /* The whole table in one pass (single_open): a rhashtable walk may repeat or
  * skip entries across a resize, which a diagnostic listing tolerates. */

@@ -361,6 +361,26 @@ struct lumen_ptcp_stats {
 };
 
 /*
+ * The per-flow counts every shell exports for one flow (the module's
+ * /proc/net/powertcp_flows, 'lumen cc status'), in their order there:
+ * X(field of struct lumen_ptcp_stats, exported name).
+ */
+#define LUMEN_PTCP_FLOW_COUNTS(X)                                                                                      \
+	X(acks, "acks")                                                                                                \
+	X(int_updates, "int_updates")                                                                                  \
+	X(rtt_updates, "rtt_updates")                                                                                  \
+	X(fallback_updates, "fallback_updates")                                                                        \
+	X(int_missing, "no_int")                                                                                       \
+	X(int_unusable, "int_unusable")                                                                                \
+	X(int_gap, "int_gap")                                                                                          \
+	X(int_stale, "int_stale")                                                                                      \
+	X(int_duplicate, "int_duplicate")                                                                              \
+	X(int_path_changes, "int_path_changes")                                                                        \
+	X(rtt_guard, "rtt_guard")                                                                                      \
+	X(loss_cuts, "loss_cuts")                                                                                      \
+	X(loss_undos, "loss_undos")
+
+/*
  * GETCWND history: (sequence, window) records. Record k says that data from
  * seq onwards was sent while the window was cwnd; a new record is taken
  * whenever snd_nxt has advanced by 1/LUMEN_PTCP_CWND_HIST of a window, so the

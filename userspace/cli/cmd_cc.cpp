@@ -136,19 +136,11 @@ int cc_unload(const Args &a)
 std::vector<std::pair<const char *, std::uint64_t>> flow_counts(const lumen_cc_flow &f)
 {
 	const lumen_ptcp_stats &c = f.stats;
-	return {{"acks", c.acks},
-		{"int_updates", c.int_updates},
-		{"rtt_updates", c.rtt_updates},
-		{"fallback_updates", c.fallback_updates},
-		{"no_int", c.int_missing},
-		{"int_unusable", c.int_unusable},
-		{"int_gap", c.int_gap},
-		{"int_stale", c.int_stale},
-		{"int_duplicate", c.int_duplicate},
-		{"int_path_changes", c.int_path_changes},
-		{"rtt_guard", c.rtt_guard},
-		{"loss_cuts", c.loss_cuts},
-		{"loss_undos", c.loss_undos}};
+	return {
+#define LUMEN_FLOW_COUNT(field, name) {name, c.field},
+		LUMEN_PTCP_FLOW_COUNTS(LUMEN_FLOW_COUNT)
+#undef LUMEN_FLOW_COUNT
+	};
 }
 
 std::string flow_json(const CcFlow &f)
