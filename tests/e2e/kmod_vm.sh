@@ -34,7 +34,9 @@ rc=0
 # Debian's PATH inside, not the caller's (shims such as pyenv's are slow
 # under emulation); the checkout, the binary and the module visible wherever
 # they are (vm-run shares them when the guest's /tmp, /run ... would hide them)
-"$root/tools/vm-run" --kernel "$release" --timeout "${LUMEN_VM_TIMEOUT:-1700}" --visible "$root" \
+# (idempotent: the guest's writes vanish with it, so a run that an emulation
+# fault crashed may run again, see vm-run's --rerun-emulation-faults)
+"$root/tools/vm-run" --kernel "$release" --timeout "${LUMEN_VM_TIMEOUT:-1700}" --rerun-emulation-faults 1 --visible "$root" \
 	--visible "$(dirname "$LUMEN_BIN")" --visible "$(dirname "$LUMEN_KMOD")" -- \
 	env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c '
 		rc=0

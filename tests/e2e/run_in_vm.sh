@@ -85,8 +85,9 @@ LUMEN_BIN="$(realpath "$LUMEN_BIN")"
 export LUMEN_BIN
 rc=0
 # the checkout and the binary's build tree, wherever they are (vm-run shares
-# them when the guest's /tmp, /run ... would hide them)
-"$root/tools/vm-run" --kernel "$kernel" --timeout "${LUMEN_VM_TIMEOUT:-1500}" \
+# them when the guest's /tmp, /run ... would hide them); idempotent (the
+# guest's writes vanish with it): a run an emulation fault crashed may rerun
+"$root/tools/vm-run" --kernel "$kernel" --timeout "${LUMEN_VM_TIMEOUT:-1500}" --rerun-emulation-faults 1 \
 	--visible "$root" --visible "$(dirname "$LUMEN_BIN")" -- bash "$here/run_in_vm.sh" --inside || rc=$?
 case $rc in
 0 | 1 | 77) exit "$rc" ;;
