@@ -110,22 +110,25 @@
  * (early demux off, or loopback, whose skbs keep their route): the lookup
  * tcp_v4_rcv / tcp_v6_rcv will do. Returns a reference (sock_gen_put) or NULL.
  */
-static struct sock *ptcp_nf_lookup(struct sk_buff *skb, const struct tcphdr *th, const struct nf_hook_state *state)
+static struct sock *ptcp_nf_lookup(struct sk_buff *skb, const struct tcphdr *th,
+				   const struct nf_hook_state *state)
 {
 	struct net *net = state->net;
 
 	if (state->pf == NFPROTO_IPV4) {
 		const struct iphdr *iph = ip_hdr(skb);
 
-		return __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, iph->saddr, th->source,
-						 iph->daddr, ntohs(th->dest), inet_iif(skb), inet_sdif(skb));
+		return __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, iph->saddr,
+						 th->source, iph->daddr, ntohs(th->dest),
+						 inet_iif(skb), inet_sdif(skb));
 	}
 #if IS_ENABLED(CONFIG_IPV6)
 	if (state->pf == NFPROTO_IPV6) {
 		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
 
-		return __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo, &ip6h->saddr, th->source,
-						  &ip6h->daddr, ntohs(th->dest), inet6_iif(skb), inet6_sdif(skb));
+		return __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+						  &ip6h->saddr, th->source, &ip6h->daddr,
+						  ntohs(th->dest), inet6_iif(skb), inet6_sdif(skb));
 	}
 #endif
 	return NULL;
@@ -150,12 +153,13 @@ static bool ptcp_is_int_sock(const struct sock *sk)
  * numbers in one window compare soundly, one left behind long ago would not.
  * Called under s->lock.
  */
-static bool ptcp_echo_reordered(const struct ptcp_sk *s, const struct tcp_sock *tp, u32 ack, bool has_ts, u32 tsval)
+static bool ptcp_echo_reordered(const struct ptcp_sk *s, const struct tcp_sock *tp, u32 ack,
+				bool has_ts, u32 tsval)
 {
 	if (!s->echo_gen || before(s->echo_ack, READ_ONCE(tp->snd_una)))
 		return false;
-	return lumen_ptcp_echo_match(ack, has_ts, tsval, s->echo_ack, s->echo_has_ts, s->echo_tsval) ==
-	       LUMEN_PTCP_ECHO_OLDER;
+	return lumen_ptcp_echo_match(ack, has_ts, tsval, s->echo_ack, s->echo_has_ts,
+				     s->echo_tsval) == LUMEN_PTCP_ECHO_OLDER;
 }
 
 /*
@@ -164,9 +168,9 @@ static bool ptcp_echo_reordered(const struct ptcp_sk *s, const struct tcp_sock *
  * timestamps on this connection (tstamp_ok; TCP takes a TS option of length
  * 10 only). o/optlen is the segment's option block, the echo at offset off.
  */
-static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thoff, const struct tcphdr *th,
-			 const struct lumen_tcp_opts *o, unsigned int optlen, int off,
-			 const struct nf_hook_state *state)
+static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thoff,
+			 const struct tcphdr *th, const struct lumen_tcp_opts *o,
+			 unsigned int optlen, int off, const struct nf_hook_state *state)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct lumen_int_opt echo;
@@ -175,7 +179,8 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 	bool has_ts = false;
 	int ts;
 
-	if (lumen_int_parse(o->b + off, optlen - (unsigned int)off, &echo) || !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
+	if (lumen_int_parse(o->b + off, optlen - (unsigned int)off, &echo) ||
+	    !(echo.flags & LUMEN_INT_FLAG_ECHO)) {
 		ptcp_count(state->net, PTCP_CNT_INT_MALFORMED);
 		return;
 	}
@@ -199,7 +204,8 @@ static void ptcp_nf_echo(struct sock *sk, struct sk_buff *skb, unsigned int thof
 	}
 	ts = lumen_tcp_opt_find(o, optlen, TCPOPT_TIMESTAMP, 0);
 	if (ts >= 0 && o->b[ts + 1] == TCPOLEN_TIMESTAMP && tp->rx_opt.tstamp_ok) {
-		tsval = (u32)o->b[ts + 2] << 24 | (u32)o->b[ts + 3] << 16 | (u32)o->b[ts + 4] << 8 | o->b[ts + 5];
+		tsval = (u32)o->b[ts + 2] << 24 | (u32)o->b[ts + 3] << 16 | (u32)o->b[ts + 4] << 8 |
+			o->b[ts + 5];
 		has_ts = true;
 	}
 	spin_lock(&s->lock);
@@ -251,7 +257,8 @@ static void ptcp_nf_tcp(struct sk_buff *skb, unsigned int thoff, const struct nf
 	/* TCP's own walk (include/lumen/tcp_option.h), shared with the switch */
 	off = lumen_tcp_opt_find(&optbuf, optlen, LUMEN_INT_KIND, LUMEN_INT_EXID);
 	/* no option, or a request (data towards a powertcp receiver: the peer's) */
-	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen || !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
+	if (off < 0 || (unsigned int)off + LUMEN_INT_HDR_LEN > optlen ||
+	    !(opts[off + 4] & LUMEN_INT_FLAG_ECHO))
 		return;
 	if (sk) {
 		ptcp_nf_echo(sk, skb, thoff, th, &optbuf, optlen, off, state);
@@ -283,9 +290,12 @@ static unsigned int ptcp_nf_ipv6(void *priv, struct sk_buff *skb, const struct n
 	__be16 frag_off;
 	int thoff;
 
-	/* fragments (any with an offset or more to come) are reassembled only
-	 * after LOCAL_IN: a fragment's TCP header cannot be checked, so leave it */
-	thoff = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(struct ipv6hdr), &nexthdr, &frag_off);
+	/*
+	 * fragments (any with an offset or more to come) are reassembled only
+	 * after LOCAL_IN: a fragment's TCP header cannot be checked, so leave it
+	 */
+	thoff = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(struct ipv6hdr), &nexthdr,
+				 &frag_off);
 	if (thoff >= 0 && nexthdr == IPPROTO_TCP && !(frag_off & htons(IP6_OFFSET | IP6_MF)))
 		ptcp_nf_tcp(skb, (unsigned int)thoff, state);
 	return NF_ACCEPT;

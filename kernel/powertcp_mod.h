@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * kernel/powertcp_mod.h - what the two files of tcp_powertcp.ko share:
+ * What the files of tcp_powertcp.ko share:
  * tcp_powertcp.c (the congestion-control hooks, parameters, link speed,
  * loading) and powertcp_int.c (INT reception: the netfilter hook that stores
  * echoes, and its registration while powertcp sockets exist). The per-socket
@@ -61,7 +61,7 @@ enum ptcp_counter {
 	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
 	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
 	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
-	PTCP_CNT_HOOK_REORDERED, /* echo on a segment older than the stored one (ACKs reordered): not stored */
+	PTCP_CNT_HOOK_REORDERED, /* echo from a segment older than the stored one's: not stored */
 	PTCP_CNT_MAX
 };
 

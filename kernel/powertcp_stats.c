@@ -102,13 +102,13 @@ static void ptcp_proc_ends(struct seq_file *seq, const struct sock *sk)
 
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6) {
-		seq_printf(seq, "[%pI6c]:%u [%pI6c]:%u", &sk->sk_v6_rcv_saddr, ntohs(inet->inet_sport),
-			   &sk->sk_v6_daddr, ntohs(inet->inet_dport));
+		seq_printf(seq, "[%pI6c]:%u [%pI6c]:%u", &sk->sk_v6_rcv_saddr,
+			   ntohs(inet->inet_sport), &sk->sk_v6_daddr, ntohs(inet->inet_dport));
 		return;
 	}
 #endif
-	seq_printf(seq, "%pI4:%u %pI4:%u", &inet->inet_saddr, ntohs(inet->inet_sport), &inet->inet_daddr,
-		   ntohs(inet->inet_dport));
+	seq_printf(seq, "%pI4:%u %pI4:%u", &inet->inet_saddr, ntohs(inet->inet_sport),
+		   &inet->inet_daddr, ntohs(inet->inet_dport));
 }
 
 /*
@@ -118,29 +118,43 @@ static void ptcp_proc_ends(struct seq_file *seq, const struct sock *sk)
  * memory stays a socket (TCP sockets are SLAB_TYPESAFE_BY_RCU): a flow
  * released during the walk may show the ends of the socket that reused it.
  */
+/* Where each per-flow count (powertcp.h) is in struct lumen_ptcp_stats. */
+#define PTCP_FLOW_COUNT_OFF(field, name)                                                           \
+	(offsetof(struct lumen_ptcp_stats, field) +                                                \
+	 BUILD_BUG_ON_ZERO(sizeof_field(struct lumen_ptcp_stats, field) != sizeof(u32))),
+static const u16 ptcp_flow_count_off[] = {LUMEN_PTCP_FLOW_COUNTS(PTCP_FLOW_COUNT_OFF)};
+#undef PTCP_FLOW_COUNT_OFF
+
 static void ptcp_proc_flow(struct seq_file *seq, const struct ptcp_sk *s, u64 base_rtt_ns)
 {
 	const struct lumen_ptcp_stats *c = &s->st.stats;
+	unsigned int i;
 	u64 tau_ns = base_rtt_ns ? base_rtt_ns : READ_ONCE(s->st.tau_ns);
 
 	ptcp_proc_ends(seq, s->sk);
 	seq_printf(seq, " %s %llu %llu %llu",
 		   READ_ONCE(s->st.mode) == LUMEN_PTCP_MODE_INT ? "powertcp" : "theta_powertcp",
-		   READ_ONCE(s->st.cwnd_bytes), div_u64(tau_ns, NSEC_PER_USEC), READ_ONCE(s->st.pacing_rate) * 8);
-#define PTCP_FLOW_COUNT(field, name) seq_put_decimal_ull(seq, " ", READ_ONCE(c->field));
-	LUMEN_PTCP_FLOW_COUNTS(PTCP_FLOW_COUNT)
-#undef PTCP_FLOW_COUNT
+		   READ_ONCE(s->st.cwnd_bytes), div_u64(tau_ns, NSEC_PER_USEC),
+		   READ_ONCE(s->st.pacing_rate) * 8);
+	for (i = 0; i < ARRAY_SIZE(ptcp_flow_count_off); i++) {
+		const u32 *count = (const u32 *)((const u8 *)c + ptcp_flow_count_off[i]);
+
+		seq_put_decimal_ull(seq, " ", READ_ONCE(*count));
+	}
 	seq_put_decimal_ull(seq, " ", READ_ONCE(s->superseded));
 	seq_putc(seq, '\n');
 }
 
 /* The columns: the shared per-flow counts (powertcp.h), then the module's own. */
 #define PTCP_FLOW_NAME(field, name) " " name
-#define PTCP_FLOWS_HEADER                                                                                              \
-	"local remote algo cwnd_bytes tau_us rate_bps" LUMEN_PTCP_FLOW_COUNTS(PTCP_FLOW_NAME) " int_superseded\n"
+#define PTCP_FLOWS_HEADER                                                                          \
+	"local remote algo cwnd_bytes tau_us rate_bps" LUMEN_PTCP_FLOW_COUNTS(                     \
+		PTCP_FLOW_NAME) " int_superseded\n"
 
-/* The whole table in one pass (single_open): a rhashtable walk may repeat or
- * skip entries across a resize, which a diagnostic listing tolerates. */
+/*
+ * The whole table in one pass (single_open): a rhashtable walk may repeat or
+ * skip entries across a resize, which a diagnostic listing tolerates.
+ */
 static int ptcp_proc_flows(struct seq_file *seq, void *v)
 {
 	const struct net *net = seq_file_single_net(seq);
@@ -193,15 +207,13 @@ static void __net_exit ptcp_stats_net_exit_batch(struct list_head *net_list)
 	struct ptcp_net *pn;
 	struct net *net;
 
-	list_for_each_entry(net, net_list, exit_list)
-	{
+	list_for_each_entry(net, net_list, exit_list) {
 		pn = net_generic(net, ptcp_net_id);
 		pn->gone = pn->stats;
 		WRITE_ONCE(pn->stats, NULL);
 	}
 	synchronize_rcu();
-	list_for_each_entry(net, net_list, exit_list)
-	{
+	list_for_each_entry(net, net_list, exit_list) {
 		pn = net_generic(net, ptcp_net_id);
 		free_percpu(pn->gone);
 	}

@@ -80,9 +80,7 @@ TRACE_EVENT(powertcp_ack,
 		__entry->int_path_changes = st->stats.int_path_changes;
 	),
 
-	TP_printk("sk=%p sport=%u dport=%u mode=%s result=%s hops=%u rtt_us=%u tau_ns=%llu "
-		  "cwnd=%llu cwnd_old=%llu rate=%llu power=%llu last_power=%llu "
-		  "no_int=%u unusable=%u gap=%u stale=%u duplicate=%u path_changes=%u",
+	TP_printk("sk=%p sport=%u dport=%u mode=%s result=%s hops=%u rtt_us=%u tau_ns=%llu cwnd=%llu cwnd_old=%llu rate=%llu power=%llu last_power=%llu no_int=%u unusable=%u gap=%u stale=%u duplicate=%u path_changes=%u",
 		  __entry->skaddr, __entry->sport, __entry->dport,
 		  __print_symbolic(__entry->mode,
 				   { LUMEN_PTCP_MODE_INT, "int" },

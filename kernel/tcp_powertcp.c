@@ -52,23 +52,25 @@
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                */
 
+/* The counter of each LUMEN_PTCP_EV bit (powertcp_ack.h): same ids. */
+#define PTCP_EVENT_COUNTER(id) PTCP_CNT_##id, /* index: LUMEN_PTCP_EVBIT_##id, same order */
+static const u8 ptcp_event_counter[LUMEN_PTCP_EVBIT_COUNT] = {
+	LUMEN_PTCP_EVENTS(PTCP_EVENT_COUNTER)};
+#undef PTCP_EVENT_COUNTER
+
 /*
- * The counters of a LUMEN_PTCP_EV mask (powertcp_ack.h): same ids. Every ACK
- * sets a few: the namespace's counters are looked up once for all of them.
+ * The counters of a LUMEN_PTCP_EV mask. Every ACK sets a few: the
+ * namespace's counters are looked up once for all of them.
  */
 static void ptcp_count_events(const struct sock *sk, u32 events)
 {
 	struct ptcp_stats __percpu *stats;
 
+	events &= (1u << LUMEN_PTCP_EVBIT_COUNT) - 1;
 	rcu_read_lock();
 	stats = READ_ONCE(ptcp_net(sock_net(sk))->stats);
-	if (stats) {
-#define PTCP_COUNT_EVENT(id)                                                                                           \
-	if (events & LUMEN_PTCP_EV(id))                                                                                \
-		this_cpu_inc(stats->cnt[PTCP_CNT_##id]);
-		LUMEN_PTCP_EVENTS(PTCP_COUNT_EVENT)
-#undef PTCP_COUNT_EVENT
-	}
+	for (; stats && events; events &= events - 1)
+		this_cpu_inc(stats->cnt[ptcp_event_counter[__ffs(events)]]);
 	rcu_read_unlock();
 }
 
@@ -224,8 +226,8 @@ static int ptcp_param_set(const char *val, const struct kernel_param *kp)
 
 	err = kstrtou32(val, 0, &v);
 	if (err || (v == 0 && !d->zero_ok) || (v != 0 && (v < d->min || v > d->max))) {
-		pr_warn("%s: refused '%.*s': must be %s\n", kp->name, (int)min_t(size_t, strcspn(val, "\n"), 32), val,
-			d->range);
+		pr_warn("%s: refused '%.*s': must be %s\n", kp->name,
+			(int)min_t(size_t, strcspn(val, "\n"), 32), val, d->range);
 		return -EINVAL;
 	}
 	write_seqlock_bh(&ptcp_params_lock);
@@ -240,7 +242,8 @@ static int ptcp_param_set(const char *val, const struct kernel_param *kp)
 	}
 	write_sequnlock_bh(&ptcp_params_lock);
 	if (err) {
-		pr_warn("%s: refused %u (keeping %u): %s\n", kp->name, v, old, lumen_ptcp_param_strerror(err));
+		pr_warn("%s: refused %u (keeping %u): %s\n", kp->name, v, old,
+			lumen_ptcp_param_strerror(err));
 		return -EINVAL;
 	}
 	return 0;
@@ -264,17 +267,19 @@ static const struct kernel_param_ops ptcp_param_ops = {
 	.get = ptcp_param_get,
 };
 
+/* one description per line, never split (greppable) */
+/* clang-format off */
 module_param_cb(base_rtt_us, &ptcp_param_ops, (void *)&ptcp_desc_base_rtt, 0644);
 MODULE_PARM_DESC(base_rtt_us, "base RTT tau in us, [1, 1000000]; 0 = the flow's minimum RTT (default 0)");
 module_param_cb(host_bw_mbps, &ptcp_param_ops, (void *)&ptcp_desc_host_bw, 0644);
-MODULE_PARM_DESC(host_bw_mbps,
-		 "host bandwidth in Mbit/s, [1, 1600000]; 0 = link speed of the output device, else 25000 (default 0)");
+MODULE_PARM_DESC(host_bw_mbps, "host bandwidth in Mbit/s, [1, 1600000]; 0 = link speed of the output device, else 25000 (default 0)");
 module_param_cb(expected_flows, &ptcp_param_ops, (void *)&ptcp_desc_flows, 0644);
 MODULE_PARM_DESC(expected_flows, "N in beta = HostBw * tau / N, [1, 1000000] (default 10)");
 module_param_cb(beta_bytes, &ptcp_param_ops, (void *)&ptcp_desc_beta, 0644);
 MODULE_PARM_DESC(beta_bytes, "additive increase in bytes, [1, 2^30]; 0 = HostBw * tau / expected_flows (default 0)");
 module_param_cb(gamma, &ptcp_param_ops, (void *)&ptcp_desc_gamma, 0644);
 MODULE_PARM_DESC(gamma, "EWMA weight gamma in permille, [10, 1000] (default 900)");
+/* clang-format on */
 
 /* Consistent snapshot of the parameters, for one ACK. */
 void ptcp_params_read(struct lumen_ptcp_params *p)
@@ -320,7 +325,8 @@ static struct ptcp_dev_bw *ptcp_bw_find(const struct net_device *dev)
 {
 	struct ptcp_dev_bw *e;
 
-	hash_for_each_possible_rcu(ptcp_bw_table, e, node, (unsigned long)dev, lockdep_is_held(&ptcp_bw_lock))
+	hash_for_each_possible_rcu(ptcp_bw_table, e, node, (unsigned long)dev,
+				   lockdep_is_held(&ptcp_bw_lock))
 		if (e->dev == dev)
 			return e;
 	return NULL;
@@ -333,7 +339,8 @@ static u32 ptcp_link_speed(struct net_device *dev)
 
 	if (__ethtool_get_link_ksettings(dev, &ks))
 		return 0;
-	if (ks.base.speed == 0 || ks.base.speed == (u32)SPEED_UNKNOWN || ks.base.speed > LUMEN_PTCP_HOST_BW_MAX_MBPS)
+	if (ks.base.speed == 0 || ks.base.speed == (u32)SPEED_UNKNOWN ||
+	    ks.base.speed > LUMEN_PTCP_HOST_BW_MAX_MBPS)
 		return 0;
 	return ks.base.speed;
 }
@@ -515,11 +522,10 @@ static u64 ptcp_update_power(const struct ptcp_sk *s)
 /* Install a window in segments and the core's pacing rate. */
 static void ptcp_apply(struct sock *sk, const struct lumen_ptcp *st, u32 cwnd_segs)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
+	u64 rate = lumen_ptcp_pacing_cap(st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate));
 
-	tcp_snd_cwnd_set(tp, cwnd_segs);
-	WRITE_ONCE(sk->sk_pacing_rate,
-		   (unsigned long)lumen_ptcp_pacing_cap(st->pacing_rate, READ_ONCE(sk->sk_max_pacing_rate)));
+	tcp_snd_cwnd_set(tcp_sk(sk), cwnd_segs);
+	WRITE_ONCE(sk->sk_pacing_rate, (unsigned long)rate);
 }
 
 static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
@@ -548,7 +554,8 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 		if (clamped)
 			ptcp_count(sock_net(sk), PTCP_CNT_BW_CLAMPED);
 		else
-			ptcp_count(sock_net(sk), s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
+			ptcp_count(sock_net(sk),
+				   s->host_bw_mbps ? PTCP_CNT_BW_DETECTED : PTCP_CNT_BW_DEFAULT);
 	}
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_init(&s->st, &p, mode, tp->snd_nxt, tp->mss_cache);
@@ -561,7 +568,8 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 
 	s->st.loss.delivered = tp->delivered;
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
-	ptcp_apply(sk, &s->st, lumen_ptcp_cwnd_segs(s->st.cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
+	ptcp_apply(sk, &s->st,
+		   lumen_ptcp_cwnd_segs(s->st.cwnd_bytes, tp->mss_cache, tp->snd_cwnd_clamp));
 }
 
 static void ptcp_int_init(struct sock *sk)
@@ -625,8 +633,9 @@ static bool ptcp_take_echo(struct ptcp_sk *s, const struct sock *sk, struct lume
 
 	spin_lock_bh(&s->lock);
 	if (s->echo_gen != s->echo_gen_seen) {
-		switch (lumen_ptcp_echo_match(s->echo_ack, s->echo_has_ts, s->echo_tsval, tp->snd_una,
-					      tp->rx_opt.saw_tstamp, tp->rx_opt.rcv_tsval)) {
+		switch (lumen_ptcp_echo_match(s->echo_ack, s->echo_has_ts, s->echo_tsval,
+					      tp->snd_una, tp->rx_opt.saw_tstamp,
+					      tp->rx_opt.rcv_tsval)) {
 		case LUMEN_PTCP_ECHO_THIS_ACK:
 			*echo = s->echo;
 			s->echo_gen_seen = s->echo_gen;
@@ -655,19 +664,20 @@ static void ptcp_warn_no_int(const struct sock *sk)
 {
 	const struct inet_sock *inet = inet_sk(sk);
 
+#define PTCP_NO_INT_MSG                                                                            \
+	"no INT echo after %u RTTs, on RTT alone (INT sockops at both ends, INT switch?)\n"
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6) {
-		pr_warn_ratelimited("powertcp flow [%pI6c]:%u -> [%pI6c]:%u: no INT echo after %u RTTs, running on "
-				    "RTT alone: INT sockops on both hosts and an INT switch on the path?\n",
+		pr_warn_ratelimited("powertcp flow [%pI6c]:%u -> [%pI6c]:%u: " PTCP_NO_INT_MSG,
 				    &sk->sk_v6_rcv_saddr, ntohs(inet->inet_sport), &sk->sk_v6_daddr,
 				    ntohs(inet->inet_dport), LUMEN_PTCP_NO_INT_ROUNDS);
 		return;
 	}
 #endif
-	pr_warn_ratelimited("powertcp flow %pI4:%u -> %pI4:%u: no INT echo after %u RTTs, running on RTT alone: INT "
-			    "sockops on both hosts and an INT switch on the path?\n",
-			    &inet->inet_saddr, ntohs(inet->inet_sport), &inet->inet_daddr, ntohs(inet->inet_dport),
+	pr_warn_ratelimited("powertcp flow %pI4:%u -> %pI4:%u: " PTCP_NO_INT_MSG, &inet->inet_saddr,
+			    ntohs(inet->inet_sport), &inet->inet_daddr, ntohs(inet->inet_dport),
 			    LUMEN_PTCP_NO_INT_ROUNDS);
+#undef PTCP_NO_INT_MSG
 }
 
 /*
@@ -699,8 +709,9 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 	ptcp_flow_params(s, &p);
 	lumen_ptcp_ack_make(&ack, tp->tcp_mstamp, rtt_us, tp->snd_una, tp->snd_nxt, tp->mss_cache);
 
-	lumen_ptcp_tcp_make(&t, inet_csk(sk)->icsk_ca_state, tp->packets_out, tp->sacked_out, tp->lost_out,
-			    tp->retrans_out, tp->delivered, tp->data_segs_out, tcp_snd_cwnd(tp));
+	lumen_ptcp_tcp_make(&t, inet_csk(sk)->icsk_ca_state, tp->packets_out, tp->sacked_out,
+			    tp->lost_out, tp->retrans_out, tp->delivered, tp->data_segs_out,
+			    tcp_snd_cwnd(tp));
 
 	if (s->st.mode == LUMEN_PTCP_MODE_INT)
 		have_echo = ptcp_take_echo(s, sk, &echo);
@@ -712,7 +723,8 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 		ptcp_warn_no_int(sk);
 	if (res != LUMEN_PTCP_HELD)
 		s->last_src = (u8)res;
-	ptcp_apply(sk, &s->st, lumen_ptcp_loss_cwnd(&s->st, &p, &t, tp->mss_cache, tp->snd_cwnd_clamp));
+	ptcp_apply(sk, &s->st,
+		   lumen_ptcp_loss_cwnd(&s->st, &p, &t, tp->mss_cache, tp->snd_cwnd_clamp));
 	trace_powertcp_ack(sk, &s->st, res, rtt_us < 0 ? 0 : (u32)rtt_us, ptcp_update_power(s));
 }
 
@@ -737,7 +749,8 @@ static void ptcp_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 
 	if (s)
 		ptcp_count_events(sk, lumen_ptcp_tx_event(&s->st, LUMEN_PTCP_TX_EVENT(ev),
-							  lumen_ptcp_tcp_ns(tp->tcp_mstamp), tp->snd_nxt));
+							  lumen_ptcp_tcp_ns(tp->tcp_mstamp),
+							  tp->snd_nxt));
 }
 
 /* No slow start; cong_control cuts on loss (powertcp_ack.h, "Loss and recovery"). */
@@ -790,8 +803,9 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 	rcu_read_lock();
 	s = ptcp_lookup(sk);
 	if (s) {
-		/* a snapshot; fields may be one ACK apart */
-		u64 rate = data_race(s->st.pacing_rate), tau = data_race(lumen_ptcp_tau(&s->st, &p));
+		/* without the socket lock, while ACKs may update the flow: */
+		u64 rate = data_race(s->st.pacing_rate); /* a snapshot, */
+		u64 tau = data_race(lumen_ptcp_tau(&s->st, &p)); /* maybe one ACK apart */
 
 		memset(&info->bbr, 0, sizeof(info->bbr));
 		info->bbr.bbr_bw_lo = (u32)rate;
@@ -807,15 +821,17 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 }
 
 /* The two algorithms differ only in their init (the mode) and name. */
-#define PTCP_OPS(init_fn, algo_name)                                                                                   \
-	{                                                                                                              \
-		.init = init_fn, .release = ptcp_release, .ssthresh = ptcp_ssthresh, .undo_cwnd = ptcp_undo_cwnd,      \
-		.cwnd_event = ptcp_cwnd_event, .cong_control = ptcp_cong_control, .get_info = ptcp_get_info,           \
-		.owner = THIS_MODULE, .name = algo_name,                                                               \
+#define PTCP_OPS(init_fn, algo_name)                                                               \
+	{                                                                                          \
+		.init = init_fn, .release = ptcp_release, .ssthresh = ptcp_ssthresh,               \
+		.undo_cwnd = ptcp_undo_cwnd, .cwnd_event = ptcp_cwnd_event,                        \
+		.cong_control = ptcp_cong_control, .get_info = ptcp_get_info,                      \
+		.owner = THIS_MODULE, .name = algo_name,                                           \
 	}
 
 struct tcp_congestion_ops ptcp_int_ops __read_mostly = PTCP_OPS(ptcp_int_init, "powertcp");
-static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_theta_init, "theta_powertcp");
+static struct tcp_congestion_ops ptcp_theta_ops __read_mostly =
+	PTCP_OPS(ptcp_theta_init, "theta_powertcp");
 
 /* ---------------------------------------------------------------------- */
 /* Module                                                                  */
@@ -840,11 +856,12 @@ static struct tcp_congestion_ops ptcp_theta_ops __read_mostly = PTCP_OPS(ptcp_th
  * exit runs. exit unregisters the algorithms (the TCP core waits for RCU
  * readers such as inet_diag), cancels the hook work and unregisters the
  * hooks if the last socket's linger had not yet (nf_unregister_net_hooks
- * waits for running ones), then the notifier, the counters and /proc files, and calls rcu_barrier() before
- * it destroys the tables. (kfree_rcu runs no module code, so pending frees
- * need not be waited for; the barrier is for anything that does.) The
- * "states" counter in /proc/net/powertcp shows per-socket states allocated and not yet
- * released, so a leak would be visible from a shell.
+ * waits for running ones), then the notifier, the counters and /proc
+ * files, and calls rcu_barrier() before it destroys the tables. (kfree_rcu
+ * runs no module code, so pending frees need not be waited for; the barrier
+ * is for anything that does.) The "states" counter in /proc/net/powertcp
+ * shows per-socket states allocated and not yet released, so a leak would be
+ * visible from a shell.
  */
 
 /* theta_powertcp registered (powertcp always is once init succeeded). */
@@ -887,7 +904,8 @@ static int __init ptcp_register(void)
 	}
 	ret = tcp_register_congestion_control(&ptcp_theta_ops);
 	if (ret)
-		pr_err("cannot register theta_powertcp (%d): the name is taken; loaded with powertcp only\n", ret);
+		pr_err("cannot register theta_powertcp (%d): the name is taken; loaded with powertcp only\n",
+		       ret);
 	ptcp_theta_registered = !ret;
 	return 0;
 
