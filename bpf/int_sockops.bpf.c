@@ -10,7 +10,14 @@
  *                         slots empty; every INT switch on the path fills
  *                         the next slot when the segment leaves its queue.
  *   receiver pure ACK     echo of the latest request received: its filled
- *                         hops and overflow flag (5 + 7 * count bytes).
+ *                         hops and overflow flag (5 + 7 * count bytes in
+ *                         version 1, 6 + 9 * count in version 2). In
+ *                         version 2, when SACK blocks leave no room for
+ *                         all of them, the bottleneck hop alone
+ *                         (lumen_int_write_echo_fit: 15 bytes, which fit
+ *                         next to timestamps and one SACK block).
+ *                         The version is the request's, which the sender's
+ *                         configuration chose (lumen int enable --wide).
  *   sender pure ACK       nothing unless it has itself received requests (a
  *                         bidirectional flow): then it echoes them too.
  *
@@ -128,35 +135,42 @@ static __always_inline const struct lumen_int_config *int_config(void)
 	return cfg;
 }
 
-/* Slots per request, clamped to what the format allows. */
+/* The option version of requests (0 in a configuration from before it existed: 1). */
+static __always_inline __u32 int_version(const struct lumen_int_config *cfg)
+{
+	return cfg->version == LUMEN_INT_VERSION_WIDE ? LUMEN_INT_VERSION_WIDE : LUMEN_INT_VERSION;
+}
+
+/* Slots per request, clamped to what the version allows. */
 static __always_inline __u32 int_slots(const struct lumen_int_config *cfg)
 {
-	__u32 slots = cfg->slots;
+	__u32 slots = cfg->slots, max = lumen_int_max_slots(int_version(cfg));
 
 	if (slots < 1)
 		return 1;
-	if (slots > LUMEN_INT_MAX_HOPS)
-		return LUMEN_INT_MAX_HOPS;
+	if (slots > max)
+		return max;
 	return slots;
 }
 
 /*
- * lumen_int_write_request() with a compile-time slot count: with a variable
- * one, clang turns its zero-fill loop into a memset() call, which BPF lacks.
+ * lumen_int_write_request_v() with a compile-time slot count: with a
+ * variable one, clang turns its zero-fill loop into a memset() call, which
+ * BPF lacks.
  */
-static __always_inline int write_request(__u8 *buf, __u32 slots)
+static __always_inline int write_request(__u8 *buf, __u32 ver, __u32 slots)
 {
 	switch (slots) {
 	case 1:
-		return lumen_int_write_request(buf, LUMEN_INT_MAX_LEN, 1);
+		return lumen_int_write_request_v(buf, LUMEN_INT_MAX_LEN, ver, 1);
 	case 2:
-		return lumen_int_write_request(buf, LUMEN_INT_MAX_LEN, 2);
+		return lumen_int_write_request_v(buf, LUMEN_INT_MAX_LEN, ver, 2);
 	case 3:
-		return lumen_int_write_request(buf, LUMEN_INT_MAX_LEN, 3);
+		return lumen_int_write_request_v(buf, LUMEN_INT_MAX_LEN, ver, 3);
 	case 4:
-		return lumen_int_write_request(buf, LUMEN_INT_MAX_LEN, 4);
+		return lumen_int_write_request_v(buf, LUMEN_INT_MAX_LEN, ver, 4);
 	case 5:
-		return lumen_int_write_request(buf, LUMEN_INT_MAX_LEN, 5);
+		return lumen_int_write_request_v(buf, LUMEN_INT_MAX_LEN, ver, 5);
 	default:
 		return -LUMEN_INT_EINVAL;
 	}
@@ -224,7 +238,7 @@ static __always_inline int flow_selected(const struct lumen_int_config *cfg, str
 static __always_inline void int_parse(struct bpf_sock_ops *skops, struct lumen_int_sk *st)
 {
 	__u8 *th = (__u8 *)(long)skops->skb_data, *end = (__u8 *)(long)skops->skb_data_end;
-	__u8 buf[LUMEN_INT_MAX_LEN];
+	__u8 buf[LUMEN_INT_BPF_BUF];
 	struct lumen_tcp_opts o;
 	struct lumen_int_opt opt;
 	__u64 optlen, n, k, at, olen;
@@ -327,14 +341,29 @@ static __always_inline void on_hdr_opt_len(struct bpf_sock_ops *skops)
 	/* no packet yet: size the MSS for a data segment with its request */
 	data = mss_only || skops->skb_len > 0; /* header not pushed yet: payload */
 	if (data) {
-		len = LUMEN_INT_OPT_LEN(int_slots(cfg));
+		len = lumen_int_opt_len(int_version(cfg), int_slots(cfg));
 	} else {
 		if (st->rx_req_gen == 0)
 			return; /* nothing to echo yet */
 		count = st->rx_req.count;
 		if (count > LUMEN_INT_MAX_HOPS)
 			return;
-		len = LUMEN_INT_OPT_LEN(count);
+		len = lumen_int_opt_len(st->rx_req.version, count);
+		st->flags &= ~LUMEN_INT_SK_ECHO_PART;
+		/*
+		 * version 2, when SACK blocks leave too little room: the
+		 * bottleneck hop alone. The write callback, which follows for
+		 * the same segment, learns which from the flag (it cannot read
+		 * the room reserved).
+		 */
+		if (bpf_reserve_hdr_opt(skops, len, 0) == 0)
+			return;
+		if (st->rx_req.version != LUMEN_INT_VERSION_WIDE || count < 2) {
+			LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_NO_ROOM);
+			return;
+		}
+		st->flags |= LUMEN_INT_SK_ECHO_PART;
+		len = LUMEN_INT_V2_OPT_LEN(1);
 	}
 	if (bpf_reserve_hdr_opt(skops, len, 0) != 0 && !mss_only)
 		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_NO_ROOM);
@@ -344,10 +373,10 @@ static __always_inline void on_hdr_opt_len(struct bpf_sock_ops *skops)
 static __always_inline void on_write_hdr_opt(struct bpf_sock_ops *skops)
 {
 	const struct lumen_int_config *cfg = int_config();
-	__u8 buf[LUMEN_INT_MAX_LEN] = {};
+	__u8 buf[LUMEN_INT_BPF_BUF] = {};
 	struct lumen_int_sk *st;
 	__u8 *th, *end;
-	__u32 hdr_len;
+	__u32 hdr_len, room;
 	int len, data;
 
 	if (!cfg)
@@ -365,20 +394,24 @@ static __always_inline void on_write_hdr_opt(struct bpf_sock_ops *skops)
 	hdr_len = (__u32)(th[12] >> 4) * 4;
 	data = skops->skb_len > hdr_len;
 	if (data) {
-		len = write_request(buf, int_slots(cfg));
+		len = write_request(buf, int_version(cfg), int_slots(cfg));
 	} else {
 		if (st->rx_req_gen == 0)
 			return;
-		len = lumen_int_write_echo(buf, sizeof(buf), &st->rx_req);
+		/* what on_hdr_opt_len reserved: the whole echo, or (version 2) one hop */
+		room = st->flags & LUMEN_INT_SK_ECHO_PART ? LUMEN_INT_V2_OPT_LEN(1) : LUMEN_INT_MAX_LEN;
+		len = lumen_int_write_echo_fit(buf, room, &st->rx_req);
 	}
 	if (len <= 0)
 		return;
-	if (bpf_store_hdr_opt(skops, buf, sizeof(buf), 0) != 0) {
+	if (bpf_store_hdr_opt(skops, buf, LUMEN_INT_MAX_LEN, 0) != 0) {
 		/* the room reserved for this segment was not enough */
 		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_NO_ROOM);
 		return;
 	}
 	LUMEN_COUNT(lumen_int_stats, data ? LUMEN_INT_CNT_REQ_WRITTEN : LUMEN_INT_CNT_ECHO_WRITTEN);
+	if (!data && (buf[4] & LUMEN_INT_COUNT_MASK) < st->rx_req.count)
+		LUMEN_COUNT(lumen_int_stats, LUMEN_INT_CNT_ECHO_PARTIAL);
 }
 
 static __always_inline void on_parse_hdr_opt(struct bpf_sock_ops *skops)

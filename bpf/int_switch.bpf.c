@@ -358,7 +358,7 @@ static __always_inline int lumen_sw_int_fill(__u8 *opt, __u8 *old, __u64 avail, 
 		return LUMEN_SW_NO_HOP; /* echoes belong to the endpoints */
 
 	__builtin_memcpy(old, opt, LUMEN_SW_OPT_BUF);
-	lumen_int_hop_make(&hop, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
+	lumen_int_hop_make_v(&hop, parsed.version, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
 	ret = lumen_int_push_hop(opt, (__u32)avail, &hop);
 	if (ret == -LUMEN_INT_EFULL) {
 		__sync_fetch_and_add(&st->int_full, 1);

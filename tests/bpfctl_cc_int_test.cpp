@@ -75,9 +75,19 @@ TEST(IntConfig, RangeChecks)
 	EXPECT_EQ(int_ports_text(c), "80,443");
 	EXPECT_EQ(int_families_text(c.families), "ipv4,ipv6");
 
+	EXPECT_EQ(c.version, unsigned{LUMEN_INT_VERSION});
+
+	// version 2: its own default and maximum (9-byte records)
+	IntEnableRequest wide = r;
+	wide.wide = true;
+	EXPECT_EQ(int_config(wide).version, unsigned{LUMEN_INT_VERSION_WIDE});
+	EXPECT_EQ(int_config(wide).slots, kIntDefaultSlotsWide);
+	wide.slots = LUMEN_INT_V2_MAX_HOPS;
+	EXPECT_EQ(int_config(wide).slots, unsigned{LUMEN_INT_V2_MAX_HOPS});
+	wide.slots = LUMEN_INT_V2_MAX_HOPS + 1;
+	EXPECT_THROW(int_config(wide), UsageError);
+
 	IntEnableRequest bad = r;
-	bad.slots = 0;
-	EXPECT_THROW(int_config(bad), UsageError);
 	bad.slots = LUMEN_INT_MAX_HOPS + 1;
 	EXPECT_THROW(int_config(bad), UsageError);
 	bad = r;

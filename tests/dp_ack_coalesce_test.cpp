@@ -147,18 +147,23 @@ TEST(DpAckFold, RefusalsLeaveTheOlderFrameAlone)
 	refused(build(ack(7, 100 + 0x80000000u, 0, 1, 0)), LUMEN_DP_FOLD_EBEHIND);
 	refused(build(ack(7, 101, 0, 0xFFFF, 0)), LUMEN_DP_FOLD_ECOUNT);
 	refused(build(ack(7, 101, 0, 2, 0xFFFF)), LUMEN_DP_FOLD_ECOUNT);
-	// an INT echo makes it longer: its booking was for the shorter frame
-	p = ack(7, 101, 0, 1, 0);
-	uint8_t opt[LUMEN_INT_MAX_LEN] = {};
-	lumen_int_opt req{};
-	req.slots = req.count = 1;
-	lumen_int_hop_make(&req.hops[0], 5000, 1500, 3000, lumen_int_rate_encode(25000));
-	int olen = lumen_int_write_echo(opt, sizeof(opt), &req);
-	ASSERT_GT(olen, 0);
-	p.flags = LUMEN_DP_F_INT;
-	p.ext = opt;
-	p.ext_len = (uint32_t)olen;
-	refused(build(p), LUMEN_DP_FOLD_ELEN);
+	// an INT echo makes it longer: its booking was for the shorter frame (an
+	// echo of either INT version)
+	for (unsigned version : {LUMEN_INT_VERSION, LUMEN_INT_VERSION_WIDE}) {
+		SCOPED_TRACE(testing::Message() << "INT version " << version);
+		p = ack(7, 101, 0, 1, 0);
+		uint8_t opt[LUMEN_INT_MAX_LEN] = {};
+		lumen_int_opt req{};
+		req.version = (uint8_t)version;
+		req.slots = req.count = 1;
+		lumen_int_hop_make_v(&req.hops[0], version, 5000, 1500, 3000, lumen_int_rate_encode(25000));
+		int olen = lumen_int_write_echo(opt, sizeof(opt), &req);
+		ASSERT_EQ(olen, (int)lumen_int_opt_len(version, 1));
+		p.flags = LUMEN_DP_F_INT;
+		p.ext = opt;
+		p.ext_len = (uint32_t)olen;
+		refused(build(p), LUMEN_DP_FOLD_ELEN);
+	}
 	// bytes that do not parse, either way round
 	Frame junk = base;
 	junk[24] ^= 0xFF; // the IPv4 header checksum

@@ -59,6 +59,9 @@ TEST(ExperimentSpec, ParsesAValidDescription)
 	EXPECT_EQ(s.smoke_duration_ns, 2'000'000'000u);
 	EXPECT_EQ(s.warmup_ns, 1'000'000'000u);
 	EXPECT_EQ(s.cc_params.at("gamma"), "0.9");
+	EXPECT_EQ(s.int_version, 1u); // the default
+	EXPECT_EQ(parse_experiment(variant("\"cc_params\"", "\"int_version\": 2, \"cc_params\""), "x.json").int_version,
+		  2u);
 	ASSERT_EQ(s.phases.size(), 2u);
 	EXPECT_EQ(s.phases[0].kind, PhaseKind::Long);
 	EXPECT_EQ(s.phases[0].to, (std::vector<std::string>{"r1"}));
@@ -103,6 +106,10 @@ TEST(ExperimentSpec, RefusesMistakesNamingWhere)
 		{variant("\"period\": \"2s\"", "\"period\": \"2s\", \"load\": 0.5"), "phases[1].load: unknown key"},
 		{variant("\"name\": \"burst\"", "\"name\": \"long\""), "phase name 'long' is used twice"},
 		{variant("{\"gamma\": 0.9}", "{\"host-bw\": \"1gbit\"}"), "cc_params.host-bw: not a parameter"},
+		{variant("\"cc_params\"", "\"int_version\": 3, \"cc_params\""),
+		 "int_version: the INT option version: 1"},
+		{variant("\"cc_params\"", "\"int_version\": \"2\", \"cc_params\""),
+		 "int_version: the INT option version"},
 		{variant("\"warmup\": \"1s\",", "\"warmup\": \"1s\", \"loads\": [0.5],"),
 		 "loads: a load sweep needs at least one poisson phase"},
 	};

@@ -68,15 +68,18 @@ struct lumen_int_sk {
 };
 
 #define LUMEN_INT_SK_ENABLED 0x1 /* this flow passed the filters */
+/* room for a one-hop echo only was reserved for the segment being written */
+#define LUMEN_INT_SK_ECHO_PART 0x2
 
 /* INT sockops configuration (array "lumen_int_cfg", one entry). */
 #define LUMEN_INT_MAX_PORTS 8
 struct lumen_int_config {
 	__u32 enabled; /* 0: programs attached but inactive */
-	__u32 slots; /* hop slots per request, 1..LUMEN_INT_MAX_HOPS */
+	__u32 slots; /* hop slots per request, 1..lumen_int_max_slots(version) */
 	__u32 families; /* LUMEN_INT_FAMILY_* bits; 0 = both */
 	__u32 nports; /* 0 = every port */
 	__u16 ports[LUMEN_INT_MAX_PORTS]; /* local or remote port matches */
+	__u32 version; /* option version of requests: LUMEN_INT_VERSION or _WIDE (0 = 1) */
 };
 
 #define LUMEN_INT_FAMILY_IPV4 0x1
@@ -96,6 +99,7 @@ struct lumen_int_config {
 	X(ECHO_PARSED, "echo_parsed", "echoes parsed (sender)")                                                        \
 	X(MALFORMED, "malformed", "INT options the parser refused (state left unchanged)")                             \
 	X(NO_ROOM, "no_room", "segments where the option did not fit (SACK blocks, slots): skipped")                   \
+	X(ECHO_PARTIAL, "echo_partial", "echoes cut to the bottleneck hop for lack of room (version 2)")               \
 	X(NO_STORAGE, "no_storage", "connections whose per-socket state could not be created")
 
 #define LUMEN_INT_COUNTER_ENUM(id, name, help) LUMEN_INT_CNT_##id,

@@ -127,9 +127,11 @@
  *     (rtt_guard). A truthful INT path shows that queue itself; a bottleneck
  *     without INT, or a lying echo, does not. The floor, not the smoothed
  *     RTT power, decides: one delayed ACK must not override truthful INT.
- * Echoes more than LUMEN_PTCP_INT_GAP_MAX_NS apart in host time re-baseline
- * (int_gap): the 18-bit INT timestamp wraps every 4.19 ms, so a gap of a
- * whole wrap would otherwise alias to a small, plausible dt.
+ * Records of a hop more than its version's usable dt apart in host time
+ * (LUMEN_PTCP_INT_GAP_MAX_NS, 1.97 ms, for version 1; 126 ms for version 2)
+ * re-baseline (int_gap): the 18-bit INT timestamp of version 1 wraps every
+ * 4.19 ms, version 2's 24-bit one every 268 ms, so a gap of a whole wrap
+ * would otherwise alias to a small, plausible dt.
  * With INT that is valid and claims an idle path while the RTT is below the
  * guard, a flow's window is still bounded by host BDP + beta (below).
  *
@@ -190,7 +192,10 @@
 #define LUMEN_PTCP_RTT_GUARD 8
 /* window of the tracked tau's minimum (base_rtt_ns == 0), as BBR's min_rtt */
 #define LUMEN_PTCP_TAU_WINDOW_NS 10000000000ull
-/* Host time between two echoes beyond which their INT delta is not used. */
+/*
+ * Host time between two records of a hop beyond which their INT delta is
+ * not used: version 1's (lumen_int_dt_max_ns gives each version's).
+ */
 #define LUMEN_PTCP_INT_GAP_MAX_NS ((__u64)LUMEN_INT_DT_MAX_TICKS << LUMEN_INT_TS_UNIT_SHIFT)
 
 /* ---------------------------------------------------------------------- */
@@ -432,10 +437,12 @@ struct lumen_ptcp {
 	__u32 hist_head; /* index of the newest record */
 	struct lumen_ptcp_cwnd_rec hist[LUMEN_PTCP_CWND_HIST];
 
-	/* INT history: the previous ACK's hop stack and its host time */
+	/* INT history: each hop's last record and the host time it came */
 	struct lumen_int_hop prev_hops[LUMEN_INT_MAX_HOPS];
-	__u64 prev_int_time_ns;
-	__u8 prev_hop_count; /* 0 = none */
+	__u64 prev_hop_time_ns[LUMEN_INT_MAX_HOPS];
+	__u8 prev_hop_valid; /* bit i: prev_hops[i] holds a record */
+	__u8 prev_version; /* the option version of those records */
+	__u8 prev_hop_count; /* hops on the path; 0 = none */
 	__u8 int_in_round; /* a usable INT sample since the RTT round began */
 	__u8 have_rtt; /* prev_rtt_* valid */
 	__u8 mode; /* enum lumen_ptcp_mode */
@@ -547,6 +554,7 @@ LUMEN_INLINE void lumen_ptcp_restart(struct lumen_ptcp *st, __u32 snd_nxt)
 	st->smooth_power = 0;
 	st->smooth_rtt_power = 0;
 	st->prev_hop_count = 0;
+	st->prev_hop_valid = 0;
 	st->int_in_round = 0;
 	st->have_rtt = 0;
 	st->rtt_win_start_ns = 0;
@@ -586,8 +594,10 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 		st->prev_hops[i].qlen = 0;
 		st->prev_hops[i].rate = 0;
 		st->prev_hops[i].pad = 0;
+		st->prev_hop_time_ns[i] = 0;
 	}
-	st->prev_int_time_ns = 0;
+	st->prev_hop_valid = 0;
+	st->prev_version = 0;
 	st->max_hop = 0;
 	/* constant sizes: clang stores them inline for BPF, which has no memset */
 	__builtin_memset(&st->loss, 0, sizeof(st->loss));
@@ -680,86 +690,131 @@ LUMEN_INLINE void lumen_ptcp_ewma(__u64 *avg, __u64 sample, __u64 dt_ns, __u64 t
 }
 
 /*
- * One hop of one ACK: the wraparound-safe delta to the hop's previous record
- * and its normalised power. Returns 0, or the lumen_int_delta_error that makes
- * the sample unusable. A BPF subprogram (LUMEN_SUBPROG): inlined five times
- * into the hop loop, it alone took cong_control past the 6.12 verifier's
- * budget of one million instructions.
+ * A path index the caller checked to be below LUMEN_INT_MAX_HOPS, as a value
+ * the BPF verifier sees bounded where it indexes: the compiler may compute
+ * an array address from a copy of first + i that the check did not bound,
+ * which older verifiers (6.1) refuse. Masked to the next power of two (a
+ * no-op for a checked index; the state's arrays are followed by more of the
+ * state, so even 7 stays inside it for the verifier), opaque so the mask
+ * cannot be dropped.
  */
-LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const struct lumen_int_hop *cur, __u64 tau_ns,
-					__u64 *power, __u64 *dt_ns)
+LUMEN_INLINE __u32 lumen_ptcp_hop_index(__u32 h)
+{
+	LUMEN_OPAQUE(h);
+	return h & 7;
+}
+
+/* A hop sample's result (lumen_ptcp_hop_sample). */
+struct lumen_ptcp_hop_out {
+	__u64 power; /* normalised power, Q16 */
+	__u64 dt_ns; /* time between the two records */
+};
+
+/*
+ * One hop of one ACK: the wraparound-safe delta to the hop's previous record
+ * (both of option version ver) and its normalised power. Returns 0, or the
+ * lumen_int_delta_error that makes the sample unusable. A BPF subprogram
+ * (LUMEN_SUBPROG): inlined five times into the hop loop, it alone took
+ * cong_control past the 6.12 verifier's budget of one million instructions
+ * (and so has at most five arguments: the results come back in *out).
+ */
+LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const struct lumen_int_hop *cur, __u32 ver,
+					__u64 tau_ns, struct lumen_ptcp_hop_out *out)
 {
 	struct lumen_int_delta d;
 	int err;
 
-	if (!prev || !cur || !power || !dt_ns) /* LUMEN_SUBPROG: the BPF verifier cannot know */
+	if (!prev || !cur || !out) /* LUMEN_SUBPROG: the BPF verifier cannot know */
 		return LUMEN_INT_DELTA_ERATE;
-	*power = 0;
-	*dt_ns = 0;
-	err = lumen_int_hop_delta(prev, cur, &d);
+	out->power = 0;
+	out->dt_ns = 0;
+	err = lumen_int_hop_delta_v(prev, cur, ver, &d);
 	if (err)
 		return err;
-	*power = lumen_ptcp_hop_power(&d, tau_ns);
-	*dt_ns = d.dt_ns;
+	out->power = lumen_ptcp_hop_power(&d, tau_ns);
+	out->dt_ns = d.dt_ns;
 	return 0;
 }
 
 /*
- * INT power of one ACK: the maximum normalised power over the hops (A1),
- * smoothed. Returns 1 when the window may be updated, 0 when the ACK only
- * re-baselined the history (counted in stats). now_ns is the ACK's host time:
- * echoes further apart than LUMEN_PTCP_INT_GAP_MAX_NS (or out of order)
- * re-baseline, since their timestamp delta may have wrapped.
+ * INT power of one ACK: the maximum normalised power over the hops it
+ * carries (A1), smoothed. Returns 1 when the window may be updated, 0 when
+ * the ACK only re-baselined the history (counted in stats). now_ns is the
+ * ACK's host time: a hop whose last record came longer ago than its
+ * version's usable dt (lumen_int_dt_max_ns: 1.97 ms in version 1, 126 ms in
+ * version 2), or out of order, re-baselines, since the timestamp delta may
+ * have wrapped. A partial echo (version 2, in loss recovery: the bottleneck
+ * hop alone) samples and updates only the hop it carries; the others keep
+ * their records for the next full echo.
  */
 LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_int_opt *echo, __u64 tau_ns,
 				      __u64 now_ns)
 {
-	__u64 max_power = 0, max_dt = 0;
-	__u32 count = echo->count, i;
+	/* version 1 (or an option a shell built by hand): the whole path, in order */
+	__u32 ver = echo->version == LUMEN_INT_VERSION_WIDE ? LUMEN_INT_VERSION_WIDE : LUMEN_INT_VERSION;
+	__u32 count = echo->count, first = 0, hops = echo->count, i;
+	__u64 max_power = 0, max_dt = 0, gap_max = lumen_int_dt_max_ns(ver);
 	int usable = 1, duplicate = 0;
+
+	if (ver == LUMEN_INT_VERSION_WIDE) {
+		first = echo->first_hop;
+		hops = echo->path_hops;
+	}
 
 	if (echo->flags & LUMEN_INT_FLAG_OVERFLOW)
 		st->stats.int_overflow++;
-	if (count > LUMEN_INT_MAX_HOPS)
-		count = LUMEN_INT_MAX_HOPS;
+	if (hops > LUMEN_INT_MAX_HOPS) {
+		hops = LUMEN_INT_MAX_HOPS;
+		count = 0; /* a path longer than any option: nothing usable (the parser refuses it) */
+	}
+	if (first > hops || count > hops - first)
+		count = 0; /* records outside the path: nothing usable (the parser refuses these) */
 
-	if (st->prev_hop_count != count) {
+	if (st->prev_hop_count != hops || st->prev_version != ver) {
 		if (st->prev_hop_count)
 			st->stats.int_path_changes++;
+		st->prev_hop_valid = 0;
 		usable = 0;
-	} else if (now_ns < st->prev_int_time_ns || now_ns - st->prev_int_time_ns >= LUMEN_PTCP_INT_GAP_MAX_NS) {
-		st->stats.int_gap++;
-		usable = 0;
-	} else {
-		for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
-			__u64 power = 0, dt = 0;
-			int err;
+	}
+	for (i = 0; i < LUMEN_INT_MAX_HOPS && usable; i++) {
+		struct lumen_ptcp_hop_out hs = {0, 0};
+		__u32 h = first + i;
+		int err;
 
-			if (i >= count)
-				break;
-			err = lumen_ptcp_hop_sample(&st->prev_hops[i], &echo->hops[i], tau_ns, &power, &dt);
-			if (err == LUMEN_INT_DELTA_ETIME && echo->hops[i].ts == st->prev_hops[i].ts) {
-				duplicate = 1;
-				break;
-			}
-			if (err) {
-				if (err == LUMEN_INT_DELTA_ERATE)
-					st->stats.int_path_changes++;
-				else
-					st->stats.int_stale++;
-				usable = 0;
-				break;
-			}
-			/*
-			 * The first usable hop always sets max_dt (dt > 0): a power
-			 * of 0 (idle link, quantised tx) is a real sample and must
-			 * pull the EWMA down with weight dt/tau, not weight 0.
-			 */
-			if (power > max_power || max_dt == 0) {
-				max_power = power;
-				max_dt = dt;
-				st->max_hop = (__u8)i;
-			}
+		if (i >= count || h >= LUMEN_INT_MAX_HOPS)
+			break;
+		h = lumen_ptcp_hop_index(h);
+		if (!(st->prev_hop_valid & (1u << h))) {
+			usable = 0; /* this hop's first record since the path changed */
+			break;
+		}
+		if (now_ns < st->prev_hop_time_ns[h] || now_ns - st->prev_hop_time_ns[h] >= gap_max) {
+			st->stats.int_gap++;
+			usable = 0;
+			break;
+		}
+		err = lumen_ptcp_hop_sample(&st->prev_hops[h], &echo->hops[i], ver, tau_ns, &hs);
+		if (err == LUMEN_INT_DELTA_ETIME && echo->hops[i].ts == st->prev_hops[h].ts) {
+			duplicate = 1;
+			break;
+		}
+		if (err) {
+			if (err == LUMEN_INT_DELTA_ERATE)
+				st->stats.int_path_changes++;
+			else
+				st->stats.int_stale++;
+			usable = 0;
+			break;
+		}
+		/*
+		 * The first usable hop always sets max_dt (dt > 0): a power
+		 * of 0 (idle link, quantised tx) is a real sample and must
+		 * pull the EWMA down with weight dt/tau, not weight 0.
+		 */
+		if (hs.power > max_power || max_dt == 0) {
+			max_power = hs.power;
+			max_dt = hs.dt_ns;
+			st->max_hop = (__u8)h;
 		}
 	}
 	if (duplicate) {
@@ -768,12 +823,17 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 		return 0;
 	}
 	for (i = 0; i < LUMEN_INT_MAX_HOPS; i++) {
-		if (i >= count)
+		__u32 h = first + i;
+
+		if (i >= count || h >= LUMEN_INT_MAX_HOPS)
 			break;
-		st->prev_hops[i] = echo->hops[i];
+		h = lumen_ptcp_hop_index(h);
+		st->prev_hops[h] = echo->hops[i];
+		st->prev_hop_time_ns[h] = now_ns;
+		st->prev_hop_valid |= (__u8)(1u << h);
 	}
-	st->prev_hop_count = (__u8)count;
-	st->prev_int_time_ns = now_ns;
+	st->prev_hop_count = (__u8)hops;
+	st->prev_version = (__u8)ver;
 	if (!usable || count == 0)
 		return 0;
 	st->last_power = max_power;

@@ -94,7 +94,9 @@
  * INT power sample. So TX_START restarts only after LUMEN_PTCP_IDLE_NS
  * without an RTT sample (an ACK of new data), a quarter of the INT timestamp
  * wrap, well inside the 4.19 ms beyond which two echoes of a hop could alias
- * to a plausible dt.
+ * to a plausible dt. With version 2 echoes (wrap 268 ms) that is 67 ms: a
+ * request/response flow with pauses below it keeps its INT history, and
+ * its first echo after a pause samples the path over the pause.
  *
  * Counters
  * --------
@@ -314,8 +316,18 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 /* ---------------------------------------------------------------------- */
 /* Idle                                                                    */
 
-/* TX_START restarts only after this long without an RTT sample (1.05 ms). */
+/*
+ * TX_START restarts only after this long without an RTT sample: a quarter of
+ * the INT timestamp wrap of the flow's option version (1.05 ms; 67 ms for a
+ * flow whose echoes are version 2, lumen_ptcp_idle_ns).
+ */
 #define LUMEN_PTCP_IDLE_NS (LUMEN_INT_WRAP_NS / 4)
+#define LUMEN_PTCP_IDLE_V2_NS ((1ull << (LUMEN_INT_V2_TS_BITS + LUMEN_INT_TS_UNIT_SHIFT)) / 4)
+
+LUMEN_INLINE __u64 lumen_ptcp_idle_ns(const struct lumen_ptcp *st)
+{
+	return st->prev_version == LUMEN_INT_VERSION_WIDE ? LUMEN_PTCP_IDLE_V2_NS : LUMEN_PTCP_IDLE_NS;
+}
 
 /* The two tcp_ca_events that may mean idle, in the core's terms. */
 enum lumen_ptcp_tx_event {
@@ -339,7 +351,7 @@ LUMEN_INLINE int lumen_ptcp_idle(const struct lumen_ptcp *st, __u64 now_ns)
 {
 	if (!st->have_rtt || now_ns < st->prev_rtt_time_ns)
 		return 1;
-	return now_ns - st->prev_rtt_time_ns >= LUMEN_PTCP_IDLE_NS;
+	return now_ns - st->prev_rtt_time_ns >= lumen_ptcp_idle_ns(st);
 }
 
 /*

@@ -6,7 +6,8 @@ purpose: it is the oracle the BPF switch is checked against.
 
   int_probe.py send --src A --dst B --dport P PROBE...
       sends one TCP segment per PROBE = ID:TYPE:SLOTS:LAYOUT, where
-        TYPE    req (request, empty slots) | badver (version 2: malformed)
+        TYPE    req (request, empty slots) | req2 (a version 2 request: 6-byte
+                header, 9-byte records) | badver (version 7: malformed)
                 | echo (an echo with SLOTS filled hops) | full (request with
                 every slot already filled)
         LAYOUT  plain (INT option first) | ts (NOP NOP TS first: offset 12)
@@ -45,11 +46,22 @@ def unpack_hop(b):
     return {"rate": (v >> 46) & 0x3FF, "ts": (v >> 28) & 0x3FFFF, "tx": (v >> 14) & 0x3FFF, "qlen": v & 0x3FFF}
 
 
+HOP_LEN_V2 = 9
+
+
+def unpack_hop_v2(b):
+    # 72 bits: rate 10 | ts 24 | tx 24 | qlen 14
+    v = int.from_bytes(b, "big")
+    return {"rate": (v >> 62) & 0x3FF, "ts": (v >> 38) & 0xFFFFFF, "tx": (v >> 14) & 0xFFFFFF, "qlen": v & 0x3FFF}
+
+
 def int_option(kind, slots):
     if kind == "req":
         return bytes([KIND, 5 + HOP_LEN * slots, EXID >> 8, EXID & 0xFF, 1 << 5]) + bytes(HOP_LEN * slots)
+    if kind == "req2":
+        return bytes([KIND, 6 + HOP_LEN_V2 * slots, EXID >> 8, EXID & 0xFF, 2 << 5, 0]) + bytes(HOP_LEN_V2 * slots)
     if kind == "badver":
-        return bytes([KIND, 5 + HOP_LEN * slots, EXID >> 8, EXID & 0xFF, 2 << 5]) + bytes(HOP_LEN * slots)
+        return bytes([KIND, 5 + HOP_LEN * slots, EXID >> 8, EXID & 0xFF, 7 << 5]) + bytes(HOP_LEN * slots)
     hops = b"".join(pack_hop(800, 1000 + i, 7 * i, 3 * i) for i in range(slots))
     if kind == "echo":
         return bytes([KIND, 5 + HOP_LEN * slots, EXID >> 8, EXID & 0xFF, (1 << 5) | 0x10 | slots]) + hops
@@ -137,8 +149,9 @@ def option_result(opt, sent):
         r["version"] = opt[4] >> 5
         r["flags"] = opt[4] & 0x18
         r["count"] = opt[4] & 7
-        r["slots"] = (len(opt) - 5) // HOP_LEN
-        r["hops"] = [unpack_hop(opt[5 + HOP_LEN * i:5 + HOP_LEN * (i + 1)]) for i in range(r["slots"])]
+        hdr, hop_len, unpack = (6, HOP_LEN_V2, unpack_hop_v2) if r["version"] == 2 else (5, HOP_LEN, unpack_hop)
+        r["slots"] = (len(opt) - hdr) // hop_len
+        r["hops"] = [unpack(opt[hdr + hop_len * i:hdr + hop_len * (i + 1)]) for i in range(r["slots"])]
     return r
 
 

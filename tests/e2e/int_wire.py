@@ -6,7 +6,7 @@ on the wire, from an AF_PACKET socket in the namespace it runs in.
       (kind 253, ExID 0x4C55; echo flag 0x10) and prints key=value pairs.
   int_wire.py replay-bad-version IFACE PORT SECONDS COPIES
       replays one of the server's (source PORT) pure IPv4 ACKs carrying an
-      echo COPIES times, with the option's version set to 2 (refused by
+      echo COPIES times, with the option's version set to 7 (refused by
       lumen_int_parse) and the TCP checksum fixed. Run without TCP
       timestamps, or PAWS drops the replays before the option is parsed.
       The first 200 echo ACKs are let go so that the one replayed belongs
@@ -135,7 +135,7 @@ def replay_bad_version(iface, port, secs, copies):
         if seen <= 200:
             continue
         hdr = 20 + echo[0] + 4
-        tcp[hdr] = (2 << 5) | (tcp[hdr] & 0x1F)
+        tcp[hdr] = (7 << 5) | (tcp[hdr] & 0x1F)
         tcp[16:18] = b"\0\0"
         pseudo = pkt[26:34] + struct.pack("!BBH", 0, 6, len(tcp))
         tcp[16:18] = struct.pack("!H", ~csum16(bytes(pseudo) + bytes(tcp)) & 0xFFFF)

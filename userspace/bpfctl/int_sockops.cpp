@@ -79,10 +79,17 @@ lumen_int_config int_config(const IntEnableRequest &req)
 {
 	lumen_int_config cfg{};
 	cfg.enabled = 1;
-	if (req.slots < 1 || req.slots > LUMEN_INT_MAX_HOPS)
-		throw UsageError("--slots: " + std::to_string(req.slots) + " is outside 1.." +
-				 std::to_string(LUMEN_INT_MAX_HOPS));
-	cfg.slots = req.slots;
+	cfg.version = req.wide ? LUMEN_INT_VERSION_WIDE : LUMEN_INT_VERSION;
+	const unsigned max = lumen_int_max_slots(cfg.version);
+	const unsigned slots = req.slots ? req.slots : req.wide ? kIntDefaultSlotsWide : kIntDefaultSlots;
+	if (slots < 1 || slots > max) {
+		std::string msg = "--slots: ";
+		msg.append(std::to_string(slots)).append(" is outside 1..").append(std::to_string(max));
+		if (req.wide)
+			msg.append(" (version 2 records are 9 bytes: 3 fit in 40)");
+		throw UsageError(msg);
+	}
+	cfg.slots = slots;
 	if (req.families & ~std::uint32_t{LUMEN_INT_FAMILY_IPV4 | LUMEN_INT_FAMILY_IPV6})
 		throw UsageError("unknown address family bits " + std::to_string(req.families));
 	cfg.families = req.families == (LUMEN_INT_FAMILY_IPV4 | LUMEN_INT_FAMILY_IPV6) ? 0 : req.families;

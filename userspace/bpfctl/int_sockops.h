@@ -29,12 +29,16 @@ namespace lumen
 extern const CounterName kIntCounters[LUMEN_INT_CNT_MAX];
 
 constexpr unsigned kIntDefaultSlots = 3;
-// NOP,NOP,TS takes 12 of the 40 option bytes: 28 remain, 3 slots (26 bytes).
+constexpr unsigned kIntDefaultSlotsWide = 2;
+// NOP,NOP,TS takes 12 of the 40 option bytes: 28 remain, 3 slots of version
+// 1 (26 bytes) or 2 of version 2 (24 bytes).
 constexpr unsigned kIntSlotsWithTimestamps = 3;
+constexpr unsigned kIntSlotsWithTimestampsWide = 2;
 
 struct IntEnableRequest {
 	std::string cgroup; // a cgroup v2 directory
-	unsigned slots = kIntDefaultSlots; // 1..LUMEN_INT_MAX_HOPS
+	bool wide = false; // version 2 of the option (wide records, partial echoes)
+	unsigned slots = 0; // 1..lumen_int_max_slots(version); 0 = the version's default
 	std::uint32_t families = 0; // LUMEN_INT_FAMILY_* bits; 0 = both
 	std::vector<std::uint16_t> ports; // at most LUMEN_INT_MAX_PORTS; empty = all
 };

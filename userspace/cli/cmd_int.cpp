@@ -22,7 +22,7 @@ namespace lumen
 namespace
 {
 
-const char kUsage[] = "usage: lumen int enable --cgroup PATH [--slots N] [--port P]... [--ipv4 | --ipv6]\n"
+const char kUsage[] = "usage: lumen int enable --cgroup PATH [--wide] [--slots N] [--port P]... [--ipv4 | --ipv6]\n"
 		      "       lumen int disable\n"
 		      "       lumen int status [--json]\n"
 		      "\n"
@@ -36,8 +36,18 @@ const char kUsage[] = "usage: lumen int enable --cgroup PATH [--slots N] [--port
 		      "\n"
 		      "enable   load, configure and attach; stays attached after lumen exits.\n"
 		      "  --cgroup PATH  a cgroup v2 directory, e.g. /sys/fs/cgroup/mygroup\n"
-		      "  --slots N      hop slots per request, 1..5 (default 3). With TCP timestamps\n"
-		      "                 on, only 3 fit next to them; more slots need\n"
+		      "  --wide         version 2 of the option: 24-bit timestamps and byte\n"
+		      "                 counters, so echoes up to 126 ms apart still give INT\n"
+		      "                 samples (version 1: 1.97 ms; delayed ACKs, slow or\n"
+		      "                 application-limited flows), and in loss recovery, when\n"
+		      "                 SACK blocks leave no room for the whole echo, the\n"
+		      "                 bottleneck hop alone (echo_partial). Records are 9 bytes\n"
+		      "                 instead of 7: 2 slots fit next to TCP timestamps, 3\n"
+		      "                 without. INT switches and both ends of a flow must\n"
+		      "                 speak it (every lumen part does).\n"
+		      "  --slots N      hop slots per request, 1..5 (default 3; --wide: 1..3,\n"
+		      "                 default 2). With TCP timestamps on, only 3 (--wide: 2)\n"
+		      "                 fit next to them; more slots need\n"
 		      "                 net.ipv4.tcp_timestamps=0, otherwise every request is\n"
 		      "                 skipped and counted as no_room.\n"
 		      "  --port P       only flows whose local or remote port is P; repeat the\n"
@@ -74,8 +84,8 @@ IntEnableRequest parse_enable(const std::vector<std::string> &args)
 			rest.push_back(w);
 		}
 	}
-	Args a = Args::parse(rest, {"--ipv4", "--ipv6"});
-	a.allow_only({"--cgroup", "--slots", "--ipv4", "--ipv6"});
+	Args a = Args::parse(rest, {"--ipv4", "--ipv6", "--wide"});
+	a.allow_only({"--cgroup", "--slots", "--wide", "--ipv4", "--ipv6"});
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 
@@ -85,8 +95,9 @@ IntEnableRequest parse_enable(const std::vector<std::string> &args)
 		throw UsageError("enable needs --cgroup PATH (a cgroup v2 directory)");
 	o.cgroup = *cg;
 
+	o.wide = a.has("--wide");
 	if (auto s = a.get("--slots"))
-		o.slots = static_cast<unsigned>(parse_uint(*s, "--slots", 1, LUMEN_INT_MAX_HOPS));
+		o.slots = static_cast<unsigned>(parse_uint(*s, "--slots", 1, lumen_int_max_slots(o.wide ? 2 : 1)));
 
 	if (a.has("--ipv4") && a.has("--ipv6"))
 		throw UsageError("--ipv4 and --ipv6 exclude each other (give neither for both families)");
@@ -114,10 +125,10 @@ int cmd_enable(const std::vector<std::string> &args)
 	IntEnableRequest req = parse_enable(args);
 	enable_int(req);
 	const lumen_int_config cfg = int_config(req);
-	std::printf("INT sockops enabled on cgroup %s: %u hop slot%s, families %s, ports %s\n", req.cgroup.c_str(),
-		    cfg.slots, cfg.slots == 1 ? "" : "s", int_families_text(cfg.families).c_str(),
-		    int_ports_text(cfg).c_str());
-	if (cfg.slots > kIntSlotsWithTimestamps) {
+	std::printf("INT sockops enabled on cgroup %s: option version %u, %u hop slot%s, families %s, ports %s\n",
+		    req.cgroup.c_str(), cfg.version, cfg.slots, cfg.slots == 1 ? "" : "s",
+		    int_families_text(cfg.families).c_str(), int_ports_text(cfg).c_str());
+	if (cfg.slots > (req.wide ? kIntSlotsWithTimestampsWide : kIntSlotsWithTimestamps)) {
 		std::string ts;
 		try {
 			ts = read_sysctl("net.ipv4.tcp_timestamps");
@@ -127,7 +138,7 @@ int cmd_enable(const std::vector<std::string> &args)
 			std::fprintf(stderr,
 				     "lumen int: note: %u slots (%u bytes) do not fit next to TCP timestamps; "
 				     "requests will be skipped (no_room) unless net.ipv4.tcp_timestamps=0\n",
-				     cfg.slots, LUMEN_INT_OPT_LEN(cfg.slots));
+				     cfg.slots, lumen_int_opt_len(cfg.version, cfg.slots));
 	}
 	return 0;
 }
@@ -174,8 +185,10 @@ void print_status_json(const IntStatus &s)
 			ports += (i ? ", " : "") + std::to_string(cfg.ports[i]);
 		ports += "]";
 		Json c;
-		c.raw("active", json_bool(cfg.enabled != 0)).num("slots", std::uint64_t{cfg.slots});
-		c.num("option_bytes", std::uint64_t{LUMEN_INT_OPT_LEN(cfg.slots)});
+		const std::uint32_t ver = cfg.version ? cfg.version : LUMEN_INT_VERSION;
+		c.raw("active", json_bool(cfg.enabled != 0)).num("version", std::uint64_t{ver});
+		c.num("slots", std::uint64_t{cfg.slots})
+			.num("option_bytes", std::uint64_t{lumen_int_opt_len(ver, cfg.slots)});
 		c.str("families", int_families_text(cfg.families)).raw("ports", ports);
 		j.raw("config", c.dump());
 	} else {
@@ -214,9 +227,11 @@ int cmd_status(const std::vector<std::string> &args)
 	}
 	if (s.config) {
 		const lumen_int_config &cfg = *s.config;
-		std::printf("  config       %s, %u hop slot%s (%u option bytes), families %s, ports %s\n",
-			    cfg.enabled ? "active" : "inactive", cfg.slots, cfg.slots == 1 ? "" : "s",
-			    LUMEN_INT_OPT_LEN(cfg.slots), int_families_text(cfg.families).c_str(),
+		const std::uint32_t ver = cfg.version ? cfg.version : LUMEN_INT_VERSION;
+		std::printf("  config       %s, option version %u, %u hop slot%s (%u option bytes), families %s, ports "
+			    "%s\n",
+			    cfg.enabled ? "active" : "inactive", ver, cfg.slots, cfg.slots == 1 ? "" : "s",
+			    lumen_int_opt_len(ver, cfg.slots), int_families_text(cfg.families).c_str(),
 			    int_ports_text(cfg).c_str());
 	}
 	std::printf("  lumen_int_sk %s\n", s.sk_pinned ? "pinned" : "not pinned");

@@ -426,7 +426,7 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	Where w{source, ""};
 	allow_keys(doc, w,
 		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
-		    "sender_counts", "cc_params", "phases", "datapath"});
+		    "sender_counts", "cc_params", "int_version", "phases", "datapath"});
 	ExperimentSpec spec;
 	spec.source = source;
 	spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
@@ -449,7 +449,7 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 			w.at("smoke_duration").fail("must be above 0 and at most the duration");
 	}
 	if (datapath) {
-		for (const char *k : {"warmup", "loads", "sender_counts", "cc_params", "phases"})
+		for (const char *k : {"warmup", "loads", "sender_counts", "cc_params", "int_version", "phases"})
 			if (doc.contains(k))
 				w.at(k).fail("a datapath experiment has no " + std::string(k) +
 					     " (its workload is in \"datapath\")");
@@ -467,6 +467,14 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 	}
 	if (doc.contains("cc_params"))
 		spec.cc_params = get_cc_params(doc["cc_params"], w.at("cc_params"));
+	if (doc.contains("int_version")) {
+		const json &v = doc["int_version"];
+		if (!v.is_number_unsigned() || (v.get<std::uint64_t>() != 1 && v.get<std::uint64_t>() != 2))
+			w.at("int_version")
+				.fail("the INT option version: 1 (3 hops next to TCP timestamps) or 2 "
+				      "(wide records, partial echoes: lumen int enable --wide)");
+		spec.int_version = v.get<std::uint32_t>();
+	}
 	const json &phases = require(doc, w, "phases");
 	if (!phases.is_array() || phases.empty())
 		w.at("phases").fail("expected a non-empty list of traffic phases");
@@ -497,6 +505,7 @@ std::string experiment_to_json(const ExperimentSpec &spec)
 	if (!spec.sender_counts.empty())
 		doc["sender_counts"] = spec.sender_counts;
 	doc["cc_params"] = spec.cc_params;
+	doc["int_version"] = spec.int_version;
 	doc["phases"] = json::array();
 	for (const auto &ph : spec.phases) {
 		json p;

@@ -104,6 +104,7 @@ struct ExperimentSpec {
 	std::vector<double> loads; // sweep: one case per load
 	std::vector<std::uint32_t> sender_counts; // sweep: one case per count (not with loads)
 	std::map<std::string, std::string> cc_params;
+	std::uint32_t int_version = 1; // INT option version of the run (lumen int enable --wide: 2)
 	std::vector<PhaseSpec> phases; // empty for a datapath experiment
 	DatapathSpec datapath;
 };

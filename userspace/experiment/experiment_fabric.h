@@ -41,6 +41,7 @@ struct AlgorithmSetup {
 	std::vector<std::string> algorithms; // checked to exist where traffic runs
 	std::vector<std::string> bpf_params; // `lumen cc load --allow` params; empty = no bpf_* algorithm
 	bool int_sockops = false; // `lumen int enable` on the run's cgroup
+	bool int_wide = false; // ... with --wide (INT option version 2)
 	std::optional<KmodParamList> kmod_params; // tcp_powertcp's parameters for the run
 };
 

@@ -197,6 +197,7 @@ class NetnsFabric : public Fabric
 		if (setup.int_sockops) {
 			IntEnableRequest req;
 			req.cgroup = testbed_->cgroup();
+			req.wide = setup.int_wide;
 			enable_int(req);
 			undo_at_end(int_enabled_, "enabling INT sockops", []() { disable_int(); });
 		}

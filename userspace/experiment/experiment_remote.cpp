@@ -379,8 +379,10 @@ class RemoteFabric : public Fabric
 					kr.kmod_saved.emplace_back(path, old);
 				}
 			if (setup.int_sockops) {
-				ssh_run_checked(t, {t.lumen, "int", "enable", "--cgroup", cgroup_dir(k)},
-						"lumen int enable");
+				std::vector<std::string> argv = {t.lumen, "int", "enable", "--cgroup", cgroup_dir(k)};
+				if (setup.int_wide)
+					argv.push_back("--wide");
+				ssh_run_checked(t, argv, "lumen int enable");
 				kr.int_enabled = true;
 			}
 		}

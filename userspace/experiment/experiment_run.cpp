@@ -654,6 +654,7 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 									      setup.kmod_params->end());
 		}
 		setup.int_sockops = uses(plan.spec, needs_int);
+		setup.int_wide = plan.spec.int_version == LUMEN_INT_VERSION_WIDE;
 		fab.load_algorithms(setup);
 		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
 
