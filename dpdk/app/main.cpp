@@ -54,6 +54,8 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "%s: unknown mode '%s' (%s -- --help lists them)\n", prog, app_argv[0], prog);
 		return 2;
 	}
+	if (mode->offline)
+		return mode->offline(app_argc, app_argv);
 	Options o;
 	o.mode = mode->name;
 	bool help = false;

@@ -21,6 +21,8 @@
  *          pattern (mode_hosts.cpp).
  *   bench  the sender's and the receiver's packet rates on one lcore into
  *          net_null, 1 and 10,000 connections (mode_bench.cpp).
+ *   plan   Ethereal's split of a batch of flows over a leaf's uplinks,
+ *          computed and printed without EAL (mode_plan.cpp).
  */
 #include <rte_eth_ring.h>
 #include <rte_lcore.h>
@@ -215,6 +217,8 @@ int run_hosts(Options &o);
 /* mode_bench.cpp */
 std::string check_bench(Options &o);
 int run_bench(Options &o);
+/* mode_plan.cpp */
+int run_plan(int argc, char **argv);
 
 const Mode kModes[] = {
 	{"perf", "a client or server: messages over connections, like iperf",
@@ -224,7 +228,7 @@ const Mode kModes[] = {
 	 "  --ip A.B.C.D        this host's address (required)\n"
 	 "  --peer A.B.C.D      client: the server's address\n"
 	 "  --peer-mac MAC      client: the next hop's MAC (the server's, or the router's)\n",
-	 check_perf, run_perf},
+	 check_perf, run_perf, nullptr},
 	{"bench", "the datapath's packet rate on one lcore into net_null: the sender (tx), the receiver (rx)",
 	 "bench options:\n"
 	 "  --case tx|rx|all    tx: the full sender, the bench playing its receiver; rx: the full\n"
@@ -235,12 +239,12 @@ const Mode kModes[] = {
 	 "  --verify            write and check payload patterns (bench: off)\n"
 	 "  bench defaults: --msg-size 32 (106-byte DATA frames), --ack-every 4 (tx: the ACKs the\n"
 	 "  bench sends), --depth max(ack-every, 64 / conns); tools/bench-dp compares with testpmd\n",
-	 check_bench, run_bench},
+	 check_bench, run_bench, nullptr},
 	{"pair", "client and server in one process over two ring ports, with --impair: a self-test",
 	 "pair options:\n"
 	 "  --impair SPEC       drop=1%,dup=0.1%,ce=5%,reorder=2%,delay=20us,reorder-delay=50us,\n"
 	 "                      blackhole=PORT:PORT,acks (impair ACKs too),seed=N\n",
-	 check_pair, run_pair},
+	 check_pair, run_pair, nullptr},
 	{"hosts", "several hosts in one process, one per port, in a traffic pattern: a fabric's hosts",
 	 "hosts options:\n"
 	 "  --host PORT,IP,MAC  a host on DPDK port PORT with address IP, MAC its gateway's (repeat:\n"
@@ -265,8 +269,10 @@ const Mode kModes[] = {
 	 "                         again (late), never sent into a guard (50)\n"
 	 "  --optical-coalesce on|off  an ACK folds into the older one of its connection still\n"
 	 "                         waiting for the circuit (on)\n",
-	 check_hosts, run_hosts},
-	{nullptr, nullptr, nullptr, nullptr, nullptr},
+	 check_hosts, run_hosts, nullptr},
+	{"plan", "Ethereal's split of a batch of flows over a leaf's uplinks (no EAL, no port)", "", nullptr, nullptr,
+	 run_plan},
+	{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 } // namespace lumen::dp

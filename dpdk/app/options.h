@@ -66,13 +66,16 @@ struct Options {
 };
 
 /* A mode: its name, what it does, its own options' help, what it requires
- * of the options (checked before EAL starts: "" or the error) and its body. */
+ * of the options (checked before EAL starts: "" or the error) and its body.
+ * A mode that only computes (plan) has `offline` instead: it takes its own
+ * arguments (after the mode's name), and EAL never starts. */
 struct Mode {
 	const char *name;
 	const char *summary;
 	const char *usage;
 	std::string (*check)(Options &o);
 	int (*run)(Options &o);
+	int (*offline)(int argc, char **argv);
 };
 
 extern const Mode kModes[];
