@@ -704,6 +704,23 @@ LUMEN_INLINE __u32 lumen_ptcp_hop_index(__u32 h)
 	return h & 7;
 }
 
+/*
+ * What the mask relies on: the per-hop arrays it indexes have
+ * LUMEN_INT_MAX_HOPS (5) entries, but all the BPF verifier knows of an index
+ * from lumen_ptcp_hop_index() is that it is at most 7. It accepts the access
+ * only because the 8 entries such an index could reach from the start of
+ * each array all lie inside struct lumen_ptcp (the arrays are followed by
+ * more of the state). A change to the struct that moves either array
+ * closer to its end fails to compile here, instead of having the programs
+ * refused at load time.
+ */
+LUMEN_STATIC_ASSERT(__builtin_offsetof(struct lumen_ptcp, prev_hops) + 8 * sizeof(struct lumen_int_hop) <=
+			    sizeof(struct lumen_ptcp),
+		    "lumen_ptcp_hop_index(): prev_hops[7] must lie inside struct lumen_ptcp");
+LUMEN_STATIC_ASSERT(__builtin_offsetof(struct lumen_ptcp, prev_hop_time_ns) + 8 * sizeof(__u64) <=
+			    sizeof(struct lumen_ptcp),
+		    "lumen_ptcp_hop_index(): prev_hop_time_ns[7] must lie inside struct lumen_ptcp");
+
 /* A hop sample's result (lumen_ptcp_hop_sample). */
 struct lumen_ptcp_hop_out {
 	__u64 power; /* normalised power, Q16 */

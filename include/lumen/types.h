@@ -75,6 +75,17 @@
 #define LUMEN_OPAQUE(x) ((void)0)
 #endif
 
+/*
+ * LUMEN_STATIC_ASSERT(cond, msg): a compile-time check at file or block
+ * scope, in every world: static_assert in C++, C11's _Static_assert in C
+ * (kernel, BPF and userspace C all build as C11 or later).
+ */
+#if defined(__cplusplus)
+#define LUMEN_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define LUMEN_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* Unsigned 64-bit division; callers guarantee a non-zero divisor. */
 LUMEN_INLINE __u64 lumen_div64(__u64 dividend, __u64 divisor)
 {
