@@ -327,8 +327,10 @@ echo_accounting() { # echo_accounting TAG: the counters since the last call add 
 	e2e_log "$1: int_echoes $e: int_taken $t, int_superseded $s, hook_unmatched $u, pending $pend;" \
 		"hook_ahead $(stat_of hook_ahead), hook_reordered $(stat_of hook_reordered)"
 	((pend >= 0 && pend <= 8)) || return 1
-	# unmatched: only echoes of segments TCP dropped after the hook stored
-	# them (a full backlog, a failed check): 0 in every run so far
+	# unmatched: stored echoes that no ACK took as its own (from a segment
+	# TCP dropped after the hook stored it: a full backlog, a failed check;
+	# or left by a reordered or duplicated ACK): few, but not always 0 (CI
+	# on 6.12 has seen 1-2), hence a bound of 1% of the echoes, not 0
 	((u * 100 <= e)) || return 1
 	((t > 0))
 }
