@@ -444,9 +444,13 @@ TEST(DpEngine, ManyConnectionsInBursts)
 // Connections that all have more to send than the budget of one tx take
 // turns: each one served goes to the back of the queue, so with a budget of
 // 4 packets (one turn) the connections come in order, round after round.
+// FIFO order (--no-randomize): the turns follow the posts
+// (dp_qp_order_test.cpp checks the randomized order)
 TEST(DpEngine, ConnectionsTakeTurns)
 {
-	Engine e(config(kIpA, kMacA));
+	EngineConfig cfg = config(kIpA, kMacA);
+	cfg.randomize_order = false;
+	Engine e(cfg);
 	constexpr uint32_t kConns = 100;
 	for (uint32_t i = 0; i < kConns; i++) {
 		Connection *c = e.connect(kIpB, kMacB, i + 1, 0);

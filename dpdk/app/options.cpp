@@ -67,6 +67,8 @@ enum Opt {
 	kInitCwnd,
 	kRtoMin,
 	kRtoMax,
+	kNoRandomize,
+	kStartJitter,
 	kHelp,
 };
 
@@ -117,6 +119,8 @@ const option kLong[] = {
 	{"init-cwnd", required_argument, nullptr, kInitCwnd},
 	{"rto-min-us", required_argument, nullptr, kRtoMin},
 	{"rto-max-us", required_argument, nullptr, kRtoMax},
+	{"no-randomize", no_argument, nullptr, kNoRandomize},
+	{"start-jitter-us", required_argument, nullptr, kStartJitter},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
@@ -140,6 +144,11 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
 			    "  --seed N            seed of the host's random choices (1)\n"
+			    "  --start-jitter-us N a message posted to an idle connection (a flow's arrival)\n"
+			    "                      waits a uniform 0..N us, and the connection takes a random\n"
+			    "                      place among the ready ones: Ethereal's randomized QP\n"
+			    "                      ordering, against collectives' repetitive incasts (0)\n"
+			    "  --no-randomize      arrivals join the back of the ready list (FIFO), no jitter\n"
 			    "queues (every mode but bench; both ends need the same --queues and --udp-port):\n"
 			    "  --queues N          RX/TX queue pairs per port, 1..16, each with its own\n"
 			    "                      connections, polled by one lcore; lcores (EAL -l) poll the\n"
@@ -382,6 +391,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kGbn:
 			o->engine.gbn = true;
 			break;
+		case kNoRandomize:
+			o->engine.randomize_order = false;
+			break;
+		case kStartJitter:
+			NUM("start-jitter-us", 0, 1'000'000);
+			o->engine.start_jitter_ns = v * 1000;
+			break;
 		case kNoVerify:
 			o->engine.verify = false;
 			break;
@@ -514,6 +530,8 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		return "--rto-max-us (" + std::to_string(r.max_ns / 1000) + ") is below --rto-min-us (" +
 		       std::to_string(r.min_ns / 1000) + ")";
 	r.initial_ns = std::clamp(r.initial_ns, r.min_ns, std::max(r.min_ns, r.max_ns));
+	if (!o->engine.randomize_order && o->engine.start_jitter_ns)
+		return "--start-jitter-us is part of the randomized order that --no-randomize turns off";
 	return o->engine.validate();
 }
 

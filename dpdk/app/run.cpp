@@ -589,6 +589,7 @@ nlohmann::json Run::summary() const
 				refused[lumen_dp_strerror(-(int)k)] = e.stats().refused[k];
 		nlohmann::json j = {{"name", h->ep->name()},
 				    {"conns", e.connections().size()},
+				    {"arrivals", e.stats().arrivals},
 				    {"totals", conn_json(t)},
 				    {"frames",
 				     {{"rx", e.stats().rx_frames},
@@ -644,6 +645,8 @@ nlohmann::json Run::summary() const
 		  {"window", c.tx_window},
 		  {"ack_every", c.ack_every},
 		  {"gbn", c.gbn},
+		  {"randomize_order", c.randomize_order},
+		  {"start_jitter_ns", c.start_jitter_ns},
 		  {"verify", c.verify},
 		  {"conns", o_.conns},
 		  {"msg_size", o_.msg_size},

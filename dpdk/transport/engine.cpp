@@ -176,14 +176,37 @@ void Engine::mark_ready(Connection &c)
 	}
 }
 
+/* A flow's arrival (Ethereal's flowArrival): NCCL-style collectives post
+ * to their connections in the same rank order on every host, so every host
+ * sends to rank 0 first, then to rank 1, a repetitive incast. A uniform
+ * start delay and a uniform place in the ready list break the lockstep:
+ * an element appended and swapped with a uniform position of the list is
+ * one step of the inside-out Fisher-Yates shuffle, so a batch posted
+ * together ends up in a uniformly random order, at O(1) per arrival. */
+void Engine::arrive(Connection &c, uint64_t now_ns)
+{
+	stats_.arrivals++;
+	c.start_ns = now_ns + (cfg_.start_jitter_ns ? lumen_rng_below(&order_rng_, cfg_.start_jitter_ns + 1) : 0);
+	if (c.ready)
+		return;
+	c.ready = true;
+	ready_.push_back(c.index);
+	size_t at = ready_head_ + lumen_rng_below(&order_rng_, ready_.size() - ready_head_);
+	std::swap(ready_[at], ready_.back());
+}
+
 uint32_t Engine::post(Connection &c, uint32_t len, uint64_t now_ns)
 {
 	uint32_t id = c.next_msg_id++;
+	bool arrival = !c.has_msgs;
 
 	c.msgs.push_back(Message{id, len, 0, 0, now_ns});
 	c.has_msgs = true;
 	c.stats.msgs_sent++;
-	mark_ready(c);
+	if (arrival && cfg_.randomize_order)
+		arrive(c, now_ns);
+	else
+		mark_ready(c);
 	return id;
 }
 
@@ -661,6 +684,8 @@ bool Engine::can_send(Connection &c, uint32_t len, uint64_t now_ns) const
 		return false;
 	if (c.tx.in_flight() > 0 && c.tx.in_flight_bytes() + len > c.cc->cwnd_bytes())
 		return false;
+	if (now_ns < c.start_ns)
+		return false;
 	return c.cc->pacing_bps() == 0 || now_ns >= c.next_tx_ns;
 }
 
@@ -808,8 +833,9 @@ uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 				sent++;
 		}
 		/* blocked by a window: an ACK or the RTO makes it ready again;
-		 * paced, out of budget or of buffers: it stays ready */
-		if (r != Send::kBlocked || (c.has_msgs && c.cc->pacing_bps() && now_ns < c.next_tx_ns))
+		 * paced, not yet started, out of budget or of buffers: it stays ready */
+		if (r != Send::kBlocked ||
+		    (c.has_msgs && ((c.cc->pacing_bps() && now_ns < c.next_tx_ns) || now_ns < c.start_ns)))
 			ready_.push_back(c.index);
 		else
 			c.ready = false;

@@ -105,6 +105,12 @@ struct EngineConfig {
 	bool verify = true; /* write and check payload patterns */
 	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
 	uint32_t max_conns = 16384;
+	/* Randomized QP ordering (Ethereal's flowArrival): a message posted to
+	 * a connection with nothing outstanding is a flow's arrival; the
+	 * connection waits a uniform [0, start_jitter_ns] and takes a uniformly
+	 * random place among the ready ones instead of the back. Off: FIFO. */
+	bool randomize_order = true;
+	uint64_t start_jitter_ns = 0;
 	uint64_t tick_ns = 8192; /* timer wheel tick */
 	uint32_t wheel_slots = 4096;
 	uint64_t seed = 1;
@@ -139,6 +145,7 @@ struct PathStats {
 /* Frames that parsing or dispatch refused, by reason. */
 struct EngineStats {
 	uint64_t rx_frames = 0, tx_frames = 0;
+	uint64_t arrivals = 0; /* messages posted to idle connections (flow arrivals) */
 	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
 	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
 	uint8_t peer_version = 0; /* the version of the latest frame refused for it */
@@ -242,6 +249,7 @@ struct alignas(64) Connection {
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
 	uint64_t next_tx_ns = 0; /* pacing */
+	uint64_t start_ns = 0; /* a flow's first packet not before this (start jitter) */
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
 	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
 	uint32_t peer_rwnd;
@@ -365,6 +373,7 @@ class Engine
       private:
 	Connection *open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns);
 	void mark_ready(Connection &c);
+	void arrive(Connection &c, uint64_t now_ns);
 	void prefetch_turn(size_t head) const;
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void deliver(Connection &c, uint32_t from, uint32_t to);
@@ -396,6 +405,8 @@ class Engine
 	uint32_t max_payload_; /* cfg_.max_payload() */
 	EngineStats stats_;
 	lumen_rng rng_{};
+	lumen_rng order_rng_{}; /* flow arrivals' places and jitter: their own stream, so
+				   the ordering leaves the path policy's draws as they were */
 	std::vector<std::unique_ptr<Connection>> conns_;
 	ConnIndex by_key_;
 	uint64_t last_key_ = 0; /* find()'s latest hit */

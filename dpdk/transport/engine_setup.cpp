@@ -54,6 +54,8 @@ std::string EngineConfig::validate() const
 		return "sport base + entropies must not pass port 65535";
 	if (max_conns < 1 || max_conns > (1u << 22))
 		return "max connections must be 1..4194304";
+	if (start_jitter_ns > 1'000'000'000)
+		return "start jitter must be at most 1 s";
 	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
 		return "timer wheel: slots a power of two, tick 1..1000 us";
 	if (std::string e = cc.validate(); !e.empty())
@@ -172,6 +174,7 @@ Engine::Engine(const EngineConfig &cfg)
     : cfg_(checked(cfg)), max_payload_(cfg_.max_payload()), by_key_(cfg.seed), wheel_(cfg.tick_ns, cfg.wheel_slots)
 {
 	lumen_rng_seed(&rng_, cfg_.seed);
+	lumen_rng_seed(&order_rng_, cfg_.seed ^ 0x6f7264657273ull); /* "orders" */
 	paths_.resize(cfg_.path.entropies);
 	if (cfg_.int_slots) {
 		int n = lumen_int_write_request(int_request_.data(), (uint32_t)int_request_.size(), cfg_.int_slots);

@@ -35,6 +35,8 @@ e2e_check "number out of range" e2e_fails 2 "--conns: '0'" "$DP" $(eal o4) -- pa
 e2e_check "unknown option" e2e_fails 2 "unknown option --frobnicate" "$DP" $(eal o5) -- pair --frobnicate
 e2e_check "bad EAL option" e2e_fails 2 "EAL" "$DP" $(eal o6) --no-such-eal-option -- pair
 e2e_check "perf without --ip" e2e_fails 2 "--ip" "$DP" $(eal o7) -- perf
+e2e_check "start jitter without the randomized order" e2e_fails 2 "--no-randomize turns off" \
+	"$DP" $(eal o9) -- pair --no-randomize --start-jitter-us 5
 e2e_check "--help per mode" bash -c "'$DP' $(eal o8) -- pair --help | grep -q -- '--impair SPEC'"
 left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
 e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"
@@ -55,6 +57,13 @@ e2e_check "clean: all delivered ($(js clean "d['totals']['msgs_delivered']"))" \
 e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits']")" -eq 0
 e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
 	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
+
+# randomized QP ordering with a start jitter: every connection's first
+# message is an arrival, and everything still arrives
+e2e_check "jitter: 8 connections x 10 messages, arrivals jittered by up to 300 us" \
+	pair jitter --conns 8 --msgs 10 --msg-size 20000 --start-jitter-us 300
+e2e_check "jitter: all delivered, order randomized, jitter in the config" \
+	test "$(js jitter "(d['totals']['msgs_delivered'], d['config']['randomize_order'], d['config']['start_jitter_ns'], d['hosts'][0]['arrivals'] >= 8)")" = "(80, True, 300000, True)"
 
 # --start-at lines the clients up on CLOCK_MONOTONIC; --fct-csv lists every message
 t0=$(($(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))') + 1500000000))
