@@ -4,15 +4,19 @@
 // sprays uniformly, REPS explores a BDP round-robin then recycles the
 // entropies of clean ACKs oldest first, drops marked ones, overwrites the
 // oldest when its ring is full, and reps-freeze replays known-good paths
-// after a low-RTT timeout, then re-explores. A network with a dead path
-// checks the point of it all: REPS stops using the dead path, OPS does not.
+// after a low-RTT timeout, then re-explores; Ethereal keeps one pinned
+// entropy and wants a reroute only for a NACK or a timeout on it. A network
+// with a dead path checks the point of it all: REPS stops using the dead
+// path, OPS does not.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 extern "C" {
@@ -61,6 +65,22 @@ struct Conn {
 	}
 };
 
+// How many distinct entropies n connections of a pinning policy start on
+// (one seeded generator for them all).
+size_t first_entropies(lumen_path_mode mode, int n)
+{
+	std::set<uint16_t> seen;
+	lumen_rng rng;
+	lumen_rng_seed(&rng, 7);
+	lumen_path_params p = params();
+	for (int i = 0; i < n; i++) {
+		lumen_path st;
+		lumen_path_init(&st, &p, mode, &rng);
+		seen.insert(lumen_path_next(&st, &p, &rng, 0));
+	}
+	return seen.size();
+}
+
 TEST(PathParams, DefaultsAreTheSeedsAndBadValuesAreNamed)
 {
 	lumen_path_params p;
@@ -83,10 +103,28 @@ TEST(PathParams, DefaultsAreTheSeedsAndBadValuesAreNamed)
 TEST(PathState, AsSmallAsThePaperSays)
 {
 	// REPS: the ring, its head and count, the mode, the round robin and the
-	// exploration counter; the freeze deadline comes after
+	// exploration counter; the freeze deadline comes after. Ethereal's
+	// reroute wish is a bit of the freeze byte, not more state.
 	EXPECT_EQ(offsetof(lumen_path, frozen_until_us), 24u);
 	EXPECT_LT(offsetof(lumen_path, frozen_until_us), 25u);
 	EXPECT_EQ(sizeof(lumen_path), 28u);
+	EXPECT_EQ(LUMEN_PATH_REROUTE & (LUMEN_PATH_FROZEN | LUMEN_PATH_REPLAY_MASK), 0u);
+}
+
+TEST(PathModes, EveryModeHasItsOwnName)
+{
+	std::set<std::string> names;
+	for (uint32_t m = 0; m < LUMEN_PATH_MODES; m++) {
+		std::string n = lumen_path_mode_name(m);
+		EXPECT_NE(n, "?") << "mode " << m;
+		names.insert(n);
+	}
+	EXPECT_EQ(names.size(), (size_t)LUMEN_PATH_MODES);
+	EXPECT_STREQ(lumen_path_mode_name(LUMEN_PATH_REPS_FREEZE), "reps-freeze");
+	EXPECT_STREQ(lumen_path_mode_name(LUMEN_PATH_ETHEREAL), "ethereal");
+	EXPECT_EQ(LUMEN_PATH_ETHEREAL, LUMEN_PATH_REPS_FREEZE + 1);
+	EXPECT_STREQ(lumen_path_mode_name(LUMEN_PATH_MODES), "?");
+	EXPECT_STREQ(lumen_path_mode_name(0xFFFFFFFFu), "?");
 }
 
 TEST(Rng, ReproducibleAndWithinRange)
@@ -118,16 +156,7 @@ TEST(Ecmp, OneEntropyWhateverHappens)
 		ASSERT_EQ(c.next(), e);
 	}
 	// connections differ (seeded): 64 connections use many paths
-	std::set<uint16_t> seen;
-	lumen_rng rng;
-	lumen_rng_seed(&rng, 7);
-	lumen_path_params p = params();
-	for (int i = 0; i < 64; i++) {
-		lumen_path st;
-		lumen_path_init(&st, &p, LUMEN_PATH_ECMP, &rng);
-		seen.insert(lumen_path_next(&st, &p, &rng, 0));
-	}
-	EXPECT_GT(seen.size(), 50u);
+	EXPECT_GT(first_entropies(LUMEN_PATH_ECMP, 64), 50u);
 }
 
 TEST(Ops, SpraysUniformlyAndIgnoresFeedback)
@@ -260,6 +289,101 @@ TEST(RepsFreeze, AnEmptyRingFreezesOnRandomPaths)
 	EXPECT_GT(seen.size(), 40u);
 }
 
+TEST(Ethereal, OnePinnedEntropyThatGoodAndEcnDoNotMove)
+{
+	Conn c(LUMEN_PATH_ETHEREAL, params(256, 16));
+	uint16_t e = c.next();
+	for (int i = 0; i < 100; i++) {
+		c.fb(e, i % 2 ? LUMEN_PATH_ECN : LUMEN_PATH_GOOD);
+		ASSERT_EQ(c.next(), e);
+	}
+	EXPECT_FALSE(lumen_path_reroute_wanted(&c.st));
+	EXPECT_EQ(c.st.count, 0); // no ring, no exploration
+	// connections start apart, as ECMP's
+	EXPECT_GT(first_entropies(LUMEN_PATH_ETHEREAL, 64), 50u);
+}
+
+TEST(Ethereal, NackOrTimeoutOnThePinnedEntropyWantsAReroute)
+{
+	for (lumen_path_signal s : {LUMEN_PATH_NACK, LUMEN_PATH_TIMEOUT}) {
+		Conn c(LUMEN_PATH_ETHEREAL, params(16, 0));
+		ASSERT_EQ(lumen_path_pin(&c.st, &c.p, 5), 0);
+		EXPECT_EQ(c.next(), 5);
+		c.fb(5, s);
+		EXPECT_TRUE(lumen_path_reroute_wanted(&c.st)) << "signal " << s;
+		EXPECT_EQ(c.next(), 5); // the caller moves it, not the policy
+		EXPECT_EQ(lumen_path_take_reroute(&c.st), 1);
+		EXPECT_FALSE(lumen_path_reroute_wanted(&c.st));
+		EXPECT_EQ(lumen_path_take_reroute(&c.st), 0); // taken once
+		ASSERT_EQ(lumen_path_pin(&c.st, &c.p, 9), 0);
+		for (int i = 0; i < 10; i++)
+			ASSERT_EQ(c.next(), 9);
+		// the old path's late news moves nothing
+		c.fb(5, s);
+		EXPECT_FALSE(lumen_path_reroute_wanted(&c.st));
+		c.fb(9, s);
+		EXPECT_TRUE(lumen_path_reroute_wanted(&c.st));
+		// pinning is the reroute: the wish is done
+		ASSERT_EQ(lumen_path_pin(&c.st, &c.p, 2), 0);
+		EXPECT_FALSE(lumen_path_reroute_wanted(&c.st));
+	}
+}
+
+TEST(Ethereal, RefusesEntropiesOutsideTheSpace)
+{
+	Conn c(LUMEN_PATH_ETHEREAL, params(16, 0));
+	ASSERT_EQ(lumen_path_pin(&c.st, &c.p, 15), 0);
+	c.fb(15, LUMEN_PATH_NACK);
+	ASSERT_TRUE(lumen_path_reroute_wanted(&c.st));
+	lumen_path before = c.st;
+	// a chooser's answer out of range: refused, nothing changed
+	for (uint32_t bad : {16u, 65535u, 65536u, 0xFFFFFFFFu}) {
+		EXPECT_EQ(lumen_path_pin(&c.st, &c.p, bad), -1) << bad;
+		EXPECT_EQ(std::memcmp(&before, &c.st, sizeof(before)), 0);
+	}
+	EXPECT_EQ(c.next(), 15);
+	EXPECT_TRUE(lumen_path_reroute_wanted(&c.st));
+	lumen_path_take_reroute(&c.st);
+	// echoes it cannot have sent: no reroute (16 wraps to 0, not to 15)
+	for (uint32_t bad : {16u, 31u, 65535u, 0xFFFFFFFFu}) {
+		c.fb(bad, LUMEN_PATH_NACK);
+		c.fb(bad, LUMEN_PATH_TIMEOUT);
+	}
+	EXPECT_FALSE(lumen_path_reroute_wanted(&c.st));
+	// one entropy: pinned to it, a reroute may be wanted, 0 is all there is
+	Conn one(LUMEN_PATH_ETHEREAL, params(1, 0));
+	EXPECT_EQ(one.next(), 0);
+	one.fb(0, LUMEN_PATH_TIMEOUT);
+	EXPECT_TRUE(lumen_path_reroute_wanted(&one.st));
+	EXPECT_EQ(lumen_path_pin(&one.st, &one.p, 1), -1);
+	EXPECT_EQ(lumen_path_pin(&one.st, &one.p, 0), 0);
+}
+
+TEST(Ethereal, OtherModesNeitherWantReroutesNorTakePins)
+{
+	for (lumen_path_mode m : {LUMEN_PATH_ECMP, LUMEN_PATH_OPS, LUMEN_PATH_REPS, LUMEN_PATH_REPS_FREEZE}) {
+		Conn c(m, params(16, 0));
+		for (uint32_t e = 0; e < 16; e++) {
+			c.fb(e, LUMEN_PATH_NACK);
+			c.fb(e, LUMEN_PATH_TIMEOUT, 0, 100000, 10000); // high RTT: no freeze
+		}
+		EXPECT_FALSE(lumen_path_reroute_wanted(&c.st)) << "mode " << m;
+		uint8_t freeze = c.st.freeze;
+		EXPECT_EQ(lumen_path_take_reroute(&c.st), 0);
+		EXPECT_EQ(c.st.freeze, freeze);
+		// ECMP's entropy can be pinned too; the others have none to pin
+		EXPECT_EQ(lumen_path_pin(&c.st, &c.p, 3), m == LUMEN_PATH_ECMP ? 0 : -1) << "mode " << m;
+	}
+	// a frozen reps-freeze keeps its freeze byte whatever is taken
+	Conn f(LUMEN_PATH_REPS_FREEZE, params(16, 0));
+	f.fb(1, LUMEN_PATH_GOOD);
+	f.fb(1, LUMEN_PATH_TIMEOUT, 0, 1000, 10000);
+	ASSERT_EQ(f.st.freeze & LUMEN_PATH_FROZEN, LUMEN_PATH_FROZEN);
+	uint8_t freeze = f.st.freeze;
+	EXPECT_EQ(lumen_path_take_reroute(&f.st), 0);
+	EXPECT_EQ(f.st.freeze, freeze);
+}
+
 // A fabric of 8 paths where ECMP maps entropy e to path e % 8, path 3 dead
 // (its packets time out) and path 5 congested (every packet CE-marked).
 // Each packet's fate comes back one "RTT" (here: 8 packets) later.
@@ -304,6 +428,45 @@ TEST(PathPolicies, RepsAvoidsADeadAndACongestedPathOpsDoesNot)
 	// REPS recycles only what came back clean: nearly nothing on them
 	EXPECT_LT(bad_reps, 100) << "reps sent " << bad_reps << " of 10000 to the bad paths";
 	EXPECT_LT(bad_freeze, 100) << "reps-freeze sent " << bad_freeze;
+}
+
+// Ethereal on the same fabric, pinned to the dead path: its first timeout
+// moves it (here to the next entropy, the caller's choice), the timeouts
+// of the packets still on the dead path do not move it again, and it never
+// goes back. Marks do not move it (path 5 is the receiver's business).
+TEST(PathPolicies, EtherealLeavesADeadPathOnceAndStaysOnAMarkedOne)
+{
+	for (uint32_t start : {3u, 5u}) {
+		Fabric f;
+		Conn c(LUMEN_PATH_ETHEREAL, params(256, 16));
+		ASSERT_EQ(lumen_path_pin(&c.st, &c.p, start), 0);
+		int reroutes = 0;
+		// Fabric::run's feedback, then the caller's reroute, packet by packet
+		std::vector<std::pair<uint16_t, lumen_path_signal>> in_flight;
+		for (int i = 0; i < 2000; i++) {
+			uint16_t e = c.next();
+			f.sent[e % 8]++;
+			in_flight.push_back({e, e % 8 == 3   ? LUMEN_PATH_TIMEOUT
+						: e % 8 == 5 ? LUMEN_PATH_ECN
+							     : LUMEN_PATH_GOOD});
+			if (in_flight.size() > 8) {
+				c.fb(in_flight.front().first, in_flight.front().second);
+				in_flight.erase(in_flight.begin());
+				if (lumen_path_take_reroute(&c.st)) {
+					reroutes++;
+					ASSERT_EQ(lumen_path_pin(&c.st, &c.p, (c.next() + 1) % 256), 0);
+				}
+			}
+		}
+		if (start == 3) {
+			EXPECT_EQ(reroutes, 1);
+			EXPECT_EQ(f.sent[3], 9); // until the first timeout came back
+			EXPECT_EQ(f.sent[4], 2000 - 9);
+		} else {
+			EXPECT_EQ(reroutes, 0);
+			EXPECT_EQ(f.sent[5], 2000);
+		}
+	}
 }
 
 } // namespace

@@ -135,7 +135,10 @@ void Endpoint::poll(uint64_t now_ns)
 			continue;
 		}
 		frames[k] = rte_pktmbuf_mtod(rx[i], const uint8_t *);
-		lens[k++] = rte_pktmbuf_data_len(rx[i]);
+		lens[k] = rte_pktmbuf_data_len(rx[i]);
+		if (map_ && map_->rx(frames[k], lens[k], now_ns))
+			continue; /* ICMP: the port map's, never a lumen-dp frame */
+		k++;
 	}
 	engine_.rx_burst(frames, lens, k, now_ns);
 	if (n)
@@ -148,6 +151,8 @@ void Endpoint::poll(uint64_t now_ns)
 	uint16_t room = pending_.size() >= kBurst ? 0 : (uint16_t)(kBurst - pending_.size());
 	if (room && !sink_.refill(room))
 		stats_.no_mbuf++;
+	if (map_ && room)
+		room = (uint16_t)(room - map_->tx(sink_, now_ns, room));
 	engine_.tx(sink_, now_ns, room);
 	uint16_t used = sink_.used();
 	send(sink_.frames(), used, now_ns);

@@ -28,6 +28,7 @@
 #include "transport/impair.h"
 #include "transport/optical_gate.h"
 #include "transport/osched_page.h"
+#include "transport/port_map.h"
 
 namespace lumen::dp
 {
@@ -195,6 +196,20 @@ class Endpoint
 	{
 		return hold_ ? &hold_->gate() : nullptr;
 	}
+	/* Path discovery (transport/port_map.h): ICMP errors go to the map
+	 * instead of the engine, its probes leave before the engine's frames. */
+	void set_port_map(std::unique_ptr<PortMap> map)
+	{
+		map_ = std::move(map);
+	}
+	PortMap *port_map()
+	{
+		return map_.get();
+	}
+	const PortMap *port_map() const
+	{
+		return map_.get();
+	}
 
       private:
 	struct GateOut;
@@ -212,6 +227,7 @@ class Endpoint
 	 * departure, deferred to a change's new tables */
 	std::optional<GateHold<rte_mbuf *, MbufFrames>> hold_;
 	std::unique_ptr<OschedPage> page_;
+	std::unique_ptr<PortMap> map_;
 	GateTables gate_tables_;
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */

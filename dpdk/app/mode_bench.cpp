@@ -616,10 +616,7 @@ int run_bench(Options &o)
 			    {"lcore", rte_lcore_id()},
 			    {"config",
 			     {{"cc", cc_algorithm_name(cfg.cc.algorithm)},
-			      {"path", cfg.path_mode == LUMEN_PATH_ECMP	  ? "ecmp"
-				       : cfg.path_mode == LUMEN_PATH_OPS  ? "ops"
-				       : cfg.path_mode == LUMEN_PATH_REPS ? "reps"
-									  : "reps-freeze"},
+			      {"path", lumen_path_mode_name(cfg.path_mode)},
 			      {"entropies", cfg.path.entropies},
 			      {"window", cfg.tx_window},
 			      {"ack_every", cfg.ack_every},

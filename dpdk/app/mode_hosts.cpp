@@ -225,6 +225,66 @@ nlohmann::json pairs_json(const Options &o, const std::vector<std::vector<Host *
 	return out;
 }
 
+/* --discover-paths: every host probes the paths to its destinations before
+ * the clients start (the lcores do not poll yet, so this thread may), for
+ * at most 5 s; the maps, and what each entropy found leads to, in the
+ * summary. */
+nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			      const std::vector<std::vector<size_t>> &dst)
+{
+	const size_t n = o.hosts.size();
+	Clock clock;
+	const uint64_t t0 = clock.now_ns(), deadline = t0 + 5'000'000'000ull;
+	for (size_t i = 0; i < n; i++) {
+		Endpoint &ep = *hs[i][0]->ep;
+		ep.set_port_map(std::make_unique<PortMap>(o.port_map, ep.engine().config(), o.engine.seed + i));
+		for (size_t j : dst[i])
+			ep.port_map()->want(o.hosts[j].ip, o.hosts[i].gateway, t0);
+	}
+	auto settled = [&] {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j : dst[i])
+				if (!hs[i][0]->ep->port_map()->settled(o.hosts[j].ip))
+					return false;
+		return true;
+	};
+	uint64_t now = t0;
+	while (!settled() && (now = clock.now_ns()) < deadline && !signalled())
+		for (const auto &q : hs)
+			for (Host *h : q)
+				h->ep->poll(now);
+	nlohmann::json maps = nlohmann::json::array();
+	for (size_t i = 0; i < n; i++) {
+		const PortMap &pm = *hs[i][0]->ep->port_map();
+		nlohmann::json dests = nlohmann::json::array();
+		for (size_t j : dst[i]) {
+			nlohmann::json ups = nlohmann::json::array();
+			for (uint32_t u = 0; u < o.port_map.uplinks; u++)
+				ups.push_back({{"router", pm.router_of(u) ? ip_str(pm.router_of(u)) : ""},
+					       {"entropies", pm.entropies_of(o.hosts[j].ip, u)}});
+			dests.push_back({{"dst", ip_str(o.hosts[j].ip)},
+					 {"settled", pm.settled(o.hosts[j].ip)},
+					 {"uplinks_found", pm.uplinks_found(o.hosts[j].ip)},
+					 {"uplinks", ups}});
+		}
+		const PortMapStats &st = pm.stats();
+		maps.push_back({{"host", ip_str(o.hosts[i].ip)},
+				{"dests", dests},
+				{"probes", st.probes},
+				{"replies", st.replies},
+				{"lost", st.lost},
+				{"unmatched", st.unmatched},
+				{"unknown_router", st.unknown_router},
+				{"malformed", st.malformed}});
+		std::fprintf(stderr, "  %-15s paths: %llu probes, %llu replies, %llu lost\n",
+			     ip_str(o.hosts[i].ip).c_str(), (unsigned long long)st.probes,
+			     (unsigned long long)st.replies, (unsigned long long)st.lost);
+	}
+	std::fprintf(stderr, "lumen-dp hosts: paths %s in %.1f ms\n", settled() ? "discovered" : "NOT all discovered",
+		     (double)(now - t0) / 1e6);
+	return {{"settled", settled()}, {"ms", (double)(now - t0) / 1e6}, {"hosts", maps}};
+}
+
 } // namespace
 
 int run_hosts(Options &o)
@@ -287,6 +347,13 @@ int run_hosts(Options &o)
 			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
 									     o.optical_max_hold_ns, o.optical_slack_ns),
 					       std::move(page), o.optical_coalesce);
+		}
+		if (o.port_map.uplinks) {
+			nlohmann::json paths = discover_paths(o, hs, dst);
+			bool ok = paths["settled"].get<bool>();
+			run.note("paths", std::move(paths));
+			if (!ok && signalled())
+				return 1;
 		}
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++)

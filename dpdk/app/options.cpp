@@ -69,6 +69,11 @@ enum Opt {
 	kRtoMax,
 	kNoRandomize,
 	kStartJitter,
+	kDiscoverPaths,
+	kProbeTtl,
+	kProbeGap,
+	kCeNackThreshold,
+	kCeWindow,
 	kHelp,
 };
 
@@ -121,13 +126,22 @@ const option kLong[] = {
 	{"rto-max-us", required_argument, nullptr, kRtoMax},
 	{"no-randomize", no_argument, nullptr, kNoRandomize},
 	{"start-jitter-us", required_argument, nullptr, kStartJitter},
+	{"discover-paths", required_argument, nullptr, kDiscoverPaths},
+	{"probe-ttl", required_argument, nullptr, kProbeTtl},
+	{"probe-gap-us", required_argument, nullptr, kProbeGap},
+	{"ce-nack-threshold", required_argument, nullptr, kCeNackThreshold},
+	{"ce-window-us", required_argument, nullptr, kCeWindow},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
 
 const char kCommonUsage[] = "transport:\n"
 			    "  --cc dctcp|powertcp|theta-powertcp   congestion control (dctcp)\n"
-			    "  --path ecmp|ops|reps|reps-freeze     path policy (reps)\n"
+			    "  --path ecmp|ops|reps|reps-freeze|ethereal\n"
+			    "                      path policy (reps). ethereal: one pinned entropy per\n"
+			    "                      connection, moved only by a NACK or a timeout on it\n"
+			    "                      (Ethereal's single path); implies --gbn and\n"
+			    "                      --ce-nack-threshold 50; give it to both ends\n"
 			    "  --entropies N       UDP source ports to spread over, from 49152 (256)\n"
 			    "  --explore N         REPS: packets that explore first, one BDP (256)\n"
 			    "  --freeze-us N       reps-freeze: how long a freeze lasts (10000)\n"
@@ -141,6 +155,12 @@ const char kCommonUsage[] = "transport:\n"
 			    "                      their circuits (two periods and the gate's hold)\n"
 			    "  --rto-max-us N      retransmission timeout's ceiling (100000)\n"
 			    "  --gbn               Go-Back-N (in-order receiver, NACKs) instead of SACK\n"
+			    "  --ce-nack-threshold PCT  receiver, with --gbn: when more than PCT % of a\n"
+			    "                      connection's DATA in a window was CE-marked, NACK (the\n"
+			    "                      sender goes back N; ethereal's moves to another path),\n"
+			    "                      then NACK no out-of-order packet for a window; 0..99,\n"
+			    "                      0 = off (0; 50 with --path ethereal)\n"
+			    "  --ce-window-us N    that window, ~ a loaded RTT, below the RTO (100)\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
 			    "  --seed N            seed of the host's random choices (1)\n"
@@ -345,15 +365,15 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		}
 		case kPath: {
-			static const char *const names[] = {"ecmp", "ops", "reps", "reps-freeze"};
 			bool found = false;
 			for (int i = 0; i < LUMEN_PATH_MODES; i++)
-				if (!std::strcmp(a, names[i])) {
+				if (!std::strcmp(a, lumen_path_mode_name((uint32_t)i))) {
 					o->engine.path_mode = (lumen_path_mode)i;
 					found = true;
 				}
 			if (!found)
-				return std::string("--path: unknown policy '") + a + "' (ecmp, ops, reps, reps-freeze)";
+				return std::string("--path: unknown policy '") + a +
+				       "' (ecmp, ops, reps, reps-freeze, ethereal)";
 			break;
 		}
 		case kEntropies:
@@ -394,9 +414,29 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kNoRandomize:
 			o->engine.randomize_order = false;
 			break;
+		case kDiscoverPaths:
+			NUM("discover-paths", 1, 1024);
+			o->port_map.uplinks = (uint32_t)v;
+			break;
+		case kProbeTtl:
+			NUM("probe-ttl", 1, 255);
+			o->port_map.ttl = (uint8_t)v;
+			break;
+		case kProbeGap:
+			NUM("probe-gap-us", 0, 1'000'000);
+			o->port_map.gap_ns = v * 1000;
+			break;
 		case kStartJitter:
 			NUM("start-jitter-us", 0, 1'000'000);
 			o->engine.start_jitter_ns = v * 1000;
+			break;
+		case kCeNackThreshold:
+			NUM("ce-nack-threshold", 0, 99);
+			o->engine.ce_nack_threshold_pct = (uint32_t)v;
+			break;
+		case kCeWindow:
+			NUM("ce-window-us", 1, 1'000'000);
+			o->engine.ce_window_ns = v * 1000;
 			break;
 		case kNoVerify:
 			o->engine.verify = false;
@@ -523,6 +563,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 	if (std::string e = queues_validate(o->queues.udp_base, o->queues.queues); !e.empty())
 		return "--queues " + std::to_string(o->queues.queues) + " --udp-port " +
 		       std::to_string(o->queues.udp_base) + ": " + e;
+	/* Ethereal's single path delivers in order: Go-Back-N, with its
+	 * receiver's CE NACKs unless the user set the threshold (0: off) */
+	if (o->engine.path_mode == LUMEN_PATH_ETHEREAL) {
+		o->engine.gbn = true;
+		if (!o->given.count("ce-nack-threshold"))
+			o->engine.ce_nack_threshold_pct = 50;
+	}
 	o->engine.cc.mss = o->engine.max_payload();
 	/* the first RTO sits inside the bounds the user moved */
 	RtoParams &r = o->engine.rto;
@@ -530,6 +577,16 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		return "--rto-max-us (" + std::to_string(r.max_ns / 1000) + ") is below --rto-min-us (" +
 		       std::to_string(r.min_ns / 1000) + ")";
 	r.initial_ns = std::clamp(r.initial_ns, r.min_ns, std::max(r.min_ns, r.max_ns));
+	if (o->port_map.uplinks) {
+		if (o->mode != "hosts")
+			return "--discover-paths is for hosts mode";
+		if (o->queues.queues != 1)
+			return "--discover-paths probes with queue 0's ports: give --queues 1";
+		if (std::string e = o->port_map.validate(); !e.empty())
+			return e;
+	} else if (o->given.count("probe-ttl") || o->given.count("probe-gap-us")) {
+		return "--probe-ttl and --probe-gap-us tune --discover-paths";
+	}
 	if (!o->engine.randomize_order && o->engine.start_jitter_ns)
 		return "--start-jitter-us is part of the randomized order that --no-randomize turns off";
 	return o->engine.validate();

@@ -15,6 +15,7 @@
 #include "transport/engine.h"
 #include "app/port.h"
 #include "transport/impair.h"
+#include "transport/port_map.h"
 
 namespace lumen::dp
 {
@@ -48,6 +49,10 @@ struct Options {
 	uint64_t optical_max_hold_ns = 1'000'000'000;
 	uint64_t optical_slack_ns = 50'000; /* how late a poll may send a frame (OpticalGate) */
 	bool optical_coalesce = true; /* fold ACKs waiting in a VOQ (transport/ack_coalescer.h) */
+	/* hosts: --discover-paths S finds, before the clients start, which
+	 * source ports lead to which of S spines for each destination
+	 * (transport/port_map.h); --probe-ttl, --probe-gap-us tune it */
+	PortMapParams port_map;
 	uint32_t shift = 0; /* hosts, permutation: i sends to (i + shift) mod n; 0 = drawn from --seed */
 	/* hosts: --demand FILE, an n x n matrix of payload rates in Mbit/s
 	 * (sched/demand.h's format, row = source): every pair with a rate has

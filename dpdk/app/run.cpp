@@ -62,6 +62,9 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"corrupt", s.corrupt},
 		{"acks_sent", s.acks_sent},
 		{"nacks_sent", s.nacks_sent},
+		{"ce_nacks_sent", s.ce_nacks_sent},
+		{"ooo_ignored", s.ooo_ignored},
+		{"reroutes", s.reroutes},
 		{"msgs_sent", s.msgs_sent},
 		{"msgs_acked", s.msgs_acked},
 		{"msgs_delivered", s.msgs_delivered},
@@ -598,6 +601,8 @@ nlohmann::json Run::summary() const
 				      {"bad_version", e.stats().bad_version},
 				      {"no_conn", e.stats().no_conn},
 				      {"conn_refused", e.stats().conn_refused},
+				      {"probes", e.stats().probes_rcvd},
+				      {"bad_path_choices", e.stats().bad_path_choices},
 				      {"refused", refused}}},
 				    {"port", endpoint_json(*h->ep)},
 				    {"paths", {{"columns", {"sent", "good", "ecn", "lost"}}, {"rows", paths}}}};
@@ -636,15 +641,14 @@ nlohmann::json Run::summary() const
 		{"clients_start_mono_ns", started_ ? clock_.mono_ns(clients_start_ns_) : 0},
 		{"config",
 		 {{"cc", cc_algorithm_name(c.cc.algorithm)},
-		  {"path", c.path_mode == LUMEN_PATH_ECMP   ? "ecmp"
-			   : c.path_mode == LUMEN_PATH_OPS  ? "ops"
-			   : c.path_mode == LUMEN_PATH_REPS ? "reps"
-							    : "reps-freeze"},
+		  {"path", lumen_path_mode_name(c.path_mode)},
 		  {"entropies", c.path.entropies},
 		  {"mtu", c.mtu},
 		  {"window", c.tx_window},
 		  {"ack_every", c.ack_every},
 		  {"gbn", c.gbn},
+		  {"ce_nack_threshold_pct", c.ce_nack_threshold_pct},
+		  {"ce_window_ns", c.ce_window_ns},
 		  {"randomize_order", c.randomize_order},
 		  {"start_jitter_ns", c.start_jitter_ns},
 		  {"verify", c.verify},

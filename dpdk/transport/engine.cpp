@@ -252,6 +252,10 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 		stats_.no_conn++;
 		return;
 	}
+	if (p.type == LUMEN_DP_PROBE) {
+		stats_.probes_rcvd++; /* a probe whose TTL outlasted the fabric: not a connection's */
+		return;
+	}
 	Connection *c = find(p.ip_src, p.conn_id);
 	if (p.type == LUMEN_DP_DATA) {
 		if (!c) {
@@ -330,7 +334,6 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	bool ce = p.ecn == LUMEN_DP_ECN_CE, now = false;
 	uint32_t cum = c.rx.cum();
 
-	(void)now_ns;
 	if (cfg_.verify && !pattern_check(c.conn_id, p.msg_id, p.msg_off, p.payload, p.payload_len)) {
 		c.stats.corrupt++; /* not acknowledged: the sender will resend it */
 		return;
@@ -339,15 +342,23 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	c.stats.ce_rcvd += ce;
 	if (c.rx_ends.empty()) /* the first DATA: a client never needs them */
 		c.rx_ends.assign(cfg_.rx_window, Connection::Ends{0, 0});
+	/* Ethereal's receive(): a window mostly marked asks for another path */
+	bool ce_nack = cfg_.ce_nack_threshold_pct && ce_nack_due(c, ce, now_ns);
 	if (cfg_.gbn && p.psn != cum) {
 		/* Go-Back-N takes only the next PSN; a later one means a loss */
 		if (lumen_seq_after(p.psn, cum)) {
+			if (!ce_nack && now_ns < c.ce_quiet_until_ns) {
+				/* after a CE NACK: the sender is already going
+				 * back, this is the old path's tail */
+				c.stats.ooo_ignored++;
+				return;
+			}
 			c.ack = AckDue{c.index, p.psn, p.sport, ce, true, p.ts_ns, 1, ce, 0, {}};
 			ack_due(c, true);
 		} else {
 			c.stats.dup_rcvd++;
-			c.ack = AckDue{c.index, p.psn, p.sport, ce, false, p.ts_ns, 1, ce, 0, {}};
-			ack_due(c, false);
+			c.ack = AckDue{c.index, p.psn, p.sport, ce, ce_nack, p.ts_ns, 1, ce, 0, {}};
+			ack_due(c, ce_nack);
 		}
 		return;
 	}
@@ -371,7 +382,7 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	 * and copied from there by ack_due: that copy read the fields just
 	 * stored with wide loads, a store-forwarding stall (90% of ack_due). */
 	c.unacked++;
-	bool due = now || ce || (p.flags & LUMEN_DP_F_ACK_NOW) || c.unacked >= cfg_.ack_every;
+	bool due = now || ce || ce_nack || (p.flags & LUMEN_DP_F_ACK_NOW) || c.unacked >= cfg_.ack_every;
 	bool queued = due && acks_.size() < kMaxAcksDue;
 	AckDue &a = queued ? acks_.emplace_back() : c.ack;
 	a.conn = c.index;
@@ -379,7 +390,7 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	a.echo_sport = p.sport;
 	a.echo_ts = p.ts_ns;
 	a.ce = ce;
-	a.nack = false;
+	a.nack = ce_nack; /* for the PSN expected next, as every NACK */
 	a.pkts = (uint16_t)std::min<uint32_t>(c.ack.pkts + 1u, UINT16_MAX);
 	a.ce_pkts = (uint16_t)std::min<uint32_t>(c.ack.ce_pkts + ce, UINT16_MAX);
 	a.int_len = 0;
@@ -400,6 +411,33 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	c.ack.pkts = 0;
 	c.ack.ce_pkts = 0;
 	c.unacked = 0;
+}
+
+/* Ethereal's receive() for one DATA packet (ce: it was marked): whether the
+ * window counted so far, at least kCeNackMinPkts packets, is now more than
+ * the threshold marked. Windows of ce_window_ns follow each other from the
+ * first packet; after a NACK the next one starts a window later, and the
+ * packets in between (the old path's tail, marked as well) count for
+ * nothing. O(1), no allocation. */
+bool Engine::ce_nack_due(Connection &c, bool ce, uint64_t now_ns)
+{
+	if (now_ns < c.ce_quiet_until_ns)
+		return false;
+	if (now_ns - c.ce_win_start_ns >= cfg_.ce_window_ns) {
+		c.ce_win_start_ns = now_ns;
+		c.ce_win_pkts = c.ce_win_marked = 0;
+	}
+	c.ce_win_pkts++;
+	c.ce_win_marked += ce;
+	/* marked / pkts > pct / 100, without a division */
+	if (c.ce_win_pkts < kCeNackMinPkts ||
+	    (uint64_t)c.ce_win_marked * 100 <= (uint64_t)cfg_.ce_nack_threshold_pct * c.ce_win_pkts)
+		return false;
+	c.stats.ce_nacks_sent++;
+	c.ce_quiet_until_ns = now_ns + cfg_.ce_window_ns;
+	c.ce_win_start_ns = c.ce_quiet_until_ns;
+	c.ce_win_pkts = c.ce_win_marked = 0;
+	return true;
 }
 
 /* Messages whose last PSN lies in [from, to) are complete, in order. */
@@ -499,8 +537,14 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 			c.stats.rtt_min_ns = rtt;
 	}
 
+	/* the echoed entropy's fate: a NACK's is NACK (REPS drops the path;
+	 * Ethereal leaves it when it is the pinned one), an ACK's good or ECN */
 	uint16_t e = entropy_of(p.echo_sport);
-	if (e != UINT16_MAX && !nack) {
+	if (e != UINT16_MAX && nack) {
+		lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_NACK, now_ns, rtt, c.rto.min_rtt_ns());
+		if (lumen_path_take_reroute(&c.path))
+			reroute(c); /* before tx resends from the NACKed PSN: there */
+	} else if (e != UINT16_MAX) {
 		lumen_path_feedback(&c.path, &cfg_.path, e, ece ? LUMEN_PATH_ECN : LUMEN_PATH_GOOD, now_ns, rtt,
 				    c.rto.min_rtt_ns());
 		(ece ? paths_[e].ecn : paths_[e].good)++;
@@ -579,11 +623,38 @@ void Engine::on_rto(Connection &c, uint64_t now_ns)
 	c.stats.timeouts++;
 	c.cc->on_loss(now_ns, true);
 	lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_TIMEOUT, now_ns, c.rto.latest_ns(), c.rto.min_rtt_ns());
+	if (lumen_path_take_reroute(&c.path))
+		reroute(c); /* everything in flight is resent, on the new path */
 	if (e < paths_.size())
 		paths_[e].lost++;
 	c.rto.backoff();
 	wheel_.arm(c.rto_timer, now_ns + c.rto.rto_ns());
 	mark_ready(c);
+}
+
+/* Ethereal's "select new path" (NAck(), flowTimeout()): the shell's
+ * choice when it makes a valid one, else a uniformly random entropy other
+ * than the one left; pinned, so every later packet, retransmissions first,
+ * takes it. */
+void Engine::reroute(Connection &c)
+{
+	uint32_t n = cfg_.path.entropies;
+	uint16_t old = lumen_path_wrap(c.path.next, n);
+
+	if (choose_path) {
+		uint16_t e = choose_path(c, old);
+		if (lumen_path_pin(&c.path, &cfg_.path, e) == 0) {
+			c.stats.reroutes += e != old;
+			return;
+		}
+		stats_.bad_path_choices++;
+	}
+	if (n < 2)
+		return; /* nowhere else to go */
+	uint32_t e = lumen_rng_below(&rng_, n - 1); /* uniform over the n - 1 others */
+	e += e >= old;
+	lumen_path_pin(&c.path, &cfg_.path, e);
+	c.stats.reroutes++;
 }
 
 void Engine::timers(uint64_t now_ns)

@@ -39,6 +39,26 @@
  * accepts only the next PSN and answers anything else with a NACK for it;
  * the sender then resends everything from there.
  *
+ * Ethereal (path policy ethereal, Algorithm 3 of Addanki's dissertation):
+ * a connection is one subflow on one pinned entropy, so its packets arrive
+ * in order and its receiver is Go-Back-N (validate() insists on gbn). A
+ * NACK echoes the entropy of the packet that triggered it, which the path
+ * policy hears as NACK (REPS drops such a path, as before; Ethereal wants
+ * a reroute when it is the pinned one). When the policy wants a reroute,
+ * after a NACK (NAck()) or an RTO (flowTimeout()), the engine asks
+ * choose_path for the new entropy (by default a uniformly random other
+ * one), pins it, counts a reroute, and goes back N from the NACKed PSN (an
+ * RTO resends everything in flight anyway), all on the new path. Packets
+ * still on the old path draw NACKs that echo the old entropy: they go back
+ * N as every NACK does, but move nothing. The receiver (receive(), with
+ * ce_nack_threshold_pct) counts the CE-marked share of a connection's DATA
+ * over windows of ce_window_ns; when more than the threshold of at least
+ * kCeNackMinPkts packets were marked, the path is slow or overloaded for
+ * the whole window (more than a congestion control's own marks), and it
+ * sends a NACK for the PSN it expects (the sender reroutes and goes back
+ * N), then for one window counts nothing and answers no out-of-order
+ * packet (those of the old path), so one slow path costs one NACK.
+ *
  * Payloads are a pattern of (connection, message, offset), written by the
  * sender and checked by the receiver when verify is on, so tests and
  * experiments check integrity end to end without keeping copies.
@@ -101,7 +121,23 @@ struct EngineConfig {
 	uint32_t tx_window = 1024; /* scoreboard records, power of two */
 	uint32_t ack_every = 1; /* DATA packets per ACK (1: REPS gets every entropy back) */
 	uint64_t reorder_window_ns = 0; /* RACK reorder allowance; 0: a quarter of the smoothed RTT */
-	bool gbn = false; /* Go-Back-N: in-order receiver with NACKs */
+	bool gbn = false; /* Go-Back-N: in-order receiver with NACKs (ethereal requires it) */
+	/* Receiver, gbn: NACK when more than this percent of a connection's
+	 * DATA in a window was CE-marked (Ethereal's receive()), 0..99, 0 =
+	 * off. The seed gives no value; lumen-dp's --path ethereal uses 50: a
+	 * majority of marks for a whole window is more than DCTCP keeps a
+	 * queue at (about sqrt(2/W) of the packets of a window of W are
+	 * marked in its steady state, ~14 % at W = 100), so it is a path
+	 * whose queue stays above the marking threshold whatever the senders
+	 * do: a slow link, the case the seed names. */
+	uint32_t ce_nack_threshold_pct = 0;
+	/* Its window ("the last RTT") and the quiet time after its NACK: 1 us..1 s.
+	 * 100 us: the receiver has no RTT of its own, so a fixed value above a
+	 * loaded datacenter RTT (tens of us: the sender hears the NACK and
+	 * reroutes within one window, so the next window sees the new path)
+	 * and below the RTO's floor (200 us: a slow path is left sooner than
+	 * a dead one). */
+	uint64_t ce_window_ns = 100'000;
 	bool verify = true; /* write and check payload patterns */
 	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
 	uint32_t max_conns = 16384;
@@ -128,10 +164,13 @@ struct ConnStats {
 	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
 	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0, stale_acks = 0;
 	uint64_t spurious_retx = 0; /* retransmissions an echo showed needless (the first copy arrived) */
+	uint64_t reroutes = 0; /* ethereal: moves of the connection to another entropy */
 	uint64_t msgs_sent = 0, msgs_acked = 0;
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
 	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
 	uint64_t acks_sent = 0, nacks_sent = 0, msgs_delivered = 0, bytes_delivered = 0;
+	uint64_t ce_nacks_sent = 0; /* NACKs for a window mostly CE-marked (also in nacks_sent) */
+	uint64_t ooo_ignored = 0; /* out-of-order DATA not NACKed in the window after one of those */
 	uint32_t reorder_max = 0;
 
 	void add(const ConnStats &o);
@@ -146,7 +185,9 @@ struct PathStats {
 struct EngineStats {
 	uint64_t rx_frames = 0, tx_frames = 0;
 	uint64_t arrivals = 0; /* messages posted to idle connections (flow arrivals) */
+	uint64_t probes_rcvd = 0; /* path probes (dp_probe.h) that reached us: ignored */
 	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
+	uint64_t bad_path_choices = 0; /* choose_path answers outside the entropies (the default chose) */
 	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
 	uint8_t peer_version = 0; /* the version of the latest frame refused for it */
 	uint32_t peer_version_ip = 0; /* and who sent it */
@@ -271,6 +312,10 @@ struct alignas(64) Connection {
 	std::vector<Ends> rx_ends; /* per PSN slot, from the first DATA on */
 	uint32_t rx_next_msg = 0;
 	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
+	/* CE NACKs (ce_nack_threshold_pct): the window counted since
+	 * ce_win_start_ns, and the end of the quiet window after a NACK */
+	uint64_t ce_win_start_ns = 0, ce_quiet_until_ns = 0;
+	uint32_t ce_win_pkts = 0, ce_win_marked = 0;
 
 	Connection(const EngineConfig &cfg, uint32_t index);
 };
@@ -345,6 +390,18 @@ class Engine
 	/* Called when a message was delivered in order (receiver) / fully acknowledged (sender). */
 	std::function<void(Connection &, uint32_t msg_id, uint32_t len)> on_delivered;
 	std::function<void(Connection &, uint32_t msg_id, uint32_t len, uint64_t posted_ns, uint64_t now_ns)> on_acked;
+	/* Ethereal's "select new path": the entropy an ethereal connection
+	 * moves to after a NACK or a timeout on old_entropy. The shell sets it
+	 * to pick the least-loaded good uplink other than the one it left
+	 * (from its port map); unset, a uniformly random entropy other than
+	 * old_entropy (old_entropy itself when there is only one). An answer
+	 * outside the entropies is refused (stats().bad_path_choices) and the
+	 * default chooses; old_entropy is taken as the answer (the shell knows
+	 * no better path), not counted as a reroute. */
+	std::function<uint16_t(Connection &, uint16_t old_entropy)> choose_path;
+	/* The fewest packets of a window that a CE NACK judges on: fewer
+	 * make a share of one or two marks. */
+	static constexpr uint32_t kCeNackMinPkts = 8;
 
 	const EngineConfig &config() const
 	{
@@ -382,6 +439,8 @@ class Engine
 	void on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);
+	void reroute(Connection &c);
+	bool ce_nack_due(Connection &c, bool ce, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
 	enum class Send {
 		kSent,

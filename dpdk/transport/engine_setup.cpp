@@ -52,6 +52,15 @@ std::string EngineConfig::validate() const
 		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
 	if ((uint32_t)sport_base + path.entropies > 65536)
 		return "sport base + entropies must not pass port 65535";
+	if (path_mode == LUMEN_PATH_ETHEREAL && !gbn)
+		return "path policy ethereal needs Go-Back-N (gbn): its single path delivers in order, and its "
+		       "receiver's NACKs are what reroute it";
+	if (ce_nack_threshold_pct > 99)
+		return "ce-nack-threshold must be 0..99 percent (0: off)";
+	if (ce_nack_threshold_pct && !gbn)
+		return "ce-nack-threshold needs Go-Back-N (gbn): its NACK makes the sender go back N";
+	if (ce_window_ns < 1000 || ce_window_ns > 1'000'000'000)
+		return "ce-window must be 1 us..1 s";
 	if (max_conns < 1 || max_conns > (1u << 22))
 		return "max connections must be 1..4194304";
 	if (start_jitter_ns > 1'000'000'000)
@@ -81,6 +90,7 @@ void ConnStats::add(const ConnStats &o)
 	bad_acks += o.bad_acks;
 	stale_acks += o.stale_acks;
 	spurious_retx += o.spurious_retx;
+	reroutes += o.reroutes;
 	data_rcvd += o.data_rcvd;
 	dup_rcvd += o.dup_rcvd;
 	beyond_window += o.beyond_window;
@@ -88,6 +98,8 @@ void ConnStats::add(const ConnStats &o)
 	corrupt += o.corrupt;
 	acks_sent += o.acks_sent;
 	nacks_sent += o.nacks_sent;
+	ce_nacks_sent += o.ce_nacks_sent;
+	ooo_ignored += o.ooo_ignored;
 	msgs_sent += o.msgs_sent;
 	msgs_acked += o.msgs_acked;
 	msgs_delivered += o.msgs_delivered;

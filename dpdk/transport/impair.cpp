@@ -51,6 +51,23 @@ bool parse_time(const std::string &v, uint64_t *ns)
 	return true;
 }
 
+/* "49152:49153" appended to *ports; false when a port is malformed or none is given */
+bool parse_ports(const std::string &v, std::vector<uint16_t> *ports)
+{
+	std::stringstream ps(v);
+	std::string port;
+	bool ok = true;
+
+	while (ok && std::getline(ps, port, ':')) {
+		char *end = nullptr;
+		unsigned long n = std::strtoul(port.c_str(), &end, 10);
+		ok = !port.empty() && !*end && n >= 1 && n <= 65535;
+		if (ok)
+			ports->push_back((uint16_t)n);
+	}
+	return ok && !ports->empty();
+}
+
 } // namespace
 
 std::string ImpairParams::parse(const std::string &spec)
@@ -82,20 +99,13 @@ std::string ImpairParams::parse(const std::string &spec)
 		else if (k == "seed")
 			ok = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
 			     (p.seed = std::strtoull(v.c_str(), nullptr, 10), true);
-		else if (k == "blackhole") {
-			std::stringstream ps(v);
-			std::string port;
-			while (ok && std::getline(ps, port, ':')) {
-				char *end = nullptr;
-				unsigned long n = std::strtoul(port.c_str(), &end, 10);
-				ok = !port.empty() && !*end && n >= 1 && n <= 65535;
-				if (ok)
-					p.blackhole.push_back((uint16_t)n);
-			}
-			ok = ok && !p.blackhole.empty();
-		} else
+		else if (k == "blackhole")
+			ok = parse_ports(v, &p.blackhole);
+		else if (k == "ports")
+			ok = parse_ports(v, &p.ports);
+		else
 			return "impair: unknown key '" + k +
-			       "' (drop, dup, ce, reorder, delay, reorder-delay, blackhole, acks, seed)";
+			       "' (drop, dup, ce, reorder, delay, reorder-delay, blackhole, ports, acks, seed)";
 		if (!ok)
 			return "impair: bad value for " + k + ": '" + v + "'";
 	}
@@ -134,6 +144,8 @@ Verdict Impairment::judge(const uint8_t *frame, uint32_t len)
 		v.drop = true;
 		return v;
 	}
+	if (!p_.ports.empty() && std::find(p_.ports.begin(), p_.ports.end(), p.sport) == p_.ports.end())
+		return v;
 	if (chance(p_.drop_ppm)) {
 		stats_.dropped++;
 		v.drop = true;

@@ -4,7 +4,8 @@
  * dropped, duplicated, CE-marked, delayed, or held back so that later
  * frames overtake it, with seeded probabilities so a run reproduces; and
  * any set of entropies (UDP source ports) can be blackholed, as a failed
- * link blackholes the paths that cross it.
+ * link blackholes the paths that cross it, or be the only ones the random
+ * impairments hit (ports=), as a lossy or slow link is one path's.
  *
  * The shim decides (judge) and marks (CE in place); holding frames is the
  * caller's, through DelayLine, which releases them in time order and so
@@ -31,9 +32,11 @@ struct ImpairParams {
 	uint64_t reorder_ns = 50'000; /* how long a reordered frame is held back */
 	bool data_only = true; /* ACKs pass untouched (a lossy forward path) */
 	std::vector<uint16_t> blackhole; /* UDP source ports that never arrive */
+	std::vector<uint16_t> ports; /* non-empty: drop, dup, ce and reorder hit only these source ports */
 	uint64_t seed = 7;
 
-	/* "drop=1%,dup=0.1%,ce=5%,reorder=2%,delay=20us,reorder-delay=50us,blackhole=49152:49153,acks,seed=N";
+	/* "drop=1%,dup=0.1%,ce=5%,reorder=2%,delay=20us,reorder-delay=50us,blackhole=49152:49153,
+	 * ports=49154:49155,acks,seed=N";
 	 * returns an error message, or "" after setting the fields. */
 	std::string parse(const std::string &spec);
 	bool active() const;

@@ -31,7 +31,7 @@
  * lumen header (offsets from its first byte)
  * ------------
  *    0  1  version     LUMEN_DP_VERSION (1)
- *    1  1  type        DATA 1, ACK 2, NACK 3
+ *    1  1  type        DATA 1, ACK 2, NACK 3, PROBE 4 (dp_probe.h)
  *    2  1  flags       DATA: RETX 0x01, ACK_NOW 0x02, MSG_LAST 0x04, INT 0x08
  *                      ACK/NACK: INT 0x08, ECE 0x10 (trigger carried CE)
  *    3  1  ext_words   0..10
@@ -42,6 +42,8 @@
  *   20  4  msg_id
  *   24  4  msg_off     byte offset of the payload in its message
  *   28  4  msg_len     message length: msg_off + payload_len <= msg_len
+ *   PROBE (a path probe with a small TTL: conn_id 0, psn the probe's number)
+ *   12  8  ts_ns       sender's clock at send time
  *   ACK / NACK (NACK: psn is missing, Go-Back-N resends from it)
  *   12  8  echo_ts     ts_ns of the triggering DATA packet
  *   20  8  sack        bit i: PSN psn + 1 + i was received
@@ -90,6 +92,7 @@
 #define LUMEN_DP_COMMON_HLEN 12
 #define LUMEN_DP_DATA_HLEN 32 /* common + DATA part */
 #define LUMEN_DP_ACK_HLEN 40 /* common + ACK/NACK part */
+#define LUMEN_DP_PROBE_HLEN 20 /* common + PROBE part */
 #define LUMEN_DP_EXT_WORDS_MAX 10
 #define LUMEN_DP_EXT_MAX (4 * LUMEN_DP_EXT_WORDS_MAX) /* 40 B, >= LUMEN_INT_MAX_LEN */
 #define LUMEN_DP_IP_LEN_MAX 0xFFFFu
@@ -104,6 +107,7 @@ enum lumen_dp_type {
 	LUMEN_DP_DATA = 1,
 	LUMEN_DP_ACK = 2,
 	LUMEN_DP_NACK = 3,
+	LUMEN_DP_PROBE = 4,
 };
 
 #define LUMEN_DP_F_RETX 0x01 /* DATA: a retransmission */
@@ -148,7 +152,7 @@ enum lumen_dp_error {
 	LUMEN_DP_EEMPTY = 23, /* DATA without payload */
 	LUMEN_DP_EMSG_LEN = 24, /* DATA with msg_len 0 */
 	LUMEN_DP_EMSG_RANGE = 25, /* DATA payload ends beyond msg_len */
-	LUMEN_DP_EPAYLOAD = 26, /* ACK/NACK with payload */
+	LUMEN_DP_EPAYLOAD = 26, /* ACK, NACK or PROBE with payload */
 	LUMEN_DP_ENOSPACE = 27, /* builder: buffer too small */
 	LUMEN_DP_EINVAL = 28, /* builder/helpers: bad argument (ECN > 3, IP packet > 64 KiB) */
 	LUMEN_DP_E_COUNT
@@ -251,6 +255,8 @@ LUMEN_INLINE __u32 lumen_dp_type_info(__u32 type, int want_flags)
 		return want_flags ? LUMEN_DP_DATA_FLAGS : LUMEN_DP_DATA_HLEN;
 	if (type == LUMEN_DP_ACK || type == LUMEN_DP_NACK)
 		return want_flags ? LUMEN_DP_ACK_FLAGS : LUMEN_DP_ACK_HLEN;
+	if (type == LUMEN_DP_PROBE)
+		return want_flags ? 0 : LUMEN_DP_PROBE_HLEN;
 	return 0;
 }
 
@@ -468,11 +474,11 @@ LUMEN_INLINE int lumen_dp_parse(const __u8 *frame, __u32 len, __u16 udp_dport, s
 	out->ext = ext_len ? h + hlen : 0;
 	out->payload_len = payload_len;
 	out->payload = payload_len ? h + hlen + ext_len : 0;
-	if (h[1] == LUMEN_DP_DATA) {
+	if (h[1] == LUMEN_DP_DATA || h[1] == LUMEN_DP_PROBE) {
 		out->ts_ns = lumen_dp_get64(h + 12);
-		out->msg_id = lumen_dp_get32(h + 20);
-		out->msg_off = lumen_dp_get32(h + 24);
-		out->msg_len = lumen_dp_get32(h + 28);
+		out->msg_id = h[1] == LUMEN_DP_DATA ? lumen_dp_get32(h + 20) : 0;
+		out->msg_off = h[1] == LUMEN_DP_DATA ? lumen_dp_get32(h + 24) : 0;
+		out->msg_len = h[1] == LUMEN_DP_DATA ? lumen_dp_get32(h + 28) : 0;
 		out->echo_ts = out->sack = 0;
 		out->echo_psn = 0;
 		out->echo_sport = out->pkts = out->ce_pkts = out->rwnd = 0;
@@ -498,7 +504,8 @@ LUMEN_INLINE int lumen_dp_parse(const __u8 *frame, __u32 len, __u16 udp_dport, s
  * negative lumen_dp_error, having written nothing. It refuses
  * what the parser would refuse (so every frame it writes parses back to *p),
  * and sets what the format fixes: ethertype, IHL 5, id 0, DF, TTL 64, UDP,
- * lengths, IPv4 checksum, UDP checksum 0. Used for all three types.
+ * lengths, IPv4 checksum, UDP checksum 0. Used for every type (a PROBE's TTL
+ * and id are then set by lumen_dp_build_probe, dp_probe.h).
  */
 LUMEN_INLINE int lumen_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt *p)
 {
@@ -573,6 +580,8 @@ LUMEN_INLINE int lumen_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt
 		lumen_dp_put32(h + 20, p->msg_id);
 		lumen_dp_put32(h + 24, p->msg_off);
 		lumen_dp_put32(h + 28, p->msg_len);
+	} else if (t == LUMEN_DP_PROBE) {
+		lumen_dp_put64(h + 12, p->ts_ns);
 	} else {
 		lumen_dp_put64(h + 12, p->echo_ts);
 		lumen_dp_put64(h + 20, p->sack);

@@ -27,10 +27,27 @@
  *          entropies in order without consuming them (only known-good paths,
  *          no exploration); after that it forgets the ring and explores
  *          again.
+ *   ethereal  Ethereal's single path (Addanki, Algorithm 3): a connection
+ *          (one subflow of Ethereal's plan) keeps one entropy, pinned, so
+ *          its packets take one path, in order, and its receiver can be
+ *          Go-Back-N. The entropy starts random, as ECMP's; the caller may
+ *          pin another (the shell pins the uplink Ethereal's planner chose).
+ *          The path moves only when it fails: a NACK (NAck(): a loss, or a
+ *          receiver that sees most packets CE-marked) or a timeout
+ *          (flowTimeout()) about the pinned entropy marks the connection
+ *          "reroute wanted"; the caller takes that flag
+ *          (lumen_path_take_reroute), chooses the new path (its business:
+ *          the least-loaded good uplink other than the one left) and pins
+ *          it. News about an entropy the connection has already left (the
+ *          NACKs of its packets still on the old path) changes nothing, so
+ *          one failure moves the connection once. GOOD and ECN change
+ *          nothing: marks are the congestion control's, and only a
+ *          receiver's judgement over a whole window (its NACK) moves it.
  *
  * Every random choice comes from a caller's lumen_rng (seeded per host), so
  * runs reproduce. The state is struct lumen_path: 24 bytes for REPS (the
- * paper: "less than 25 bytes"), plus 4 for the freeze deadline.
+ * paper: "less than 25 bytes"), plus 4 for the freeze deadline; ECMP and
+ * Ethereal use `next` (the entropy) and Ethereal one bit of `freeze`.
  */
 #ifndef LUMEN_PATH_POLICY_H
 #define LUMEN_PATH_POLICY_H
@@ -76,8 +93,28 @@ enum lumen_path_mode {
 	LUMEN_PATH_OPS = 1,
 	LUMEN_PATH_REPS = 2,
 	LUMEN_PATH_REPS_FREEZE = 3,
+	LUMEN_PATH_ETHEREAL = 4,
 	LUMEN_PATH_MODES
 };
+
+/* A mode's name on command lines and in reports; "?" for no mode. */
+LUMEN_INLINE const char *lumen_path_mode_name(__u32 mode)
+{
+	switch (mode) {
+	case LUMEN_PATH_ECMP:
+		return "ecmp";
+	case LUMEN_PATH_OPS:
+		return "ops";
+	case LUMEN_PATH_REPS:
+		return "reps";
+	case LUMEN_PATH_REPS_FREEZE:
+		return "reps-freeze";
+	case LUMEN_PATH_ETHEREAL:
+		return "ethereal";
+	default:
+		return "?";
+	}
+}
 
 /* What became of a packet sent with some entropy. */
 enum lumen_path_signal {
@@ -128,13 +165,17 @@ struct lumen_path {
 	__u8 head; /* index of the oldest entry */
 	__u8 count; /* entries in the ring, 0..8 */
 	__u8 mode; /* enum lumen_path_mode */
-	__u8 freeze; /* reps-freeze: LUMEN_PATH_FROZEN | next entry replayed, from head */
-	__u16 next; /* ecmp: the entropy; reps: the next to explore */
+	__u8 freeze; /* reps-freeze: LUMEN_PATH_FROZEN | next entry replayed, from head;
+			ethereal: LUMEN_PATH_REROUTE */
+	__u16 next; /* ecmp, ethereal: the entropy; reps: the next to explore */
 	__u16 explore_left; /* reps: packets still exploring */
 	__u32 frozen_until_us; /* reps-freeze: deadline, us mod 2^32 (after the 24 B of REPS) */
 };
 
+LUMEN_STATIC_ASSERT(sizeof(struct lumen_path) == 28, "struct lumen_path: REPS's 24 bytes and a 4-byte deadline");
+
 #define LUMEN_PATH_FROZEN 0x80u
+#define LUMEN_PATH_REROUTE 0x40u /* ethereal: a NACK or timeout on the pinned entropy */
 #define LUMEN_PATH_REPLAY_MASK 0x07u
 
 LUMEN_INLINE __u32 lumen_path_us(__u64 now_ns)
@@ -216,7 +257,7 @@ LUMEN_INLINE __u16 lumen_path_replay(struct lumen_path *st, const struct lumen_p
 LUMEN_INLINE __u16 lumen_path_next(struct lumen_path *st, const struct lumen_path_params *p, struct lumen_rng *rng,
 				   __u64 now_ns)
 {
-	if (st->mode == LUMEN_PATH_ECMP)
+	if (st->mode == LUMEN_PATH_ECMP || st->mode == LUMEN_PATH_ETHEREAL)
 		return lumen_path_wrap(st->next, p->entropies);
 	if (st->mode == LUMEN_PATH_OPS)
 		return (__u16)lumen_rng_below(rng, p->entropies);
@@ -247,13 +288,52 @@ LUMEN_INLINE void lumen_path_cache(struct lumen_path *st, const struct lumen_pat
 }
 
 /*
+ * Pin `entropy` (ecmp, ethereal): every later packet takes it, and a
+ * reroute that was wanted is done. 0; -1, changing nothing, for an entropy
+ * outside the space (a chooser's mistake is not a path) or another mode.
+ */
+LUMEN_INLINE int lumen_path_pin(struct lumen_path *st, const struct lumen_path_params *p, __u32 entropy)
+{
+	if (entropy >= p->entropies || (st->mode != LUMEN_PATH_ECMP && st->mode != LUMEN_PATH_ETHEREAL))
+		return -1;
+	st->next = (__u16)entropy;
+	st->freeze &= (__u8)~LUMEN_PATH_REROUTE;
+	return 0;
+}
+
+/* ethereal: whether a NACK or a timeout asked for another path. */
+LUMEN_INLINE int lumen_path_reroute_wanted(const struct lumen_path *st)
+{
+	return st->mode == LUMEN_PATH_ETHEREAL && (st->freeze & LUMEN_PATH_REROUTE);
+}
+
+/* ethereal: lumen_path_reroute_wanted, and the wish cleared (the caller
+ * now chooses and pins the new path). */
+LUMEN_INLINE int lumen_path_take_reroute(struct lumen_path *st)
+{
+	if (!lumen_path_reroute_wanted(st))
+		return 0;
+	st->freeze &= (__u8)~LUMEN_PATH_REROUTE;
+	return 1;
+}
+
+/*
  * What became of a packet sent with `entropy`. For a timeout, rtt_ns is the
  * connection's latest RTT sample and base_rtt_ns its base RTT: a timeout
  * at a low RTT freezes reps-freeze (not while exploring, nor when frozen).
+ * ethereal: a NACK or a timeout about the pinned entropy wants a reroute;
+ * anything else (another entropy: a path already left, or a forged echo)
+ * changes nothing.
  */
 LUMEN_INLINE void lumen_path_feedback(struct lumen_path *st, const struct lumen_path_params *p, __u32 entropy,
 				      enum lumen_path_signal signal, __u64 now_ns, __u64 rtt_ns, __u64 base_rtt_ns)
 {
+	if (st->mode == LUMEN_PATH_ETHEREAL) {
+		if ((signal == LUMEN_PATH_NACK || signal == LUMEN_PATH_TIMEOUT) &&
+		    entropy == lumen_path_wrap(st->next, p->entropies))
+			st->freeze |= LUMEN_PATH_REROUTE;
+		return;
+	}
 	if (st->mode != LUMEN_PATH_REPS && st->mode != LUMEN_PATH_REPS_FREEZE)
 		return;
 	if (signal == LUMEN_PATH_GOOD) {

@@ -42,6 +42,11 @@
 #                link, so what enters spine 1 from leaf 2 is DATA; the
 #                spray experiment has failures on both paths.)
 #
+#   discovery    with --discover-paths, every host probes its destination's
+#                paths (TTL 2: the probe expires at a spine) and maps 2
+#                source ports to each of the 4 spines; each is checked
+#                against the leaf's FIB (`ip route get` with its 5-tuple).
+#
 # It prints what it measures: per-spine packets, imbalance, timeouts,
 # retransmissions and message completion times.
 source "$(dirname "$0")/../e2e/lib.sh"
@@ -338,5 +343,47 @@ e2e_check "failure: reps sends less into the dead link than ops ($(get fail-reps
 # completion times are for the log: on a shared 2-core machine they are
 # measurements, not something a test can hold a run to
 e2e_log "failure: message completion p99 reps $(get fail-reps p99) us, ops $(get fail-ops p99) us"
+
+# --- path discovery: TTL-limited probes map source ports to spines ---------------
+# Every host probes the path to its destination before its client starts
+# (--discover-paths): a probe expires at the spine the leaf's hash chose,
+# whose ICMP Time Exceeded names it. The oracle is the leaf's own FIB: `ip
+# route get` with the probe's 5-tuple, entering from the host's port, names
+# the nexthop that hash picks for it. Routers limit ICMP errors per
+# destination (icmp_ratelimit, 1 per s after a burst of 6): the spines here
+# answer every probe, as a testbed operator sets up a fabric for discovery.
+for ((s = 1; s <= SPINES; s++)); do
+	ip netns exec "${NS[spine$s]}" sysctl -qw net.ipv4.icmp_ratelimit=0
+	ip netns exec "${NS[spine$s]}" sysctl -qw net.ipv4.icmp_msgs_per_sec=100000 2>/dev/null || true
+done
+e2e_check "discovery: permutation with --discover-paths $SPINES, every message delivered" \
+	run discover "${HOST_ARGS[@]}" --pattern permutation --shift "$HPL" --path ecmp --msgs 20 \
+	--discover-paths "$SPINES" --quiet
+grep 'paths' "$tmp/discover.out" | sed "s/^/[$(basename "$0" .sh)]   discover /" || true
+e2e_check "discovery: every host found 2 source ports to each of the $SPINES spines, each where the leaf's FIB sends it" \
+	python3 - "$tmp/discover.json" "$SPINES" "${NS[leaf1]}" "${NS[leaf2]}" <<'PY'
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+spines, leaf_ns = int(sys.argv[2]), sys.argv[3:]
+p = d["paths"]
+assert p["settled"], p
+checked = 0
+for h in p["hosts"]:
+    _, leaf, idx, _ = map(int, h["host"].split("."))
+    assert h["malformed"] == 0 and h["unmatched"] == 0 and h["unknown_router"] == 0, h
+    for dest in h["dests"]:
+        routers = sorted(u["router"] for u in dest["uplinks"])
+        # a spine answers from its address on the link to this host's leaf
+        assert routers == sorted(f"10.{100 + s}.{leaf}.2" for s in range(1, spines + 1)), (h["host"], routers)
+        for u in dest["uplinks"]:
+            assert len(u["entropies"]) >= 2, (h["host"], dest["dst"], u)
+            for e in u["entropies"]:
+                out = subprocess.check_output(
+                    ["ip", "-n", leaf_ns[leaf - 1], "route", "get", dest["dst"], "from", h["host"], "iif",
+                     f"h{idx}", "ipproto", "udp", "sport", str(49152 + e), "dport", "4792"], text=True)
+                assert f"via {u['router']} " in out, (h["host"], dest["dst"], e, u["router"], out)
+                checked += 1
+print(f"{checked} source ports checked against the leaves' FIBs, discovery took {p['ms']:.1f} ms")
+PY
 e2e_log "took $((SECONDS - t_start)) s"
 e2e_finish

@@ -14,6 +14,10 @@
  *     input except for the fields the parser does not judge (DSCP, id, DF,
  *     TTL, IP and UDP checksums), parses to the same packet, and its own
  *     rebuild is byte-identical;
+ *   - a PROBE carries no payload, message or ACK fields;
+ *   - an ICMP Time Exceeded (dp_probe.h), as it is and with its ICMP
+ *     checksum made right: a refusal leaves the output alone, an acceptance
+ *     reports the router and the quoted addresses, ports, id and TTL;
  *   - lumen_dp_mark_ce marks exactly the ECN-capable frames, and the marked
  *     frame parses to the same packet with ECN CE;
  *   - an accepted ACK folds into a copy of itself (dp_ack_coalesce.h) unless
@@ -36,6 +40,7 @@
  */
 #include "lumen/dp_wire.h"
 #include "lumen/dp_ack_coalesce.h"
+#include "lumen/dp_probe.h"
 #include "fuzz_check.h"
 
 #include <stdint.h>
@@ -257,6 +262,9 @@ static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const s
 		CHECK(p->payload_len >= 1 && p->msg_len >= 1);
 		CHECK((uint64_t)p->msg_off + p->payload_len <= p->msg_len);
 		CHECK(p->echo_ts == 0 && p->sack == 0 && p->rwnd == 0);
+	} else if (p->type == LUMEN_DP_PROBE) {
+		CHECK(p->payload_len == 0 && p->msg_len == 0 && p->msg_id == 0 && p->flags == 0);
+		CHECK(p->echo_ts == 0 && p->sack == 0 && p->rwnd == 0 && p->echo_psn == 0);
 	} else {
 		CHECK(p->payload_len == 0 && p->ts_ns == 0 && p->msg_len == 0);
 	}
@@ -300,6 +308,54 @@ static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const s
 	free(buf);
 }
 
+/* An ICMP Time Exceeded (dp_probe.h): a refusal leaves the output alone,
+ * an acceptance reports what the frame's bytes say. */
+static void check_icmp(const uint8_t *f, size_t size)
+{
+	struct lumen_dp_time_exceeded out, before;
+	const uint8_t *q;
+	int rc;
+
+	memset(&out, 0xA5, sizeof(out));
+	memcpy(&before, &out, sizeof(out));
+	rc = lumen_dp_parse_time_exceeded(f, (__u32)size, &out);
+	CHECK(rc <= 0 && rc > -LUMEN_DP_ICMP_E_COUNT);
+	CHECK(strcmp(lumen_dp_icmp_strerror(rc), "unknown error") != 0);
+	if (rc != 0) {
+		CHECK(memcmp(&out, &before, sizeof(out)) == 0);
+		return;
+	}
+	CHECK(size >= 14 + 20 + 8 + 28 && f[12] == 0x08 && f[13] == 0 && f[14] >> 4 == 4 && f[23] == 1);
+	q = f + 14 + 4 * (f[14] & 15) + 8;
+	CHECK(q + 28 <= f + size && q[-8] == 11 && q[-7] == 0 && q[0] == 0x45 && q[9] == 17);
+	CHECK(out.router == lumen_dp_get32(f + 26) && out.src == lumen_dp_get32(q + 12) &&
+	      out.dst == lumen_dp_get32(q + 16) && out.id == lumen_dp_get16(q + 4) && out.quoted_ttl == q[8] &&
+	      out.sport == lumen_dp_get16(q + 20) && out.dport == lumen_dp_get16(q + 22));
+}
+
+/* The input with its ICMP checksum made right (an IPv4 header of IHL 5 and
+ * a length inside the frame), so that mutations reach the quote. */
+static void check_icmp_fixed(const uint8_t *f, size_t size)
+{
+	uint32_t ip_len, i;
+	uint8_t *c;
+
+	if (size < 14 + 20 + 8 || (f[14] & 15) != 5)
+		return;
+	ip_len = (uint32_t)f[16] << 8 | f[17];
+	if (ip_len < 28 || ip_len > size - 14)
+		return;
+	c = malloc(size);
+	CHECK(c != NULL);
+	memcpy(c, f, size);
+	c[36] = c[37] = 0;
+	lumen_dp_put16(c + 36, (__u16)~lumen_dp_sum(c + 34, ip_len - 20));
+	check_icmp(c, size);
+	for (i = 0; i < size; i++)
+		CHECK(i == 36 || i == 37 || c[i] == f[i]);
+	free(c);
+}
+
 static void check_parse(const uint8_t *f, size_t size, uint16_t port)
 {
 	struct lumen_dp_pkt out, before;
@@ -339,6 +395,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	copy[24] = (uint8_t)(~sum >> 8);
 	copy[25] = (uint8_t)~sum;
 	check_parse(copy, size, size >= 38 ? (uint16_t)(copy[36] << 8 | copy[37]) : LUMEN_DP_UDP_PORT);
+	check_icmp(data, size);
+	check_icmp_fixed(copy, size);
 	free(copy);
 	return 0;
 }

@@ -16,7 +16,7 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ next to the sources
 from make_corpus import ECHO, G10, G25, hop, option
 
-DATA, ACK, NACK = 1, 2, 3
+DATA, ACK, NACK, PROBE = 1, 2, 3, 4
 RETX, ACK_NOW, MSG_LAST, INT, ECE = 0x01, 0x02, 0x04, 0x08, 0x10
 ECT0, CE = 2, 3
 PORT = 4792
@@ -57,6 +57,34 @@ def ack(kind, flags, conn, cum, echo_ts, sack, echo_psn, echo_sport, pkts, ce_pk
     return hdr + e
 
 
+def probe(probe_id, ts):
+    """A path probe (dp_probe.h): conn_id 0, the probe's number as PSN."""
+    return struct.pack("!BBBBII", 1, PROBE, 0, 0, 0, probe_id) + struct.pack("!Q", ts)
+
+
+def icmp_sum(b):
+    b += bytes(len(b) % 2)
+    total = sum(struct.unpack(f"!{len(b) // 2}H", b))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def time_exceeded(quoted, router=0x0A650102, to=0x0A000001, quote_len=28):
+    """The ICMP Time Exceeded a router sends for the frame `quoted` (its IP
+    header as the router saw it, TTL 1, and quote_len - 20 bytes after it)."""
+    q = bytearray(quoted[14:14 + quote_len])
+    q[8] = 1
+    q[10:12] = b"\0\0"
+    q[10:12] = struct.pack("!H", ip_checksum(bytes(q[:20])))
+    icmp = struct.pack("!BBHI", 11, 0, 0, 0) + bytes(q)
+    icmp = icmp[:2] + struct.pack("!H", icmp_sum(icmp)) + icmp[4:]
+    eth = bytes.fromhex("020000000001" "020000000002") + struct.pack("!H", 0x0800)
+    ip = struct.pack("!BBHHHBBHII", 0x45, 0xC0, 20 + len(icmp), 0, 0, 64, 1, 0, router, to)
+    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
+    return eth + ip + icmp
+
+
 A = hop(G10, 0x2ABCD, 0x1234, 0x0FED)
 B = hop(G25, 1, 2, 3)
 SEEDS = {
@@ -68,6 +96,10 @@ SEEDS = {
     "nack": frame(ack(NACK, 0, 7, 3, 1000, 0, 9, 49153, 1, 0, 1023), 49151, 0),
     # a NIC's trailer after the IP packet: ignored
     "nack_trailer": frame(ack(NACK, ECE, 1, 0, 0, 0, 0, 0, 0, 0, 0), 49151, 0, trailer=bytes(6)),
+    "probe": frame(probe(17, 5000), 49160, 0),
+    # the Time Exceeded a spine sends for it: RFC 792's 8 bytes, and the whole probe
+    "time_exceeded_8": time_exceeded(frame(probe(17, 5000), 49160, 0)),
+    "time_exceeded_full": time_exceeded(frame(probe(18, 6000), 49161, 0), quote_len=48),
 }
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+extern "C" {
+#include <lumen/path_policy.h>
+}
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -245,15 +249,12 @@ std::map<std::string, std::string> get_cc_params(const json &v, const Where &w)
 	return out;
 }
 
-const std::vector<std::string> kPathPolicies = {"ecmp", "ops", "reps", "reps-freeze"};
-
 std::vector<std::string> get_path_policies(const json &v, const Where &w)
 {
-	return get_names(v, w, "path policies (ecmp, ops, reps, reps-freeze)",
-			 [](const std::string &a, const Where &at) {
-				 if (!is_path_policy(a))
-					 at.fail("unknown path policy '" + a + "' (ecmp, ops, reps, reps-freeze)");
-			 });
+	return get_names(v, w, "path policies (" + path_policy_list() + ")", [](const std::string &a, const Where &at) {
+		if (!is_path_policy(a))
+			at.fail("unknown path policy '" + a + "' (" + path_policy_list() + ")");
+	});
 }
 
 // "leaf<L>-spine<S>" of the topology -> (L, S)
@@ -568,9 +569,20 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 	return s;
 }
 
+std::string path_policy_list()
+{
+	std::string out;
+	for (int m = 0; m < LUMEN_PATH_MODES; m++)
+		out += (m ? ", " : "") + std::string(lumen_path_mode_name((enum lumen_path_mode)m));
+	return out;
+}
+
 bool is_path_policy(const std::string &name)
 {
-	return std::find(kPathPolicies.begin(), kPathPolicies.end(), name) != kPathPolicies.end();
+	for (int m = 0; m < LUMEN_PATH_MODES; m++)
+		if (name == lumen_path_mode_name((enum lumen_path_mode)m))
+			return true;
+	return false;
 }
 
 std::vector<std::string> parse_path_policy_list(const std::string &text)
@@ -579,7 +591,7 @@ std::vector<std::string> parse_path_policy_list(const std::string &text)
 		text,
 		[](const std::string &name) {
 			if (!is_path_policy(name))
-				throw UsageError("unknown path policy '" + name + "' (ecmp, ops, reps, reps-freeze)");
+				throw UsageError("unknown path policy '" + name + "' (" + path_policy_list() + ")");
 		},
 		"path policy");
 }

@@ -89,7 +89,9 @@ struct DatapathSpec {
 
 // Path policies of lumen-dp, the "algorithms" of a datapath experiment.
 bool is_path_policy(const std::string &name);
-// "a,b" -> validated, no duplicates (ecmp, ops, reps, reps-freeze).
+/* lumen-dp's path policies, as a list for messages: include/lumen/path_policy.h's names */
+std::string path_policy_list();
+// "a,b" -> validated, no duplicates (path_policy_list()).
 std::vector<std::string> parse_path_policy_list(const std::string &text);
 
 struct ExperimentSpec {

@@ -580,7 +580,7 @@ std::string run_dp_experiment(const ExperimentSpec &spec_in, const RunOptions &o
 	plan.spec = resolve_experiment(spec_in, opts);
 	for (const auto &p : plan.spec.algorithms)
 		if (!is_path_policy(p))
-			throw UsageError("'" + p + "' is not a path policy (ecmp, ops, reps, reps-freeze)");
+			throw UsageError("'" + p + "' is not a path policy (" + path_policy_list() + ")");
 	plan.topo = parse_topology(plan.spec.topology_json);
 	if (opts.rate_mbps)
 		plan.topo.fabric_link.rate_mbps = plan.topo.host_link.rate_mbps = *opts.rate_mbps;
