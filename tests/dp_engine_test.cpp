@@ -80,6 +80,30 @@ TEST(DpEngine, GoBackNDeliversInOrderWithNacks)
 	EXPECT_EQ(net.b.totals().reorder_max, 0u); // GBN accepts only the next PSN
 }
 
+// Go-Back-N: one lost packet of ten in flight. Every packet behind it
+// draws a NACK for it; the first rewinds, the others echo packets sent
+// before that rewind and are ignored, so each of the 8 packets from the
+// lost one on is resent once (acting on every NACK resent them again).
+TEST(DpEngine, GoBackNRewindsOncePerLoss)
+{
+	EngineConfig ca = config(kIpA, kMacA, LUMEN_PATH_ECMP), cb = config(kIpB, kMacB, LUMEN_PATH_ECMP);
+	ca.gbn = cb.gbn = true;
+	Net net(ca, cb);
+	uint32_t data = 0;
+	net.on_wire_ab = [&](Frame &f, uint64_t) {
+		if (f.size() > 43 && f[43] == LUMEN_DP_DATA && ++data == 3)
+			f[12] = 0x86; /* not IPv4: the receiver refuses it, as if lost */
+	};
+	post(net, 1, 1, 10 * net.a.config().max_payload());
+	ASSERT_TRUE(net.run(1'000'000'000ull));
+	expect_delivered(net, 1, 1, 10 * net.a.config().max_payload());
+	ConnStats t = net.a.totals();
+	EXPECT_EQ(t.nacks_rcvd, 1u);
+	EXPECT_EQ(t.stale_nacks, 6u); /* PSNs 3..9 each drew one; the first acted */
+	EXPECT_EQ(t.retransmits, 8u); /* PSNs 2..9 */
+	EXPECT_EQ(t.timeouts, 0u);
+}
+
 // Share of a's DATA packets, in the second half of the run, on blackholed
 // ports: holes on the way to b (DATA), or with ack_path on the way back
 // (the ACKs, which travel on the entropy of the DATA they answer).

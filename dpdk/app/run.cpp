@@ -50,6 +50,7 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"acked_pkts", s.acked_pkts},
 		{"ecn_echoes", s.ecn_echoes},
 		{"nacks_rcvd", s.nacks_rcvd},
+		{"stale_nacks", s.stale_nacks},
 		{"timeouts", s.timeouts},
 		{"fast_losses", s.fast_losses},
 		{"bad_acks", s.bad_acks},

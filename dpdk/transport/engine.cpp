@@ -518,12 +518,22 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 		c.stats.bad_acks++;
 		return;
 	}
+	/* Go-Back-N: after a loss, every packet still in flight behind it
+	 * arrives out of order and draws a NACK for the same PSN. The first
+	 * one rewinds; the others come from packets sent before that rewind
+	 * (their echoed send time says so) and ask for what is already being
+	 * resent: acting on each would resend the window once per packet in
+	 * flight. A NACK of a packet sent after the rewind is a new loss. */
+	bool old_nack = nack && !stale && p.echo_ts < c.gbn_ns;
 	if (stale) {
 		c.stats.stale_acks++;
 	} else {
-		if (nack) {
+		if (old_nack) {
+			c.stats.stale_nacks++;
+		} else if (nack) {
 			c.stats.nacks_rcvd++;
 			c.tx.go_back_n(p.psn);
+			c.gbn_ns = now_ns;
 		}
 		c.peer_rwnd = std::max<uint32_t>(p.rwnd, 1);
 	}
@@ -541,9 +551,11 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	 * Ethereal leaves it when it is the pinned one), an ACK's good or ECN */
 	uint16_t e = entropy_of(p.echo_sport);
 	if (e != UINT16_MAX && nack) {
-		lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_NACK, now_ns, rtt, c.rto.min_rtt_ns());
-		if (lumen_path_take_reroute(&c.path))
-			reroute(c); /* before tx resends from the NACKed PSN: there */
+		if (!old_nack) { /* an old NACK's path was judged by the first */
+			lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_NACK, now_ns, rtt, c.rto.min_rtt_ns());
+			if (lumen_path_take_reroute(&c.path))
+				reroute(c); /* before tx resends from the NACKed PSN: there */
+		}
 	} else if (e != UINT16_MAX) {
 		lumen_path_feedback(&c.path, &cfg_.path, e, ece ? LUMEN_PATH_ECN : LUMEN_PATH_GOOD, now_ns, rtt,
 				    c.rto.min_rtt_ns());
@@ -620,6 +632,7 @@ void Engine::on_rto(Connection &c, uint64_t now_ns)
 		return;
 	uint16_t e = c.tx.at(c.tx.una()).entropy;
 	c.tx.on_rto();
+	c.gbn_ns = now_ns; /* NACKs of what was in flight are answered by this */
 	c.stats.timeouts++;
 	c.cc->on_loss(now_ns, true);
 	lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_TIMEOUT, now_ns, c.rto.latest_ns(), c.rto.min_rtt_ns());

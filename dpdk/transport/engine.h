@@ -163,6 +163,7 @@ struct ConnStats {
 	uint64_t data_sent = 0, bytes_sent = 0, retransmits = 0;
 	uint64_t acks_rcvd = 0, acked_pkts = 0, acked_bytes = 0, ecn_echoes = 0, nacks_rcvd = 0;
 	uint64_t timeouts = 0, fast_losses = 0, bad_acks = 0, stale_acks = 0;
+	uint64_t stale_nacks = 0; /* Go-Back-N: NACKs of packets sent before the latest rewind (ignored) */
 	uint64_t spurious_retx = 0; /* retransmissions an echo showed needless (the first copy arrived) */
 	uint64_t reroutes = 0; /* ethereal: moves of the connection to another entropy */
 	uint64_t msgs_sent = 0, msgs_acked = 0;
@@ -289,6 +290,7 @@ struct alignas(64) Connection {
 	MessageRing msgs; /* posted, not yet fully acknowledged, by id */
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
+	uint64_t gbn_ns = 0; /* Go-Back-N: when the sender last went back (a NACK or the RTO) */
 	uint64_t next_tx_ns = 0; /* pacing */
 	uint64_t start_ns = 0; /* a flow's first packet not before this (start jitter) */
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */

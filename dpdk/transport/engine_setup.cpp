@@ -90,6 +90,7 @@ void ConnStats::add(const ConnStats &o)
 	bad_acks += o.bad_acks;
 	stale_acks += o.stale_acks;
 	spurious_retx += o.spurious_retx;
+	stale_nacks += o.stale_nacks;
 	reroutes += o.reroutes;
 	data_rcvd += o.data_rcvd;
 	dup_rcvd += o.dup_rcvd;
