@@ -43,6 +43,7 @@
 #include "sched/demand.h"
 #include "transport/optical_gate.h"
 #include "transport/osched_page.h"
+#include "transport/uplink_pinner.h"
 
 namespace lumen::dp
 {
@@ -285,6 +286,42 @@ nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Ho
 	return {{"settled", settled()}, {"ms", (double)(now - t0) / 1e6}, {"hosts", maps}};
 }
 
+/* --path ethereal with --discover-paths: each host's connections to a
+ * destination are pinned to the uplinks in turn, k-th connection to uplink
+ * (k + host) mod S, through ports the probes found; a NACK or a timeout
+ * moves one to the least-loaded other uplink (transport/uplink_pinner.h).
+ * The pinners live as long as the run. */
+std::string pin_uplinks(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			const std::vector<std::vector<size_t>> &dst,
+			std::vector<std::unique_ptr<UplinkPinner>> *pinners)
+{
+	const uint32_t s = o.port_map.uplinks;
+	for (size_t i = 0; i < hs.size(); i++) {
+		Endpoint &ep = *hs[i][0]->ep;
+		auto pinner = std::make_unique<UplinkPinner>(*ep.port_map(), s);
+		for (size_t j : dst[i]) {
+			uint32_t k = 0;
+			for (const auto &c : ep.engine().connections()) {
+				if (!c->client || c->peer_ip != o.hosts[j].ip)
+					continue;
+				uint16_t e;
+				uint32_t u = (uint32_t)((k++ + i) % s);
+				if (!pinner->pin(o.hosts[j].ip, u, &e) || !ep.engine().pin(*c, e))
+					return "ethereal: no port known for " + ip_str(o.hosts[i].ip) + " -> " +
+					       ip_str(o.hosts[j].ip) + " on uplink " + std::to_string(u) +
+					       " (the paths were not all discovered)";
+			}
+		}
+		UplinkPinner *pp = pinner.get();
+		auto clock = std::make_shared<Clock>();
+		ep.engine().choose_path = [pp, clock](Connection &c, uint16_t old) {
+			return pp->choose(c.peer_ip, old, clock->now_ns());
+		};
+		pinners->push_back(std::move(pinner));
+	}
+	return "";
+}
+
 } // namespace
 
 int run_hosts(Options &o)
@@ -372,7 +409,18 @@ int run_hosts(Options &o)
 			}
 		run.note("pattern",
 			 {{"name", o.demand_mbps.empty() ? o.pattern : "demand"}, {"shift", shift}, {"flows", flows}});
+		std::vector<std::unique_ptr<UplinkPinner>> pinners;
+		if (o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL)
+			if (std::string e = pin_uplinks(o, hs, dst, &pinners); !e.empty())
+				return hosts_fail(e);
 		int rc = run.loop();
+		if (!pinners.empty()) {
+			nlohmann::json loads = nlohmann::json::object();
+			for (size_t i = 0; i < n; i++)
+				loads[ip_str(o.hosts[i].ip)] = {{"subflows_per_uplink", pinners[i]->load()},
+								{"rerouted", pinners[i]->rerouted()}};
+			run.note("uplinks", loads);
+		}
 		if (!o.demand_mbps.empty()) {
 			run.note("pairs", pairs_json(o, hs, dst));
 			uint64_t posted = 0, skipped = 0;

@@ -656,11 +656,11 @@ void Engine::reroute(Connection &c)
 
 	if (choose_path) {
 		uint16_t e = choose_path(c, old);
-		if (lumen_path_pin(&c.path, &cfg_.path, e) == 0) {
+		if (e != kNoPathChoice && lumen_path_pin(&c.path, &cfg_.path, e) == 0) {
 			c.stats.reroutes += e != old;
 			return;
 		}
-		stats_.bad_path_choices++;
+		stats_.bad_path_choices += e != kNoPathChoice;
 	}
 	if (n < 2)
 		return; /* nowhere else to go */

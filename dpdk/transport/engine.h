@@ -399,8 +399,17 @@ class Engine
 	 * old_entropy (old_entropy itself when there is only one). An answer
 	 * outside the entropies is refused (stats().bad_path_choices) and the
 	 * default chooses; old_entropy is taken as the answer (the shell knows
-	 * no better path), not counted as a reroute. */
+	 * no better path), not counted as a reroute; kNoPathChoice leaves the
+	 * choice to the default (the shell knows no path at all). */
 	std::function<uint16_t(Connection &, uint16_t old_entropy)> choose_path;
+	static constexpr uint16_t kNoPathChoice = UINT16_MAX; /* never an entropy: sport_base + it > 65535 */
+	/* Pin an ethereal or ECMP connection to an entropy (the shell's plan,
+	 * before it sends); false, and nothing changed, for another policy or
+	 * an entropy out of range. */
+	bool pin(Connection &c, uint16_t entropy)
+	{
+		return lumen_path_pin(&c.path, &cfg_.path, entropy) == 0;
+	}
 	/* The fewest packets of a window that a CE NACK judges on: fewer
 	 * make a share of one or two marks. */
 	static constexpr uint32_t kCeNackMinPkts = 8;

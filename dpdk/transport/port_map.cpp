@@ -157,7 +157,9 @@ uint32_t PortMap::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 		return 0;
 	expire(now_ns);
 	uint32_t sent = 0;
-	for (auto &[dst, d] : dests_) {
+	for (auto &entry : dests_) {
+		const uint32_t dst = entry.first; /* not a structured binding: C++17 lambdas cannot capture those */
+		Dest &d = entry.second;
 		if (!d.probing && now_ns - d.settled_ns >= p_.max_age_ns)
 			start(d, now_ns);
 		if (!d.probing)
