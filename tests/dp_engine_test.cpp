@@ -40,7 +40,7 @@ TEST(DpEngine, CleanNetworkDeliversEverythingOnce)
 {
 	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
 	std::vector<std::pair<uint32_t, uint32_t>> order; // (conn, msg) as delivered
-	net.b.on_delivered = [&](Connection &c, uint32_t id, uint32_t) { order.emplace_back(c.conn_id, id); };
+	net.b.on_complete = [&](Connection &c, const Completion &d) { order.emplace_back(c.conn_id, d.msg_id); };
 	post(net, 3, 20, 64 * 1024);
 	ASSERT_TRUE(net.run(2'000'000'000ull));
 	expect_delivered(net, 3, 20, 64 * 1024);
@@ -315,7 +315,7 @@ TEST(DpEngine, ManyConnectionsInBursts)
 	net.burst = true;
 	std::vector<uint32_t> next(301, 0);
 	uint64_t out_of_order = 0;
-	net.b.on_delivered = [&](Connection &c, uint32_t id, uint32_t) { out_of_order += id != next[c.conn_id]++; };
+	net.b.on_complete = [&](Connection &c, const Completion &d) { out_of_order += d.msg_id != next[c.conn_id]++; };
 	post(net, 300, 4, 3000);
 	ASSERT_TRUE(net.run(4'000'000'000ull));
 	expect_delivered(net, 300, 4, 3000);

@@ -58,7 +58,7 @@ struct Order {
 	uint64_t wrong = 0;
 	void watch(Engine &b)
 	{
-		b.on_delivered = [this](Connection &c, uint32_t id, uint32_t) { wrong += id != next[c.conn_id]++; };
+		b.on_complete = [this](Connection &c, const Completion &d) { wrong += d.msg_id != next[c.conn_id]++; };
 	}
 };
 

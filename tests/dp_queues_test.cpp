@@ -167,7 +167,7 @@ TEST(DpQueues, ConnectionsStayOnTheirQueueAtBothEnds)
 	uint64_t acked = 0;
 	for (uint16_t q = 0; q < queues; q++) {
 		Engine &e = *a.q[q];
-		e.on_acked = [&](Connection &, uint32_t, uint32_t, uint64_t, uint64_t) { acked++; };
+		e.on_complete = [&](Connection &, const Completion &d) { acked += d.kind == Completion::kSend; };
 		ConnShare s = conn_share(conns, queues, q, 1);
 		for (uint32_t i = 0; i < s.count; i++) {
 			Connection *c = e.connect(ip_b, Mac{2, 0, 0, 0, 0, 2}, s.first_id + i, 0);

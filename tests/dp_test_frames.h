@@ -31,7 +31,21 @@ class VecSink : public FrameSink
 		buf_.resize(len);
 		frames.push_back(buf_);
 	}
+	// A NIC that gathers: frames of region gather_region are the headers
+	// and the payload read where it lies (0: no zero copy).
+	bool attach(uint32_t hdr_len, const uint8_t *payload, uint32_t len, uint32_t region) override
+	{
+		if (!gather_region || region != gather_region)
+			return false;
+		buf_.resize(hdr_len);
+		buf_.insert(buf_.end(), payload, payload + len);
+		frames.push_back(buf_);
+		gathered++;
+		return true;
+	}
 	std::vector<Frame> frames;
+	uint32_t gather_region = 0;
+	uint64_t gathered = 0;
 
       private:
 	uint32_t room_;

@@ -37,6 +37,20 @@ inline EngineConfig config(uint32_t ip, const Mac &mac, lumen_path_mode mode = L
 	return c;
 }
 
+// f through an impairment onto a link that delivers it at `at` (plus the
+// impairment's delay): dropped, marked, duplicated as it judges.
+inline void impair_onto(Impairment &imp, Frame &f, DelayLine<Frame> &line, uint64_t at)
+{
+	Verdict v = imp.judge(f.data(), (uint32_t)f.size());
+	if (v.drop)
+		return;
+	if (v.ce)
+		Impairment::mark_ce(f.data(), (uint32_t)f.size());
+	if (v.dup)
+		line.push(f, at + v.delay_ns);
+	line.push(f, at + v.delay_ns);
+}
+
 // Two engines joined by one-way links with a fixed latency; each direction
 // has its own impairment.
 struct Net {
@@ -46,6 +60,7 @@ struct Net {
 	uint64_t now = 0, latency_ns = 5000;
 	uint64_t frames_ab = 0;
 	bool burst = false; // hand arrivals to rx_burst (with bits of junk between them), not rx
+	uint32_t gather_region = 0; // sends of this region go out without a copy (VecSink)
 	std::vector<uint16_t> sports_ab; // source ports of the DATA frames a sent, in order
 	std::vector<std::pair<uint16_t, uint16_t>> acks_ba; // (source port, echoed port) of b's ACKs
 	std::function<void(Frame &, uint64_t now)> on_wire_ab; // a switch on the way from a to b
@@ -58,6 +73,7 @@ struct Net {
 	void carry(Engine &from, Impairment &imp, DelayLine<Frame> &line, bool record)
 	{
 		VecSink sink(from.config().mtu + 14);
+		sink.gather_region = gather_region;
 		from.tx(sink, now, 32);
 		for (Frame &f : sink.frames) {
 			if (record) {
@@ -71,14 +87,7 @@ struct Net {
 				acks_ba.emplace_back(p.sport, p.echo_sport);
 			if (record && on_wire_ab)
 				on_wire_ab(f, now);
-			Verdict v = imp.judge(f.data(), (uint32_t)f.size());
-			if (v.drop)
-				continue;
-			if (v.ce)
-				Impairment::mark_ce(f.data(), (uint32_t)f.size());
-			if (v.dup)
-				line.push(f, now + latency_ns + v.delay_ns);
-			line.push(f, now + latency_ns + v.delay_ns);
+			impair_onto(imp, f, line, now + latency_ns);
 		}
 	}
 

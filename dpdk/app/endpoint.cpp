@@ -1,10 +1,14 @@
 /* endpoint.cpp - one lumen-dp host on one queue pair (endpoint.h). */
 #include "app/endpoint.h"
 
+#include <cstring>
 #include <ctime>
 
 #include <rte_cycles.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_ethdev.h>
+#include <rte_memory.h>
 
 namespace lumen::dp
 {
@@ -65,7 +69,8 @@ uint64_t Clock::now_ns() const
 
 Endpoint::Endpoint(std::string name, uint16_t port, uint16_t queue, rte_mempool *pool, const EngineConfig &cfg,
 		   const ImpairParams *impair, const SoftSteer *steer)
-    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), steer_(steer), engine_(cfg), sink_(pool)
+    : name_(std::move(name)), port_(port), queue_(queue), pool_(pool), steer_(steer), engine_(cfg),
+      sink_(pool, &regions_)
 {
 	if (impair && impair->active())
 		impair_ = std::make_unique<Impairment>(*impair, cfg.udp_port);
@@ -129,13 +134,23 @@ void Endpoint::poll(uint64_t now_ns)
 	stats_.rx_pkts += n;
 	if (steer_)
 		n = steer(rx, n);
+	const uint32_t slot = engine_.config().mtu + 14;
 	for (uint16_t i = 0; i < n; i++) {
 		if (rx[i]->nb_segs != 1) {
-			stats_.rx_multiseg++; /* lumen-dp frames fit one segment */
-			continue;
+			/* a zero-copy sender's frame (net_ring, memif pass chains) */
+			if (rx[i]->pkt_len > slot) {
+				stats_.rx_too_long++;
+				continue;
+			}
+			if (scratch_.size() < (size_t)2 * kBurst * slot)
+				scratch_.resize((size_t)2 * kBurst * slot);
+			frames[k] = (const uint8_t *)rte_pktmbuf_read(rx[i], 0, rx[i]->pkt_len,
+								      scratch_.data() + (size_t)k * slot);
+			stats_.rx_multiseg++;
+		} else {
+			frames[k] = rte_pktmbuf_mtod(rx[i], const uint8_t *);
 		}
-		frames[k] = rte_pktmbuf_mtod(rx[i], const uint8_t *);
-		lens[k] = rte_pktmbuf_data_len(rx[i]);
+		lens[k] = rte_pktmbuf_pkt_len(rx[i]);
 		if (map_ && map_->rx(frames[k], lens[k], now_ns))
 			continue; /* ICMP: the port map's, never a lumen-dp frame */
 		k++;
@@ -228,13 +243,18 @@ void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 			pending_.push_back(m);
 			continue;
 		}
-		Verdict v = impair_->judge(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m));
+		/* a zero-copy frame is read whole; its headers (all that
+		 * marking touches) are in the first segment */
+		if (scratch_.size() < m->pkt_len)
+			scratch_.resize(m->pkt_len);
+		const uint8_t *bytes = (const uint8_t *)rte_pktmbuf_read(m, 0, m->pkt_len, scratch_.data());
+		Verdict v = impair_->judge(bytes, rte_pktmbuf_pkt_len(m));
 		if (v.drop) {
 			rte_pktmbuf_free(m);
 			continue;
 		}
 		if (v.ce)
-			Impairment::mark_ce(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m));
+			Impairment::mark_ce(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_pkt_len(m));
 		if (v.dup) {
 			if (rte_mbuf *copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX))
 				held_.push(copy, now_ns + v.delay_ns);
@@ -255,6 +275,83 @@ void Endpoint::send(rte_mbuf **pkts, uint16_t n, uint64_t now_ns)
 	if (sent < k)
 		stats_.tx_full++;
 	pending_.erase(pending_.begin(), pending_.begin() + sent);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Zero copy                                                                */
+
+static void region_unused(void *, void *)
+{
+	/* the region's own reference is only dropped by unregister_region,
+	 * which first checks that no frame holds another */
+}
+
+bool BurstSink::attach(uint32_t hdr_len, const uint8_t *payload, uint32_t len, uint32_t region)
+{
+	if (!regions_ || region == 0 || region > regions_->size() || used_ >= n_)
+		return false;
+	MemRegion *r = (*regions_)[region - 1].get();
+	if (!r || !r->zero_copy || payload < r->addr || len > UINT16_MAX || (size_t)(payload - r->addr) + len > r->len)
+		return false;
+	rte_mbuf *seg = rte_pktmbuf_alloc(pool_);
+	if (!seg)
+		return false;
+	rte_mbuf_ext_refcnt_update(&r->shinfo, 1);
+	/* IOVA as VA (register_region checked): the payload's address is its IOVA */
+	rte_pktmbuf_attach_extbuf(seg, const_cast<uint8_t *>(payload), (rte_iova_t)(uintptr_t)payload, (uint16_t)len,
+				  &r->shinfo);
+	seg->data_len = (uint16_t)len;
+	seg->pkt_len = len;
+	rte_mbuf *m = m_[used_++];
+	m->data_len = (uint16_t)hdr_len;
+	m->pkt_len = hdr_len + len;
+	m->next = seg;
+	m->nb_segs = 2;
+	return true;
+}
+
+/* Whether frames may refer to [addr, addr + len) on this port, or why not. */
+static std::string zero_copy_refusal(uint16_t port, const void *addr)
+{
+	rte_eth_dev_info dev{};
+
+	/* port_setup enables multi-segment frames where the port has them */
+	if (rte_eth_dev_info_get(port, &dev) != 0)
+		return "no such port";
+	if (!(dev.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		return std::string("the port (") + dev.driver_name + ") does not send multi-segment frames";
+	if (rte_eal_iova_mode() != RTE_IOVA_VA)
+		return "EAL runs with physical IOVAs (--iova-mode=va for zero copy)";
+	bool dpdk_memory = rte_mem_virt2memseg_list(addr) != nullptr;
+	bool vdev = dev.device && std::strcmp(rte_bus_name(rte_dev_bus(dev.device)), "vdev") == 0;
+	if (!dpdk_memory && !vdev)
+		return "the memory is not DPDK's and the port's device may DMA (allocate it with rte_malloc)";
+	return "";
+}
+
+uint32_t Endpoint::register_region(const void *addr, size_t len)
+{
+	if (!addr || !len)
+		return 0;
+	auto r = std::make_unique<MemRegion>();
+	r->addr = static_cast<const uint8_t *>(addr);
+	r->len = len;
+	r->why_copy = zero_copy_refusal(port_, addr);
+	r->zero_copy = r->why_copy.empty();
+	r->shinfo.free_cb = region_unused;
+	rte_mbuf_ext_refcnt_set(&r->shinfo, 1);
+	regions_.push_back(std::move(r));
+	return (uint32_t)regions_.size();
+}
+
+bool Endpoint::unregister_region(uint32_t id)
+{
+	if (!region(id))
+		return true;
+	if (rte_mbuf_ext_refcnt_read(&regions_[id - 1]->shinfo) != 1)
+		return false; /* a frame in a queue, a ring or the NIC still refers to it */
+	regions_[id - 1].reset();
+	return true;
 }
 
 } // namespace lumen::dp

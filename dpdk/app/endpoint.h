@@ -55,11 +55,24 @@ class Clock
 	uint64_t mono_start_;
 };
 
+/* Application memory registered with an endpoint (transport/messages.h):
+ * frames refer to it instead of copying it when zero_copy. The shared info
+ * counts the frames that refer to it, plus one: the region's own. */
+struct MemRegion {
+	const uint8_t *addr = nullptr;
+	size_t len = 0;
+	bool zero_copy = false;
+	std::string why_copy; /* when not zero_copy */
+	rte_mbuf_ext_shared_info shinfo{};
+};
+
 /* Bursts of mbufs for Engine::tx; what a burst did not use stays for the next. */
 class BurstSink : public FrameSink
 {
       public:
-	explicit BurstSink(rte_mempool *pool) : pool_(pool)
+	/* regions: the endpoint's, for zero copy (attach) */
+	explicit BurstSink(rte_mempool *pool, const std::vector<std::unique_ptr<MemRegion>> *regions = nullptr)
+	    : pool_(pool), regions_(regions)
 	{
 	}
 	~BurstSink() override
@@ -96,6 +109,9 @@ class BurstSink : public FrameSink
 		m->data_len = (uint16_t)len;
 		m->pkt_len = len;
 	}
+	/* The headers in the mbuf next() gave, chained to a second mbuf
+	 * that holds the payload where it lies (an external buffer). */
+	bool attach(uint32_t hdr_len, const uint8_t *payload, uint32_t len, uint32_t region) override;
 	rte_mbuf **frames()
 	{
 		return m_;
@@ -114,6 +130,7 @@ class BurstSink : public FrameSink
 
       private:
 	rte_mempool *pool_;
+	const std::vector<std::unique_ptr<MemRegion>> *regions_;
 	rte_mbuf *m_[kBurst];
 	uint16_t n_ = 0, used_ = 0;
 };
@@ -132,7 +149,10 @@ struct MbufFrames {
 };
 
 struct EndpointStats {
-	uint64_t rx_pkts = 0, tx_pkts = 0, rx_multiseg = 0, tx_full = 0, no_mbuf = 0;
+	uint64_t rx_pkts = 0, tx_pkts = 0, tx_full = 0, no_mbuf = 0;
+	/* frames of several segments (zero-copy senders), copied whole for
+	 * the engine, and those too long for that (dropped) */
+	uint64_t rx_multiseg = 0, rx_too_long = 0;
 	/* software steering: frames handed to other queues, taken from them,
 	 * and dropped because the other queue's ring was full */
 	uint64_t steered_out = 0, steered_in = 0, steer_drops = 0;
@@ -196,6 +216,18 @@ class Endpoint
 	{
 		return hold_ ? &hold_->gate() : nullptr;
 	}
+	/* Register application memory for zero-copy sends (SendWr::region):
+	 * its id, from 1, or 0 when addr/len are empty. Zero copy needs a
+	 * port configured for multi-segment frames and IOVA as VA, and memory
+	 * DPDK allocated (rte_malloc) or a port that does no DMA (a vdev);
+	 * otherwise sends from it are copied (region(id)->why_copy says why). */
+	uint32_t register_region(const void *addr, size_t len);
+	/* false, and nothing changed, while frames still refer to it */
+	bool unregister_region(uint32_t id);
+	const MemRegion *region(uint32_t id) const
+	{
+		return id && id <= regions_.size() ? regions_[id - 1].get() : nullptr;
+	}
 	/* Path discovery (transport/port_map.h): ICMP errors go to the map
 	 * instead of the engine, its probes leave before the engine's frames. */
 	void set_port_map(std::unique_ptr<PortMap> map)
@@ -228,6 +260,8 @@ class Endpoint
 	std::optional<GateHold<rte_mbuf *, MbufFrames>> hold_;
 	std::unique_ptr<OschedPage> page_;
 	std::unique_ptr<PortMap> map_;
+	std::vector<std::unique_ptr<MemRegion>> regions_; /* id - 1; unregistered: nullptr */
+	std::vector<uint8_t> scratch_; /* multi-segment frames of a burst, made contiguous */
 	GateTables gate_tables_;
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */

@@ -298,8 +298,9 @@ Result run_tx(const Options &o, const EngineConfig &cfg, rte_mempool *pool, uint
 	r.name = "tx";
 	r.conns = conns;
 	r.depth = depth;
-	e.on_acked = [&e, msg_size](Connection &c, uint32_t, uint32_t, uint64_t, uint64_t now_ns) {
-		e.post(c, msg_size, now_ns);
+	e.on_complete = [&e, msg_size](Connection &c, const Completion &d) {
+		if (d.kind == Completion::kSend)
+			e.post(c, msg_size, d.done_ns);
 	};
 	uint64_t now = clock.now_ns();
 	for (uint32_t i = 0; i < conns; i++) {

@@ -48,6 +48,9 @@
 namespace lumen::dp
 {
 
+/* mode_collective.cpp: collective mode's part of run_hosts */
+int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs);
+
 namespace
 {
 
@@ -83,7 +86,8 @@ std::vector<std::vector<size_t>> destinations(const Options &o)
 	} else if (o.pattern == "pairs") {
 		for (size_t i = 0; i + 1 < n; i += 2)
 			dst[i] = {i + 1};
-	} else if (o.pattern == "all-to-all") {
+	} else if (o.pattern == "all-to-all" || o.mode == "collective") {
+		/* a collective's ranks may send to any other (paths to discover) */
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = 0; j < n; j++)
 				if (j != i)
@@ -348,8 +352,9 @@ int run_hosts(Options &o)
 		}
 	}
 	const std::vector<std::vector<size_t>> dst = destinations(o);
-	const uint32_t shift = o.pattern == "permutation" ? shift_of(o) : 0;
-	std::fprintf(stderr, "lumen-dp hosts: %zu hosts, %s", n, o.pattern.c_str());
+	const uint32_t shift = o.pattern == "permutation" && o.mode != "collective" ? shift_of(o) : 0;
+	std::fprintf(stderr, "lumen-dp %s: %zu hosts, %s", o.mode.c_str(), n,
+		     o.mode == "collective" ? o.collective.c_str() : o.pattern.c_str());
 	if (shift)
 		std::fprintf(stderr, " (shift %u)", shift);
 	std::fprintf(stderr, ", %zu queue(s) per port, %u lcore(s)\n", queues, rte_lcore_count());
@@ -357,7 +362,7 @@ int run_hosts(Options &o)
 		std::string t;
 		for (size_t j : dst[i])
 			t += (t.empty() ? ", sends to " : ", ") + ip_str(o.hosts[j].ip);
-		return t;
+		return o.mode == "collective" ? ", rank " + std::to_string(i) : t;
 	};
 	for (size_t i = 0; i < n; i++)
 		std::fprintf(stderr, "  %-15s port %u (%s, %s), %s, gateway %s%s\n", ip_str(o.hosts[i].ip).c_str(),
@@ -392,6 +397,8 @@ int run_hosts(Options &o)
 			if (!ok && signalled())
 				return 1;
 		}
+		if (o.mode == "collective")
+			return run_collective(o, run, hs);
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++)
 			for (size_t j : dst[i]) {

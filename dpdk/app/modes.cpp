@@ -219,6 +219,8 @@ std::string check_bench(Options &o);
 int run_bench(Options &o);
 /* mode_plan.cpp */
 int run_plan(int argc, char **argv);
+/* mode_collective.cpp (run by run_hosts) */
+std::string check_collective(Options &o);
 
 const Mode kModes[] = {
 	{"perf", "a client or server: messages over connections, like iperf",
@@ -275,6 +277,17 @@ const Mode kModes[] = {
 	 "  --optical-coalesce on|off  an ACK folds into the older one of its connection still\n"
 	 "                         waiting for the circuit (on)\n",
 	 check_hosts, run_hosts, nullptr},
+	{"collective", "the hosts of a fabric run a collective on real buffers, checked byte for byte",
+	 "collective options (and hosts mode's --host, --discover-paths, --probe-*):\n"
+	 "  --collective C      alltoall, allgather, reducescatter, allreduce (ring: reduce-scatter\n"
+	 "                      then all-gather), allreduce-a2a (by all-to-all), permutation\n"
+	 "  --size BYTES        nccl-tests' size: one rank's whole buffer (1048576)\n"
+	 "  --channels C        parallel flows per peer, each a slice of the data (1)\n"
+	 "  --reduce T          float32 or int32, what the sums add (float32)\n"
+	 "  with --path ethereal --discover-paths S, each step's flows are split and pinned over\n"
+	 "  the S uplinks of their leaf (hosts with one gateway are a leaf); the ranks are the\n"
+	 "  hosts in --host order; the result of every rank is checked against a reference\n",
+	 check_collective, run_hosts, nullptr},
 	{"plan", "Ethereal's split of a batch of flows over a leaf's uplinks (no EAL, no port)", "", nullptr, nullptr,
 	 run_plan},
 	{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},

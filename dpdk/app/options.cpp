@@ -74,6 +74,11 @@ enum Opt {
 	kProbeGap,
 	kCeNackThreshold,
 	kCeWindow,
+	kCollective,
+	kSize,
+	kChannels,
+	kReduce,
+	kLeaves,
 	kHelp,
 };
 
@@ -127,6 +132,11 @@ const option kLong[] = {
 	{"no-randomize", no_argument, nullptr, kNoRandomize},
 	{"start-jitter-us", required_argument, nullptr, kStartJitter},
 	{"discover-paths", required_argument, nullptr, kDiscoverPaths},
+	{"collective", required_argument, nullptr, kCollective},
+	{"size", required_argument, nullptr, kSize},
+	{"channels", required_argument, nullptr, kChannels},
+	{"reduce", required_argument, nullptr, kReduce},
+	{"leaves", required_argument, nullptr, kLeaves},
 	{"probe-ttl", required_argument, nullptr, kProbeTtl},
 	{"probe-gap-us", required_argument, nullptr, kProbeGap},
 	{"ce-nack-threshold", required_argument, nullptr, kCeNackThreshold},
@@ -438,6 +448,24 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("ce-window-us", 1, 1'000'000);
 			o->engine.ce_window_ns = v * 1000;
 			break;
+		case kCollective:
+			o->collective = a; /* checked by check_collective */
+			break;
+		case kSize:
+			NUM("size", 0, 1ull << 32);
+			o->coll_bytes = v;
+			break;
+		case kChannels:
+			NUM("channels", 1, 64);
+			o->channels = (uint32_t)v;
+			break;
+		case kReduce:
+			o->reduce = a;
+			break;
+		case kLeaves:
+			NUM("leaves", 1, 64);
+			o->leaves = (uint32_t)v;
+			break;
 		case kNoVerify:
 			o->engine.verify = false;
 			break;
@@ -578,8 +606,8 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		       std::to_string(r.min_ns / 1000) + ")";
 	r.initial_ns = std::clamp(r.initial_ns, r.min_ns, std::max(r.min_ns, r.max_ns));
 	if (o->port_map.uplinks) {
-		if (o->mode != "hosts")
-			return "--discover-paths is for hosts mode";
+		if (o->mode != "hosts" && o->mode != "collective")
+			return "--discover-paths is for hosts and collective modes";
 		if (o->queues.queues != 1)
 			return "--discover-paths probes with queue 0's ports: give --queues 1";
 		if (std::string e = o->port_map.validate(); !e.empty())
@@ -587,6 +615,10 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 	} else if (o->given.count("probe-ttl") || o->given.count("probe-gap-us")) {
 		return "--probe-ttl and --probe-gap-us tune --discover-paths";
 	}
+	if (o->mode != "collective")
+		for (const char *k : {"collective", "size", "channels", "reduce", "leaves"})
+			if (o->given.count(k))
+				return std::string("--") + k + " is collective mode's";
 	if (!o->engine.randomize_order && o->engine.start_jitter_ns)
 		return "--start-jitter-us is part of the randomized order that --no-randomize turns off";
 	return o->engine.validate();

@@ -59,6 +59,13 @@ struct Options {
 	 * an open-loop client that posts messages at it (check_hosts reads it) */
 	std::string demand_file;
 	std::vector<double> demand_mbps;
+	/* collective mode (mode_collective.cpp): the hosts are ranks in --host
+	 * order; --collective, --size (nccl-tests' S), --channels, --reduce */
+	std::string collective;
+	uint64_t coll_bytes = 1 << 20;
+	uint32_t channels = 1;
+	std::string reduce = "float32";
+	uint32_t leaves = 0; /* --leaves L: L equal groups of consecutive ranks; 0: one per gateway MAC */
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
 	std::string json; /* summary file, "-" for stdout */

@@ -140,6 +140,8 @@ static std::string configure(uint16_t port, const rte_eth_dev_info &dev, const Q
 		return "port " + std::to_string(port) + " (" + info->driver + ") has at most " +
 		       std::to_string(std::min(dev.max_rx_queues, dev.max_tx_queues)) + " queues (--queues " +
 		       std::to_string(qs.queues) + ")";
+	/* zero-copy sends (messages.h) chain the payload to the headers */
+	conf.txmode.offloads = dev.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	if (qs.queues > 1 && (info->rss_hf = rss_without_sport(dev)) != 0) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		conf.rx_adv_conf.rss_conf.rss_hf = info->rss_hf;

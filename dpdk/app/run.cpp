@@ -32,15 +32,6 @@ struct Share {
 	unsigned index, count;
 };
 
-double pct(std::vector<uint64_t> v, double q)
-{
-	if (v.empty())
-		return 0;
-	std::sort(v.begin(), v.end());
-	size_t i = (size_t)(q * (double)(v.size() - 1) + 0.5);
-	return (double)v[std::min(i, v.size() - 1)];
-}
-
 nlohmann::json conn_json(const ConnStats &s)
 {
 	return {{"data_sent", s.data_sent},
@@ -219,9 +210,9 @@ nlohmann::json fct_json(const std::vector<Host *> &host)
 	for (const Host *h : host)
 		v.insert(v.end(), h->fct_ns.begin(), h->fct_ns.end());
 	return {{"count", v.size()},
-		{"p50", pct(v, 0.5) / 1e3},
-		{"p99", pct(v, 0.99) / 1e3},
-		{"max", pct(v, 1.0) / 1e3}};
+		{"p50", percentile(v, 0.5) / 1e3},
+		{"p99", percentile(v, 0.99) / 1e3},
+		{"max", percentile(v, 1.0) / 1e3}};
 }
 
 nlohmann::json port_json(uint16_t port, const PortInfo &info)
@@ -232,6 +223,15 @@ nlohmann::json port_json(uint16_t port, const PortInfo &info)
 		{"udp_ports", {info.udp_base, queue_udp_port(info.udp_base, (uint16_t)(info.queues - 1))}},
 		{"steering", info.steering},
 		{"rss", info.rss_hf != 0}};
+}
+
+double percentile(std::vector<uint64_t> v, double q)
+{
+	if (v.empty())
+		return 0;
+	std::sort(v.begin(), v.end());
+	size_t i = (size_t)(q * (double)(v.size() - 1) + 0.5);
+	return (double)v[std::min(i, v.size() - 1)];
 }
 
 bool signalled()
@@ -382,10 +382,13 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 	Host *hp = &h;
 	bool record = !o_.fct_csv.empty();
 	h.paced_cap = o_.depth;
-	e.on_acked = [hp, record](Connection &c, uint32_t id, uint32_t len, uint64_t posted, uint64_t now_ns) {
-		hp->fct_ns.push_back(now_ns - posted);
+	e.on_complete = [hp, record](Connection &c, const Completion &d) {
+		if (d.kind != Completion::kSend)
+			return;
+		uint64_t now_ns = d.done_ns;
+		hp->fct_ns.push_back(now_ns - d.posted_ns);
 		if (record)
-			hp->done.push_back({c.conn_id, id, len, posted, now_ns});
+			hp->done.push_back({c.conn_id, d.msg_id, d.len, d.posted_ns, now_ns});
 		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
 		if (!hp->paced.empty())
 			return; /* open loop: Host::pace posts */
@@ -488,6 +491,8 @@ void Run::poll_share(unsigned share, unsigned shares)
 		for (size_t i = share; i < hosts_.size(); i += shares) {
 			if (!hosts_[i]->paced.empty())
 				hosts_[i]->pace(now);
+			if (hosts_[i]->tick)
+				hosts_[i]->tick(now);
 			hosts_[i]->ep->poll(now);
 		}
 		if (now >= next_snap) {
@@ -628,9 +633,9 @@ nlohmann::json Run::summary() const
 				{"reordered", im->stats().reordered},	{"blackholed", im->stats().blackholed}};
 		if (h->msgs_total || !h->fct_ns.empty()) {
 			j["fct_us"] = {{"count", h->fct_ns.size()},
-				       {"p50", pct(h->fct_ns, 0.5) / 1e3},
-				       {"p99", pct(h->fct_ns, 0.99) / 1e3},
-				       {"max", pct(h->fct_ns, 1.0) / 1e3}};
+				       {"p50", percentile(h->fct_ns, 0.5) / 1e3},
+				       {"p99", percentile(h->fct_ns, 0.99) / 1e3},
+				       {"max", percentile(h->fct_ns, 1.0) / 1e3}};
 			all_fct.insert(all_fct.end(), h->fct_ns.begin(), h->fct_ns.end());
 		}
 		hosts.push_back(j);
@@ -662,9 +667,9 @@ nlohmann::json Run::summary() const
 		{"goodput_gbps", elapsed_s_ > 0 ? (double)total.bytes_delivered * 8 / elapsed_s_ / 1e9 : 0.0},
 		{"fct_us",
 		 {{"count", all_fct.size()},
-		  {"p50", pct(all_fct, 0.5) / 1e3},
-		  {"p99", pct(all_fct, 0.99) / 1e3},
-		  {"max", pct(all_fct, 1.0) / 1e3}}},
+		  {"p50", percentile(all_fct, 0.5) / 1e3},
+		  {"p99", percentile(all_fct, 0.99) / 1e3},
+		  {"max", percentile(all_fct, 1.0) / 1e3}}},
 		{"hosts", hosts}};
 	s.update(notes_);
 	return s;

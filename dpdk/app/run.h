@@ -9,6 +9,7 @@
 #define LUMEN_DP_RUN_H
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,8 @@ struct Host {
 	uint32_t paced_cap = 0;
 	uint64_t paced_posted = 0, paced_skipped = 0;
 	void pace(uint64_t now_ns);
+	/* called before every poll of the endpoint, on its lcore (collective mode's ranks) */
+	std::function<void(uint64_t now_ns)> tick;
 	std::atomic<uint64_t> msgs_done{0};
 	uint64_t msgs_total = 0; /* client: 0 = unlimited */
 
@@ -143,6 +146,9 @@ nlohmann::json port_json(uint16_t port, const PortInfo &info);
 /* The summary to path ("-": stdout); false, said on stderr as `who`, when
  * it cannot be written. */
 bool write_json(const nlohmann::json &s, const std::string &path, const char *who);
+
+/* The q-quantile of v (0..1, nearest rank), 0 when v is empty. */
+double percentile(std::vector<uint64_t> v, double q);
 
 /* SIGINT/SIGTERM asked the run to end. */
 bool signalled();

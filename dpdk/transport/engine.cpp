@@ -195,19 +195,69 @@ void Engine::arrive(Connection &c, uint64_t now_ns)
 	std::swap(ready_[at], ready_.back());
 }
 
-uint32_t Engine::post(Connection &c, uint32_t len, uint64_t now_ns)
+Connection *Engine::accept(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns)
 {
+	return open(peer_ip, peer_mac, conn_id, false, now_ns);
+}
+
+PostError Engine::post_send(Connection &c, const SendWr &wr, uint64_t now_ns, uint32_t *msg_id)
+{
+	if (c.failed)
+		return PostError::kFailed;
+	if (wr.len == 0 || wr.len > (1u << 31))
+		return PostError::kBadLength;
 	uint32_t id = c.next_msg_id++;
 	bool arrival = !c.has_msgs;
 
-	c.msgs.push_back(Message{id, len, 0, 0, now_ns});
+	c.msgs.push_back(Message{id, wr.len, 0, 0, now_ns, wr.data, wr.user, wr.data ? wr.region : 0, 0});
 	c.has_msgs = true;
 	c.stats.msgs_sent++;
 	if (arrival && cfg_.randomize_order)
 		arrive(c, now_ns);
 	else
 		mark_ready(c);
-	return id;
+	if (msg_id)
+		*msg_id = id;
+	return PostError::kOk;
+}
+
+PostError Engine::post_recv(Connection &c, const RecvWr &wr, uint64_t now_ns)
+{
+	if (c.failed)
+		return PostError::kFailed;
+	if (!wr.data)
+		return PostError::kNoBuffer;
+	if (wr.cap == 0 || wr.cap > (1u << 31))
+		return PostError::kBadLength;
+	c.rx_wrs.push_back(RecvSlot{wr, now_ns});
+	c.rx_app = true;
+	return PostError::kOk;
+}
+
+/* Every message completes once: those still held complete now, with
+ * status. The scoreboard keeps its records (ACKs still in flight find
+ * them), but nothing is sent again: has_msgs stays false and the RTO is
+ * off. */
+void Engine::fail(Connection &c, MsgStatus status, uint64_t now_ns)
+{
+	if (c.failed)
+		return;
+	c.failed = true;
+	c.has_msgs = false;
+	wheel_.cancel(c.rto_timer);
+	while (!c.msgs.empty()) {
+		Message m = c.msgs.front();
+		c.msgs.pop_front();
+		complete(c,
+			 Completion{Completion::kSend, status, m.id, 0, m.len, m.user, m.posted_ns, now_ns, m.zc_pkts});
+	}
+	c.cut = 0;
+	uint32_t id = c.rx_next_msg;
+	while (!c.rx_wrs.empty()) {
+		RecvSlot r = c.rx_wrs.front();
+		c.rx_wrs.pop_front();
+		complete(c, Completion{Completion::kRecv, status, id++, 0, 0, r.wr.user, r.posted_ns, now_ns, 0});
+	}
 }
 
 uint16_t Engine::entropy_of(uint16_t sport) const
@@ -236,6 +286,7 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 	int err;
 
 	stats_.rx_frames++;
+	last_rx_ns_ = now_ns;
 	err = lumen_dp_parse(frame, len, cfg_.udp_port, &p);
 	if (err) {
 		stats_.refused[std::min<size_t>((size_t)-err, stats_.refused.size() - 1)]++;
@@ -334,7 +385,14 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	bool ce = p.ecn == LUMEN_DP_ECN_CE, now = false;
 	uint32_t cum = c.rx.cum();
 
-	if (cfg_.verify && !pattern_check(c.conn_id, p.msg_id, p.msg_off, p.payload, p.payload_len)) {
+	if (c.rx_app) {
+		/* a message without a buffer yet is not taken (the sender
+		 * resends it); a copy of one already taken is answered */
+		if (p.msg_id - c.rx_next_msg >= c.rx_wrs.size() && !c.rx.received(p.psn)) {
+			c.stats.rnr_drops++;
+			return;
+		}
+	} else if (cfg_.verify && !pattern_check(c.conn_id, p.msg_id, p.msg_off, p.payload, p.payload_len)) {
 		c.stats.corrupt++; /* not acknowledged: the sender will resend it */
 		return;
 	}
@@ -375,6 +433,8 @@ void Engine::on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 		now = depth != 0;
 		if (p.flags & LUMEN_DP_F_MSG_LAST)
 			set_ends(c.rx_ends[p.psn & (cfg_.rx_window - 1)], p.msg_id, p.msg_len);
+		if (c.rx_app)
+			place(c, p);
 		deliver(c, cum, c.rx.cum());
 	}
 	/* The echo of this packet, counting every packet since the last ACK.
@@ -440,6 +500,21 @@ bool Engine::ce_nack_due(Connection &c, bool ce, uint64_t now_ns)
 	return true;
 }
 
+/* A new packet of an application's message into its receive buffer (the
+ * one of message p.msg_id, which on_data found): the bytes that fit. */
+bool Engine::place(Connection &c, const lumen_dp_pkt &p)
+{
+	uint32_t k = p.msg_id - c.rx_next_msg;
+
+	if (k >= c.rx_wrs.size())
+		return false; /* a forged message id on a new PSN */
+	const RecvWr &wr = c.rx_wrs[k].wr;
+	if (p.msg_off >= wr.cap)
+		return true; /* beyond the buffer: truncated */
+	std::memcpy(wr.data + p.msg_off, p.payload, std::min<uint32_t>(p.payload_len, wr.cap - p.msg_off));
+	return true;
+}
+
 /* Messages whose last PSN lies in [from, to) are complete, in order. */
 void Engine::deliver(Connection &c, uint32_t from, uint32_t to)
 {
@@ -449,12 +524,26 @@ void Engine::deliver(Connection &c, uint32_t from, uint32_t to)
 			continue;
 		if (e.msg_id != c.rx_next_msg)
 			c.stats.corrupt++; /* a sender that skipped or repeated a message id */
-		c.rx_next_msg = e.msg_id + 1;
-		c.stats.msgs_delivered++;
-		c.stats.bytes_delivered += e.msg_len;
-		if (on_delivered)
-			on_delivered(c, e.msg_id, e.msg_len);
+		Connection::Ends done = e;
 		e = Connection::Ends{0, 0};
+		c.rx_next_msg = done.msg_id + 1;
+		c.stats.msgs_delivered++;
+		c.stats.bytes_delivered += done.msg_len;
+		Completion d{Completion::kRecv, MsgStatus::kOk, done.msg_id, done.msg_len, done.msg_len, 0, 0, 0, 0};
+		if (c.rx_app && !c.rx_wrs.empty()) {
+			RecvSlot r = c.rx_wrs.front();
+			c.rx_wrs.pop_front();
+			d.user = r.wr.user;
+			d.posted_ns = r.posted_ns;
+			if (done.msg_len > r.wr.cap) {
+				d.len = r.wr.cap;
+				d.status = MsgStatus::kTruncated;
+			}
+		}
+		if (on_complete) {
+			d.done_ns = last_rx_ns_;
+			on_complete(c, d);
+		}
 	}
 }
 
@@ -587,6 +676,8 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 		c.cc->on_loss(now_ns, false);
 	}
 	ack_messages(c, old_una, now_ns);
+	if (c.tx.una() != old_una)
+		c.rto_streak = 0;
 	if (c.tx.una() != old_una || c.tx.una() == c.tx.nxt())
 		rearm_rto(c, now_ns);
 	mark_ready(c);
@@ -604,10 +695,13 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
 		if (!lumen_seq_after(una, m.last_psn))
 			break;
 		c.stats.msgs_acked++;
-		if (on_acked)
-			on_acked(c, m.id, m.len, m.posted_ns, now_ns);
+		Completion d{Completion::kSend, MsgStatus::kOk, m.id,	  m.len, m.len, m.user,
+			     m.posted_ns,	now_ns,		m.zc_pkts};
 		c.msgs.pop_front();
 		c.cut--;
+		complete(c, d);
+		if (c.failed)
+			return; /* the completion failed it */
 	}
 	c.has_msgs = !c.msgs.empty(); /* on_acked may have posted more */
 }
@@ -619,7 +713,7 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
  * measured with the lazy one; no gain with one connection). */
 void Engine::rearm_rto(Connection &c, uint64_t now_ns)
 {
-	if (c.tx.una() == c.tx.nxt()) {
+	if (c.tx.una() == c.tx.nxt() || c.failed) {
 		wheel_.cancel(c.rto_timer);
 		return;
 	}
@@ -628,8 +722,13 @@ void Engine::rearm_rto(Connection &c, uint64_t now_ns)
 
 void Engine::on_rto(Connection &c, uint64_t now_ns)
 {
-	if (c.tx.una() == c.tx.nxt())
+	if (c.tx.una() == c.tx.nxt() || c.failed)
 		return;
+	if (cfg_.max_timeouts && ++c.rto_streak >= cfg_.max_timeouts) {
+		c.stats.timeouts++;
+		fail(c, MsgStatus::kTimedOut, now_ns);
+		return;
+	}
 	uint16_t e = c.tx.at(c.tx.una()).entropy;
 	c.tx.on_rto();
 	c.gbn_ns = now_ns; /* NACKs of what was in flight are answered by this */
@@ -793,9 +892,19 @@ Engine::Send Engine::send_record(Connection &c, uint32_t psn, bool retx, FrameSi
 	int n = build_data(buf, room, c, r, psn, (uint16_t)(cfg_.sport_base + e), flags, now_ns);
 	if (n < 0)
 		return Send::kNoBuffer; /* a buffer smaller than the MTU: the shell's bug */
-	if (cfg_.verify)
-		pattern_write(c.conn_id, r.msg_id, r.msg_off, buf + n - r.len, r.len);
-	sink.done((uint32_t)n);
+	/* the record's message is still held (it is not acknowledged) */
+	Message &m = c.msgs[r.msg_id - c.msgs.front().id];
+	if (!m.data) {
+		if (cfg_.verify)
+			pattern_write(c.conn_id, r.msg_id, r.msg_off, buf + n - r.len, r.len);
+		sink.done((uint32_t)n);
+	} else if (m.region && sink.attach((uint32_t)n - r.len, m.data + r.msg_off, r.len, m.region)) {
+		m.zc_pkts++;
+		c.stats.zero_copy_pkts++;
+	} else {
+		std::memcpy(buf + n - r.len, m.data + r.msg_off, r.len);
+		sink.done((uint32_t)n);
+	}
 
 	uint32_t wire = (uint32_t)n + 24; /* preamble, FCS, gap */
 	if (uint64_t rate = c.cc->pacing_bps())

@@ -84,6 +84,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -96,6 +97,7 @@ extern "C" {
 }
 
 #include "transport/cc.h"
+#include "transport/messages.h"
 #include "transport/rto.h"
 #include "transport/rx_window.h"
 #include "transport/timer_wheel.h"
@@ -141,6 +143,10 @@ struct EngineConfig {
 	bool verify = true; /* write and check payload patterns */
 	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
 	uint32_t max_conns = 16384;
+	/* A connection fails (its messages complete kTimedOut) after this many
+	 * RTOs in a row without the cumulative ACK moving; 0: never (it keeps
+	 * trying, as the datapath's studies want). */
+	uint32_t max_timeouts = 0;
 	/* Randomized QP ordering (Ethereal's flowArrival): a message posted to
 	 * a connection with nothing outstanding is a flow's arrival; the
 	 * connection waits a uniform [0, start_jitter_ns] and takes a uniformly
@@ -167,11 +173,13 @@ struct ConnStats {
 	uint64_t spurious_retx = 0; /* retransmissions an echo showed needless (the first copy arrived) */
 	uint64_t reroutes = 0; /* ethereal: moves of the connection to another entropy */
 	uint64_t msgs_sent = 0, msgs_acked = 0;
+	uint64_t zero_copy_pkts = 0; /* DATA whose payload went out without a copy (messages.h) */
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
 	uint64_t data_rcvd = 0, dup_rcvd = 0, beyond_window = 0, ce_rcvd = 0, corrupt = 0;
 	uint64_t acks_sent = 0, nacks_sent = 0, msgs_delivered = 0, bytes_delivered = 0;
 	uint64_t ce_nacks_sent = 0; /* NACKs for a window mostly CE-marked (also in nacks_sent) */
 	uint64_t ooo_ignored = 0; /* out-of-order DATA not NACKed in the window after one of those */
+	uint64_t rnr_drops = 0; /* DATA of a message no receive buffer was posted for (not taken) */
 	uint32_t reorder_max = 0;
 
 	void add(const ConnStats &o);
@@ -200,6 +208,16 @@ struct Message {
 	uint32_t len;
 	uint32_t next_off; /* bytes already cut into packets */
 	uint32_t last_psn; /* valid once next_off == len */
+	uint64_t posted_ns;
+	const uint8_t *data; /* the application's bytes; nullptr: the pattern */
+	uint64_t user;
+	uint32_t region; /* SendWr::region */
+	uint32_t zc_pkts; /* packets sent without a copy */
+};
+
+/* A receive buffer posted to a connection, until its message completes. */
+struct RecvSlot {
+	RecvWr wr;
 	uint64_t posted_ns;
 };
 
@@ -279,6 +297,7 @@ struct alignas(64) Connection {
 	bool client;
 	bool ready = false; /* in the engine's ready list */
 	bool has_msgs = false; /* sender: !msgs.empty() */
+	bool failed = false; /* fail(): nothing is sent or posted any more */
 	uint32_t unacked = 0; /* receiver: DATA packets not yet answered */
 
 	/* sender */
@@ -294,6 +313,7 @@ struct alignas(64) Connection {
 	uint64_t next_tx_ns = 0; /* pacing */
 	uint64_t start_ns = 0; /* a flow's first packet not before this (start jitter) */
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
+	uint32_t rto_streak = 0; /* RTOs since the cumulative ACK last moved (max_timeouts) */
 	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
 	uint32_t peer_rwnd;
 	/* RACK's reorder window is srtt/4 times reo_mult (1..16), at most
@@ -313,6 +333,10 @@ struct alignas(64) Connection {
 	};
 	std::vector<Ends> rx_ends; /* per PSN slot, from the first DATA on */
 	uint32_t rx_next_msg = 0;
+	/* Receive buffers (messages.h), the one of message rx_next_msg first;
+	 * rx_app once one was posted: payloads are placed, not checked. */
+	std::deque<RecvSlot> rx_wrs;
+	bool rx_app = false;
 	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
 	/* CE NACKs (ce_nack_threshold_pct): the window counted since
 	 * ce_win_start_ns, and the end of the quiet window after a NACK */
@@ -365,6 +389,15 @@ class FrameSink
 	virtual ~FrameSink() = default;
 	virtual uint8_t *next(uint32_t *room) = 0;
 	virtual void done(uint32_t len) = 0;
+	/* Zero copy (messages.h): the frame's first hdr_len bytes are in the
+	 * buffer next() gave, its payload is len bytes at payload, inside the
+	 * registered region `region`; the frame is done when this returns
+	 * true. false: nothing changed, the engine copies the payload. */
+	virtual bool attach(uint32_t hdr_len, const uint8_t *payload, uint32_t len, uint32_t region)
+	{
+		(void)hdr_len, (void)payload, (void)len, (void)region;
+		return false;
+	}
 };
 
 class Engine
@@ -375,8 +408,26 @@ class Engine
 
 	/* A client connection to peer (conn_id unique per peer); nullptr when full or taken. */
 	Connection *connect(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns);
-	/* Queue a message of len bytes (1..2^31); returns its id. */
-	uint32_t post(Connection &c, uint32_t len, uint64_t now_ns);
+	/* The server's side of peer's connect, before its first DATA (so that
+	 * receive buffers can be posted); nullptr when full or taken. */
+	Connection *accept(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns);
+
+	/* The application interface (messages.h). A message to send; its id
+	 * (the connection's count of messages posted) in *msg_id. */
+	PostError post_send(Connection &c, const SendWr &wr, uint64_t now_ns, uint32_t *msg_id = nullptr);
+	/* A buffer for the connection's next message not yet given one. */
+	PostError post_recv(Connection &c, const RecvWr &wr, uint64_t now_ns);
+	/* The connection fails: every message it holds completes with status
+	 * (sends first, then receives), later posts are refused. */
+	void fail(Connection &c, MsgStatus status, uint64_t now_ns);
+	/* A message of len bytes (1..2^31) of the pattern; returns its id. */
+	uint32_t post(Connection &c, uint32_t len, uint64_t now_ns)
+	{
+		uint32_t id = 0;
+
+		post_send(c, SendWr{nullptr, len, 0, 0}, now_ns, &id);
+		return id;
+	}
 
 	/* One received frame. */
 	void rx(const uint8_t *frame, uint32_t len, uint64_t now_ns);
@@ -389,9 +440,9 @@ class Engine
 	/* Fire due timers. */
 	void timers(uint64_t now_ns);
 
-	/* Called when a message was delivered in order (receiver) / fully acknowledged (sender). */
-	std::function<void(Connection &, uint32_t msg_id, uint32_t len)> on_delivered;
-	std::function<void(Connection &, uint32_t msg_id, uint32_t len, uint64_t posted_ns, uint64_t now_ns)> on_acked;
+	/* Once per message: acknowledged whole (kSend), delivered in order
+	 * (kRecv), or failed (messages.h). */
+	std::function<void(Connection &, const Completion &)> on_complete;
 	/* Ethereal's "select new path": the entropy an ethereal connection
 	 * moves to after a NACK or a timeout on old_entropy. The shell sets it
 	 * to pick the least-loaded good uplink other than the one it left
@@ -445,6 +496,12 @@ class Engine
 	void prefetch_turn(size_t head) const;
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void deliver(Connection &c, uint32_t from, uint32_t to);
+	bool place(Connection &c, const lumen_dp_pkt &p);
+	void complete(Connection &c, const Completion &done)
+	{
+		if (on_complete)
+			on_complete(c, done);
+	}
 	void ack_due(Connection &c, bool nack);
 	void check_spurious(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
@@ -478,6 +535,7 @@ class Engine
 	lumen_rng order_rng_{}; /* flow arrivals' places and jitter: their own stream, so
 				   the ordering leaves the path policy's draws as they were */
 	std::vector<std::unique_ptr<Connection>> conns_;
+	uint64_t last_rx_ns_ = 0; /* the clock of the frame being received (receive completions) */
 	ConnIndex by_key_;
 	uint64_t last_key_ = 0; /* find()'s latest hit */
 	Connection *last_conn_ = nullptr;

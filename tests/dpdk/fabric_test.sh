@@ -252,8 +252,10 @@ run() {
 	local name="$1" rc=0
 	shift
 	snap "$tmp/$name.before"
-	"$DP" --no-huge --no-pci -m 1024 -l 1 --log-level=error --file-prefix "$prefix$name" "${VDEVS[@]}" -- hosts \
-		--msg-size $MSG --json "$tmp/$name.json" "$@" >"$tmp/$name.out" 2>&1 &
+	local mode=(hosts --msg-size "$MSG")
+	[[ -z "${COLLECTIVE:-}" ]] || mode=(collective --collective "$COLLECTIVE")
+	"$DP" --no-huge --no-pci -m 1024 -l 1 --log-level=error --file-prefix "$prefix$name" "${VDEVS[@]}" -- \
+		"${mode[@]}" --json "$tmp/$name.json" "$@" >"$tmp/$name.out" 2>&1 &
 	DP_PID=$!
 	[[ -z "${ON_START:-}" ]] || "$ON_START" "$name"
 	wait "$DP_PID" || rc=$?
@@ -411,5 +413,41 @@ assert all(u["rerouted"] == 0 for u in d["uplinks"].values()), d["uplinks"]
 PY
 e2e_check "ethereal: DATA on all $SPINES spines, imbalance $(get pin-ethereal imbalance) <= 1.05 (ecmp: $(get pin-ecmp imbalance))" \
 	python3 -c "assert $(get pin-ethereal idle) == 0 and $(get pin-ethereal imbalance) <= 1.05"
+# --- collectives on real buffers --------------------------------------------------
+# The 8 hosts are the ranks of a ring allreduce of random floats over 2
+# channels (the ring crosses between the leaves at ranks 3 and 7) and of an
+# alltoall: every rank's result equals the in-memory reference byte for
+# byte (the mode exits 1 otherwise), sprayed by REPS and as Ethereal plans
+# it. On 4 uplinks the 2 crossing flows of a step split 2 ways each (r = 2,
+# g = 2: Theorem 4), every part pinned to its own uplink through the ports
+# the probes found.
+collective() { # collective NAME RUN-NAME ARGS...: run, in collective mode
+	local c="$1"
+	shift
+	COLLECTIVE="$c" run "$@"
+}
+for p in reps ethereal; do
+	extra=(--path "$p")
+	[[ $p == ethereal ]] && extra+=(--discover-paths "$SPINES")
+	e2e_check "allreduce, $p: every rank's sum is the reference's" \
+		collective allreduce "allreduce-$p" "${HOST_ARGS[@]}" --size 262144 --channels 2 --leaves 2 --quiet \
+		"${extra[@]}"
+	grep -A2 'size  *type' "$tmp/allreduce-$p.out" | sed "s/^/[$(basename "$0" .sh)]   allreduce-$p /" || true
+done
+e2e_check "allreduce, ethereal: 2 crossing flows split in 2 parts each, 8 subflows in every step, one per uplink" \
+	python3 - "$tmp/allreduce-ethereal.json" "$SPINES" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["collective"]
+spines = int(sys.argv[2])
+assert c["wrong_ranks"] == 0 and c["planned"], c
+assert [s["subflows"] for s in c["steps"]] == [8] * 14, [s["subflows"] for s in c["steps"]]
+for host in ("10.1.4.1", "10.2.4.1"):  # ranks 3 and 7
+    u = c["uplinks"][host]
+    assert u["rerouted"] > 0 or u["subflows_per_uplink"] == [14] * spines, (host, u)
+print("busbw", c["busbw_gbps"], "GB/s")
+PY
+e2e_check "alltoall, ethereal: every rank's blocks are the reference's" \
+	collective alltoall "alltoall-ethereal" "${HOST_ARGS[@]}" --size 262144 --leaves 2 --quiet \
+	--path ethereal --discover-paths "$SPINES"
 e2e_log "took $((SECONDS - t_start)) s"
 e2e_finish
