@@ -35,6 +35,7 @@ namespace lumen::dp
 {
 
 std::string check_hosts(Options &o);
+void reroute_by_uplinks(Endpoint &ep, UplinkPinner *pinner); /* mode_hosts.cpp */
 
 std::string check_collective(Options &o)
 {
@@ -107,7 +108,8 @@ void fill_input(const CollectiveParams &p, uint32_t r, uint64_t seed, RankBuffer
 
 /* The body of collective mode inside run_hosts (mode_hosts.cpp), once the
  * ports, the hosts and the port maps are there. */
-int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs)
+int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs,
+		   const std::function<void()> &after_loop)
 {
 	const uint32_t n = (uint32_t)hs.size();
 	CollectiveParams p;
@@ -138,7 +140,6 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 	CollectiveBarrier barrier(n, s.steps.size());
 	std::vector<std::unique_ptr<CollectiveRank>> ranks;
 	std::vector<std::unique_ptr<UplinkPinner>> pinners;
-	auto clock = std::make_shared<Clock>();
 	const bool plan = o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL;
 	for (uint32_t r = 0; r < n; r++) {
 		Endpoint &ep = *hs[r][0]->ep;
@@ -154,9 +155,7 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 						      uint16_t entropy;
 						      return pp->pin(ips[peer], uplink, &entropy) && e->pin(c, entropy);
 					      });
-			ep.engine().choose_path = [pp, clock](Connection &c, uint16_t old) {
-				return pp->choose(c.peer_ip, old, clock->now_ns());
-			};
+			reroute_by_uplinks(ep, pp);
 		}
 	}
 	if (std::string e = execute_schedule(s, &want); !e.empty()) {
@@ -182,6 +181,7 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		     collective_name(p.collective), (unsigned long long)p.bytes, n, leaves, p.channels, s.steps.size(),
 		     plan ? ", flows planned over the uplinks (Ethereal)" : "");
 	int rc = run.loop();
+	after_loop();
 
 	/* per step: the CCT (first start to last end over the ranks) and the flows */
 	nlohmann::json steps = nlohmann::json::array();

@@ -49,7 +49,23 @@ namespace lumen::dp
 {
 
 /* mode_collective.cpp: collective mode's part of run_hosts */
-int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs);
+int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs,
+		   const std::function<void()> &after_loop);
+
+/* Ethereal's reroute through the uplinks (transport/uplink_pinner.h): to
+ * the least-loaded other uplink; the path left is probed again, as it
+ * failed or is slow (the leaf may hash it elsewhere now). */
+void reroute_by_uplinks(Endpoint &ep, UplinkPinner *pinner)
+{
+	PortMap *map = ep.port_map();
+	auto clock = std::make_shared<Clock>();
+	ep.engine().choose_path = [pinner, map, clock](Connection &c, uint16_t old) {
+		const uint64_t now = clock->now_ns();
+		uint16_t e = pinner->choose(c.peer_ip, old, now);
+		map->invalidate(c.peer_ip, old, now);
+		return e;
+	};
+}
 
 namespace
 {
@@ -230,6 +246,44 @@ nlohmann::json pairs_json(const Options &o, const std::vector<std::vector<Host *
 	return out;
 }
 
+/* Every host's map of the paths to its destinations, and its probing's
+ * counters (say: and a line each on stderr). */
+nlohmann::json paths_json(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			  const std::vector<std::vector<size_t>> &dst, bool say)
+{
+	const size_t n = o.hosts.size();
+	nlohmann::json maps = nlohmann::json::array();
+	for (size_t i = 0; i < n; i++) {
+		const PortMap &pm = *hs[i][0]->ep->port_map();
+		nlohmann::json dests = nlohmann::json::array();
+		for (size_t j : dst[i]) {
+			nlohmann::json ups = nlohmann::json::array();
+			for (uint32_t u = 0; u < o.port_map.uplinks; u++)
+				ups.push_back({{"router", pm.router_of(u) ? ip_str(pm.router_of(u)) : ""},
+					       {"entropies", pm.entropies_of(o.hosts[j].ip, u)}});
+			dests.push_back({{"dst", ip_str(o.hosts[j].ip)},
+					 {"settled", pm.settled(o.hosts[j].ip)},
+					 {"uplinks_found", pm.uplinks_found(o.hosts[j].ip)},
+					 {"uplinks", ups}});
+		}
+		const PortMapStats &st = pm.stats();
+		maps.push_back({{"host", ip_str(o.hosts[i].ip)},
+				{"dests", dests},
+				{"probes", st.probes},
+				{"replies", st.replies},
+				{"lost", st.lost},
+				{"unmatched", st.unmatched},
+				{"unknown_router", st.unknown_router},
+				{"malformed", st.malformed},
+				{"discoveries", st.discoveries}});
+		if (say)
+			std::fprintf(stderr, "  %-15s paths: %llu probes, %llu replies, %llu lost\n",
+				     ip_str(o.hosts[i].ip).c_str(), (unsigned long long)st.probes,
+				     (unsigned long long)st.replies, (unsigned long long)st.lost);
+	}
+	return maps;
+}
+
 /* --discover-paths: every host probes the paths to its destinations before
  * the clients start (the lcores do not poll yet, so this thread may), for
  * at most 5 s; the maps, and what each entropy found leads to, in the
@@ -258,33 +312,7 @@ nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Ho
 		for (const auto &q : hs)
 			for (Host *h : q)
 				h->ep->poll(now);
-	nlohmann::json maps = nlohmann::json::array();
-	for (size_t i = 0; i < n; i++) {
-		const PortMap &pm = *hs[i][0]->ep->port_map();
-		nlohmann::json dests = nlohmann::json::array();
-		for (size_t j : dst[i]) {
-			nlohmann::json ups = nlohmann::json::array();
-			for (uint32_t u = 0; u < o.port_map.uplinks; u++)
-				ups.push_back({{"router", pm.router_of(u) ? ip_str(pm.router_of(u)) : ""},
-					       {"entropies", pm.entropies_of(o.hosts[j].ip, u)}});
-			dests.push_back({{"dst", ip_str(o.hosts[j].ip)},
-					 {"settled", pm.settled(o.hosts[j].ip)},
-					 {"uplinks_found", pm.uplinks_found(o.hosts[j].ip)},
-					 {"uplinks", ups}});
-		}
-		const PortMapStats &st = pm.stats();
-		maps.push_back({{"host", ip_str(o.hosts[i].ip)},
-				{"dests", dests},
-				{"probes", st.probes},
-				{"replies", st.replies},
-				{"lost", st.lost},
-				{"unmatched", st.unmatched},
-				{"unknown_router", st.unknown_router},
-				{"malformed", st.malformed}});
-		std::fprintf(stderr, "  %-15s paths: %llu probes, %llu replies, %llu lost\n",
-			     ip_str(o.hosts[i].ip).c_str(), (unsigned long long)st.probes,
-			     (unsigned long long)st.replies, (unsigned long long)st.lost);
-	}
+	nlohmann::json maps = paths_json(o, hs, dst, true);
 	std::fprintf(stderr, "lumen-dp hosts: paths %s in %.1f ms\n", settled() ? "discovered" : "NOT all discovered",
 		     (double)(now - t0) / 1e6);
 	return {{"settled", settled()}, {"ms", (double)(now - t0) / 1e6}, {"hosts", maps}};
@@ -316,11 +344,7 @@ std::string pin_uplinks(const Options &o, const std::vector<std::vector<Host *>>
 					       " (the paths were not all discovered)";
 			}
 		}
-		UplinkPinner *pp = pinner.get();
-		auto clock = std::make_shared<Clock>();
-		ep.engine().choose_path = [pp, clock](Connection &c, uint16_t old) {
-			return pp->choose(c.peer_ip, old, clock->now_ns());
-		};
+		reroute_by_uplinks(ep, pinner.get());
 		pinners->push_back(std::move(pinner));
 	}
 	return "";
@@ -398,7 +422,10 @@ int run_hosts(Options &o)
 				return 1;
 		}
 		if (o.mode == "collective")
-			return run_collective(o, run, hs);
+			return run_collective(o, run, hs, [&] {
+				if (o.port_map.uplinks)
+					run.note("paths_after", paths_json(o, hs, dst, false));
+			});
 		nlohmann::json flows = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++)
 			for (size_t j : dst[i]) {
@@ -421,6 +448,8 @@ int run_hosts(Options &o)
 			if (std::string e = pin_uplinks(o, hs, dst, &pinners); !e.empty())
 				return hosts_fail(e);
 		int rc = run.loop();
+		if (o.port_map.uplinks) /* what the maps became: refreshed by age and by Ethereal's reroutes */
+			run.note("paths_after", paths_json(o, hs, dst, false));
 		if (!pinners.empty()) {
 			nlohmann::json loads = nlohmann::json::object();
 			for (size_t i = 0; i < n; i++)

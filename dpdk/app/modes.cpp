@@ -266,6 +266,8 @@ const Mode kModes[] = {
 	 "                      probes, ICMP Time Exceeded; the map in the summary's paths)\n"
 	 "  --probe-ttl N       the probes' TTL: expires at the spine (2)\n"
 	 "  --probe-gap-us N    between probes: routers rate-limit ICMP errors (100)\n"
+	 "  --probe-age-ms N    a destination's map is probed again after this, and at once\n"
+	 "                      when Ethereal leaves one of its paths (60000)\n"
 	 "  on a reconfigurable network (docs/optical.md), frames to a node wait for its window:\n"
 	 "  --optical-pages P,...  lumend's page (--shm) of each host, in --host order\n"
 	 "  --optical-addrs A,...  the schedule's node addresses, node 0 first\n"

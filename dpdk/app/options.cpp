@@ -72,6 +72,7 @@ enum Opt {
 	kDiscoverPaths,
 	kProbeTtl,
 	kProbeGap,
+	kProbeAge,
 	kCeNackThreshold,
 	kCeWindow,
 	kCollective,
@@ -139,6 +140,7 @@ const option kLong[] = {
 	{"leaves", required_argument, nullptr, kLeaves},
 	{"probe-ttl", required_argument, nullptr, kProbeTtl},
 	{"probe-gap-us", required_argument, nullptr, kProbeGap},
+	{"probe-age-ms", required_argument, nullptr, kProbeAge},
 	{"ce-nack-threshold", required_argument, nullptr, kCeNackThreshold},
 	{"ce-window-us", required_argument, nullptr, kCeWindow},
 	{"help", no_argument, nullptr, kHelp},
@@ -436,6 +438,10 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("probe-gap-us", 0, 1'000'000);
 			o->port_map.gap_ns = v * 1000;
 			break;
+		case kProbeAge:
+			NUM("probe-age-ms", 20, 3'600'000);
+			o->port_map.max_age_ns = v * 1'000'000;
+			break;
 		case kStartJitter:
 			NUM("start-jitter-us", 0, 1'000'000);
 			o->engine.start_jitter_ns = v * 1000;
@@ -612,8 +618,8 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			return "--discover-paths probes with queue 0's ports: give --queues 1";
 		if (std::string e = o->port_map.validate(); !e.empty())
 			return e;
-	} else if (o->given.count("probe-ttl") || o->given.count("probe-gap-us")) {
-		return "--probe-ttl and --probe-gap-us tune --discover-paths";
+	} else if (o->given.count("probe-ttl") || o->given.count("probe-gap-us") || o->given.count("probe-age-ms")) {
+		return "--probe-ttl, --probe-gap-us and --probe-age-ms tune --discover-paths";
 	}
 	if (o->mode != "collective")
 		for (const char *k : {"collective", "size", "channels", "reduce", "leaves"})

@@ -68,6 +68,7 @@ void PortMap::start(Dest &d, uint64_t now_ns)
 	all.resize(n);
 	std::reverse(all.begin(), all.end());
 	d.order = std::move(all);
+	idle_until_ns_ = 0; /* tx has work again */
 	for (auto &e : d.uplink)
 		e.second |= kStale;
 	d.probes_left = p_.max_probes;
@@ -153,17 +154,24 @@ void PortMap::expire(uint64_t now_ns)
 
 uint32_t PortMap::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 {
-	if (dests_.empty() || now_ns < next_tx_ns_)
+	if (dests_.empty() || now_ns < next_tx_ns_ || now_ns < idle_until_ns_)
 		return 0;
 	expire(now_ns);
 	uint32_t sent = 0;
+	/* with every map settled and no probe out, nothing happens before the
+	 * first one ages: a poll then skips the walk over the destinations */
+	uint64_t wake = UINT64_MAX;
+	bool busy = !out_.empty();
 	for (auto &entry : dests_) {
 		const uint32_t dst = entry.first; /* not a structured binding: C++17 lambdas cannot capture those */
 		Dest &d = entry.second;
 		if (!d.probing && now_ns - d.settled_ns >= p_.max_age_ns)
 			start(d, now_ns);
-		if (!d.probing)
+		if (!d.probing) {
+			wake = std::min(wake, d.settled_ns + p_.max_age_ns);
 			continue;
+		}
+		busy = true;
 		bool mine = std::any_of(out_.begin(), out_.end(), [&](const auto &o) { return o.second.dst == dst; });
 		if ((d.order.empty() || d.probes_left == 0) && !mine) {
 			settle(d, now_ns); /* out of candidates: what was found is what there is */
@@ -197,6 +205,8 @@ uint32_t PortMap::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 		stats_.probes++;
 		sent++;
 	}
+	if (!busy)
+		idle_until_ns_ = wake;
 	return sent;
 }
 

@@ -135,6 +135,7 @@ class PortMap
 	std::vector<uint32_t> routers_; // uplink -> router address
 	uint16_t next_id_ = 1;
 	uint64_t next_tx_ns_ = 0;
+	uint64_t idle_until_ns_ = 0; /* every map settled, none due before this (start() clears it) */
 	PortMapStats stats_;
 	static const std::vector<uint16_t> kNone;
 };

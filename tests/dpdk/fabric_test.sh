@@ -413,6 +413,55 @@ assert all(u["rerouted"] == 0 for u in d["uplinks"].values()), d["uplinks"]
 PY
 e2e_check "ethereal: DATA on all $SPINES spines, imbalance $(get pin-ethereal imbalance) <= 1.05 (ecmp: $(get pin-ecmp imbalance))" \
 	python3 -c "assert $(get pin-ethereal idle) == 0 and $(get pin-ethereal imbalance) <= 1.05"
+# The maps follow the fabric. With --probe-age-ms 300, leaf 1's link to
+# spine 1 goes down 1 s into an Ethereal run (in leaf 1: it hashes around
+# the link). Leaf 1's hosts' subflows pinned to spine 1 now cross other
+# spines; their maps, probed again as they age, drop spine 1, and every
+# port left is where leaf 1's FIB now sends it. (Leaf 2's probes still
+# expire at spine 1, which is alive: a TTL-limited probe sees the spine, not
+# the link behind it. Its subflows through spine 1 time out and Ethereal
+# moves them, probing again at each move.)
+down_link() { # at the first progress line (1 s in)
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q ' s  tx ' "$tmp/$1.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	ip -n "$L1" link set spine1 down
+}
+ON_START=down_link
+e2e_check "refresh, ethereal: leaf1-spine1 down 1 s in, every message delivered" \
+	run refresh "${HOST_ARGS[@]}" --pattern permutation --shift "$HPL" --path ethereal --conns 4 --msgs 100 \
+	--time 60 --discover-paths "$SPINES" --probe-age-ms 300
+ON_START=
+report refresh
+e2e_check "refresh: leaf 1's maps dropped spine 1, and every port left goes where leaf 1's FIB sends it" \
+	python3 - "$tmp/refresh.json" "$L1" <<'PY'
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+checked = 0
+for h in d["paths_after"]:
+    _, leaf, idx, _ = map(int, h["host"].split("."))
+    if leaf != 1:
+        continue
+    assert h["discoveries"] > len(h["dests"]), h  # probed again
+    for dest in h["dests"]:
+        for u in dest["uplinks"]:
+            if u["router"] == "10.101.1.2":
+                assert u["entropies"] == [], (h["host"], dest["dst"], u)
+                continue
+            assert u["entropies"], (h["host"], dest["dst"], u)
+            for e in u["entropies"]:
+                out = subprocess.check_output(
+                    ["ip", "-n", sys.argv[2], "route", "get", dest["dst"], "from", h["host"], "iif", f"h{idx}",
+                     "ipproto", "udp", "sport", str(49152 + e), "dport", "4792"], text=True)
+                assert f"via {u['router']} " in out, (h["host"], dest["dst"], e, u["router"], out)
+                checked += 1
+assert checked > 0
+print(f"{checked} ports checked against leaf 1's FIB after the failure; reroutes {d['totals']['reroutes']}")
+PY
+restore_link
+
 # --- collectives on real buffers --------------------------------------------------
 # The 8 hosts are the ranks of a ring allreduce of random floats over 2
 # channels (the ring crosses between the leaves at ranks 3 and 7) and of an
