@@ -5,6 +5,7 @@
 // frames.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -34,6 +35,30 @@ lumen_dp_pkt ack_from_b()
 	p.dport = LUMEN_DP_UDP_PORT;
 	p.type = LUMEN_DP_ACK;
 	return p;
+}
+
+// ConnStats::add sums every counter (a counter it forgets reads 0 in every
+// summary): all 64-bit words 1, added twice, are 2, but for the RTTs (min
+// and latest) and reorder_max (a maximum).
+TEST(DpEngine, ConnStatsAddSumsEveryCounter)
+{
+	static_assert(offsetof(ConnStats, reorder_max) % 8 == 0, "the counters are 64-bit words before reorder_max");
+	constexpr size_t kWords = offsetof(ConnStats, reorder_max) / 8;
+	ConnStats one, sum;
+	uint64_t w[kWords];
+	for (auto &x : w)
+		x = 1;
+	std::memcpy(static_cast<void *>(&one), w, sizeof(w));
+	sum.add(one);
+	sum.add(one);
+	std::memcpy(w, static_cast<const void *>(&sum), sizeof(w));
+	for (size_t i = 0; i < kWords; i++) {
+		size_t off = i * 8;
+		if (off == offsetof(ConnStats, rtt_min_ns) || off == offsetof(ConnStats, rtt_last_ns))
+			EXPECT_EQ(w[i], 1u) << "word " << i;
+		else
+			EXPECT_EQ(w[i], 2u) << "the counter at offset " << off << " is not summed";
+	}
 }
 
 TEST(DpEngine, CleanNetworkDeliversEverythingOnce)

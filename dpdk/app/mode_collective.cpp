@@ -146,6 +146,10 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		ranks.push_back(std::make_unique<CollectiveRank>(s, r, ep.engine(), ips, o.hosts[r].gateway, barrier));
 		fill_input(p, r, o.engine.seed, &ranks[r]->buffers());
 		want[r] = ranks[r]->buffers();
+		/* sends leave from the rank's buffers without a copy where the port allows */
+		RankBuffers &b = ranks[r]->buffers();
+		ranks[r]->set_regions(ep.register_region(b.send.data(), b.send.size()),
+				      ep.register_region(b.recv.data(), b.recv.size()));
 		if (plan) {
 			pinners.push_back(std::make_unique<UplinkPinner>(*ep.port_map(), o.port_map.uplinks));
 			UplinkPinner *pp = pinners.back().get();

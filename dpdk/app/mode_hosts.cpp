@@ -165,8 +165,8 @@ std::string check_hosts(Options &o)
 
 	if (o.server || o.local_ip || o.peer_ip || o.have_peer_mac)
 		return "hosts mode takes its hosts from --host: --server, --ip, --peer and --peer-mac belong to perf";
-	if (o.impair.active())
-		return "--impair belongs to pair mode";
+	if (o.impair.active() && o.mode != "collective")
+		return "--impair belongs to pair and collective modes";
 	if (n < 2 || n > kMaxHosts)
 		return "give 2.." + std::to_string(kMaxHosts) + " hosts with --host PORT,IP,GATEWAY_MAC (" +
 		       std::to_string(n) + " given)";
@@ -400,7 +400,8 @@ int run_hosts(Options &o)
 		nlohmann::json ports = nlohmann::json::array();
 		for (size_t i = 0; i < n; i++) {
 			hs.push_back(run.add(ip_str(o.hosts[i].ip), o.hosts[i].port, info[i], pool,
-					     host_cfg(o, o.hosts[i], info[i].mac, i + 1), nullptr));
+					     host_cfg(o, o.hosts[i], info[i].mac, i + 1),
+					     o.mode == "collective" ? &o.impair : nullptr));
 			ports.push_back(port_json(o.hosts[i].port, info[i]));
 		}
 		run.note("ports", ports);

@@ -57,6 +57,8 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"ce_nacks_sent", s.ce_nacks_sent},
 		{"ooo_ignored", s.ooo_ignored},
 		{"reroutes", s.reroutes},
+		{"zero_copy_pkts", s.zero_copy_pkts},
+		{"rnr_drops", s.rnr_drops},
 		{"msgs_sent", s.msgs_sent},
 		{"msgs_acked", s.msgs_acked},
 		{"msgs_delivered", s.msgs_delivered},

@@ -193,10 +193,9 @@ void CollectiveRank::post_sends(size_t step, uint64_t now_ns)
 				 std::to_string(p.uplink);
 			return;
 		}
-		PostError e = engine_.post_send(*c,
-						SendWr{bytes_of(t.src_buffer, t.src_offset + p.offset), p.bytes,
-						       user_of(step, p.transfer, p.part), 0},
-						now_ns);
+		SendWr wr{bytes_of(t.src_buffer, t.src_offset + p.offset), p.bytes, user_of(step, p.transfer, p.part),
+			  t.src_buffer == Buffer::kSend ? send_region_ : recv_region_};
+		PostError e = engine_.post_send(*c, wr, now_ns);
 		if (e != PostError::kOk) {
 			error_ = std::string("post_send: ") + post_error_name(e);
 			return;

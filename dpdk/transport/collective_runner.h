@@ -94,6 +94,14 @@ class CollectiveRank
 	using PinFn = std::function<bool(Connection &, uint32_t peer, uint32_t uplink)>;
 	void set_planner(std::vector<uint32_t> leaf_of_rank, uint32_t uplinks, uint32_t max_subflows, PinFn pin);
 
+	// Zero copy (messages.h): the endpoint's regions holding the send and
+	// the recv buffer (0: none). The buffers never move after construction.
+	void set_regions(uint32_t send_region, uint32_t recv_region)
+	{
+		send_region_ = send_region;
+		recv_region_ = recv_region;
+	}
+
 	// The connections, and the first step's receive buffers; "" or why not.
 	std::string open(uint64_t now_ns);
 	// Start the next step when the barrier allows; call every poll.
@@ -157,6 +165,7 @@ class CollectiveRank
 	std::vector<uint8_t> staging_;
 	std::vector<uint32_t> leaf_of_rank_;
 	uint32_t uplinks_ = 0, max_subflows_ = 0;
+	uint32_t send_region_ = 0, recv_region_ = 0;
 	PinFn pin_;
 
 	size_t step_ = 0; // the step whose receptions are posted

@@ -101,6 +101,8 @@ void ConnStats::add(const ConnStats &o)
 	nacks_sent += o.nacks_sent;
 	ce_nacks_sent += o.ce_nacks_sent;
 	ooo_ignored += o.ooo_ignored;
+	rnr_drops += o.rnr_drops;
+	zero_copy_pkts += o.zero_copy_pkts;
 	msgs_sent += o.msgs_sent;
 	msgs_acked += o.msgs_acked;
 	msgs_delivered += o.msgs_delivered;
