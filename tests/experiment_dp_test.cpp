@@ -10,6 +10,7 @@
 #include "base/system.h"
 #include "experiment/experiment.h"
 #include "experiment/experiment_dp.h"
+#include "experiment_dp_test_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -21,31 +22,15 @@ namespace
 
 json spray()
 {
-	return json::parse(read_file(std::string(LUMEN_SOURCE_DIR) + "/experiments/spray.json"));
+	return test::builtin_experiment("spray");
 }
 
 std::string parse_error(const json &doc)
 {
-	try {
-		parse_experiment(doc.dump(), "s.json");
-	} catch (const UsageError &e) {
-		return e.what();
-	}
-	return "";
+	return test::parse_error(doc, "s.json");
 }
 
-QueueTick tick(std::uint64_t t, std::vector<std::uint64_t> deq, std::vector<std::uint64_t> qlen = {})
-{
-	QueueTick q;
-	q.t_ns = t;
-	for (std::size_t i = 0; i < deq.size(); i++) {
-		PortCounters c;
-		c.deq_bytes = deq[i];
-		c.qlen_bytes = i < qlen.size() ? qlen[i] : 0;
-		q.ports.push_back(c);
-	}
-	return q;
-}
+using test::tick;
 
 } // namespace
 

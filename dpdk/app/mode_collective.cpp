@@ -23,7 +23,9 @@
  * (p50, p99, max, from the step's start) and the subflows of split flows.
  */
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <numeric>
 #include <cstring>
 #include <random>
 
@@ -104,6 +106,25 @@ void fill_input(const CollectiveParams &p, uint32_t r, uint64_t seed, RankBuffer
 	}
 }
 
+/* A subflow on its planned uplink, or, when the map knows no path there
+ * (the uplink or the spine behind it failed), on the least-loaded uplink
+ * that has one (ties: the lowest): a plan is a balance to aim for, a dead
+ * uplink is not a place to send. */
+bool pin_planned(UplinkPinner &pinner, Engine &e, Connection &c, uint32_t dst, uint32_t uplink)
+{
+	uint16_t entropy;
+	if (pinner.pin(dst, uplink, &entropy))
+		return e.pin(c, entropy);
+	std::vector<uint32_t> order(pinner.load().size());
+	std::iota(order.begin(), order.end(), 0u);
+	std::stable_sort(order.begin(), order.end(),
+			 [&](uint32_t a, uint32_t b) { return pinner.load()[a] < pinner.load()[b]; });
+	for (uint32_t u : order)
+		if (u != uplink && pinner.pin(dst, u, &entropy))
+			return e.pin(c, entropy);
+	return false;
+}
+
 } // namespace
 
 /* The body of collective mode inside run_hosts (mode_hosts.cpp), once the
@@ -156,8 +177,7 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 			Engine *e = &ep.engine();
 			ranks[r]->set_planner(leaf, o.port_map.uplinks, o.engine.max_conns,
 					      [pp, e, &ips](Connection &c, uint32_t peer, uint32_t uplink) {
-						      uint16_t entropy;
-						      return pp->pin(ips[peer], uplink, &entropy) && e->pin(c, entropy);
+						      return pin_planned(*pp, *e, c, ips[peer], uplink);
 					      });
 			reroute_by_uplinks(ep, pp);
 		}
@@ -166,6 +186,11 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		std::fprintf(stderr, "lumen-dp collective: the reference: %s\n", e.c_str());
 		return 1;
 	}
+	/* --start-at, and the clients' start in the summary (an experiment lines
+	 * its samples up with it) */
+	run.wait_start();
+	/* one rank's error ends the run: the others would wait at its barrier */
+	auto failed = std::make_shared<std::atomic<bool>>(false);
 	for (uint32_t r = 0; r < n; r++) {
 		if (std::string e = ranks[r]->open(0); !e.empty()) {
 			std::fprintf(stderr, "lumen-dp collective: rank %u: %s\n", r, e.c_str());
@@ -174,9 +199,11 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		Host *h = hs[r][0];
 		CollectiveRank *rank = ranks[r].get();
 		h->msgs_total = 1;
-		h->tick = [h, rank](uint64_t now) {
+		h->tick = [h, rank, failed](uint64_t now) {
 			rank->tick(now);
-			if (rank->done() || !rank->error().empty())
+			if (!rank->error().empty())
+				failed->store(true, std::memory_order_relaxed);
+			if (rank->done() || failed->load(std::memory_order_relaxed))
 				h->msgs_done.store(1, std::memory_order_relaxed);
 		};
 	}

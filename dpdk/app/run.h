@@ -96,6 +96,10 @@ class Run
 		notes_[key] = std::move(value);
 	}
 
+	/* Wait for --start-at (CLOCK_MONOTONIC), once; the clients' start
+	 * (clients_start_mono_ns) is then. start_client and start_paced call
+	 * it; a mode that starts its own work calls it first. */
+	void wait_start();
 	/* Poll until every client is done, --time passes or a signal comes. 0: done,
 	 * 1: stopped by time or signal with clients unfinished. */
 	int loop();
@@ -121,7 +125,6 @@ class Run
 	bool clients_done() const;
 	void progress(uint64_t now_ns, uint64_t *last_ns, ConnStats *last);
 	void register_telemetry();
-	void wait_start();
 	bool write_fct_csv() const;
 
 	Options &o_;

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/json_fields.h"
 #include "base/units.h"
+#include "experiment/experiment_fields.h"
 #include "testbed/testbed.h"
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,9 @@ extern "C" {
 namespace lumen
 {
 
-namespace
+// the helpers experiment_study.cpp shares (experiment_fields.h), and the
+// rest of the parser's pieces
+namespace spec_fields
 {
 
 using nlohmann::json;
@@ -271,11 +274,21 @@ void get_failed_link(const json &v, const Where &w, const TopologySpec &topo, Da
 	dp.fail_spine = sp;
 }
 
+void get_dp_cc(const json &v, const Where &w, DatapathSpec &dp)
+{
+	if (!v.contains("cc"))
+		return;
+	dp.cc = get_string(v["cc"], w.at("cc"));
+	if (dp.cc != "dctcp" && dp.cc != "powertcp" && dp.cc != "theta-powertcp")
+		w.at("cc").fail("unknown congestion control '" + dp.cc + "' (dctcp, powertcp, theta-powertcp)");
+}
+
 DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &topology_json, std::uint64_t duration_ns)
 {
 	if (!v.is_object())
-		w.fail("expected an object (pattern, message_size, cc, seed, failure)");
-	allow_keys(v, w, {"pattern", "message_size", "cc", "seed", "failure"});
+		w.fail("expected an object (pattern, message_size, cc, seed, failure; or collectives, ...)");
+	if (!v.contains("collectives"))
+		allow_keys(v, w, {"pattern", "message_size", "cc", "seed", "failure"});
 	TopologySpec topo;
 	try {
 		topo = parse_topology(topology_json);
@@ -286,6 +299,11 @@ DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &to
 		w.fail("a datapath experiment runs on a leafspine of 2 or more leaves with \"host_stack\": \"dpdk\"");
 	DatapathSpec dp;
 	dp.enabled = true;
+	if (v.contains("collectives")) {
+		parse_collective_study(v, w, topo, dp);
+		get_dp_cc(v, w, dp);
+		return dp;
+	}
 	if (v.contains("pattern")) {
 		dp.pattern = get_string(v["pattern"], w.at("pattern"));
 		if (dp.pattern != "permutation")
@@ -295,11 +313,7 @@ DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &to
 		dp.message_size = get_bytes(v["message_size"], w.at("message_size"), 1ull << 30);
 	if (dp.message_size == 0)
 		w.at("message_size").fail("must be above 0");
-	if (v.contains("cc")) {
-		dp.cc = get_string(v["cc"], w.at("cc"));
-		if (dp.cc != "dctcp" && dp.cc != "powertcp" && dp.cc != "theta-powertcp")
-			w.at("cc").fail("unknown congestion control '" + dp.cc + "' (dctcp, powertcp, theta-powertcp)");
-	}
+	get_dp_cc(v, w, dp);
 	if (v.contains("seed"))
 		dp.seed = get_uint(v["seed"], w.at("seed"), 0, UINT32_MAX);
 	if (v.contains("failure")) {
@@ -370,7 +384,9 @@ std::vector<std::string> expand_range(const std::string &sel, const std::string 
 	return out;
 }
 
-} // namespace
+} // namespace spec_fields
+
+using namespace spec_fields;
 
 std::uint64_t PhaseSpec::end_ns() const
 {
@@ -536,7 +552,9 @@ std::string experiment_to_json(const ExperimentSpec &spec)
 		}
 		doc["phases"].push_back(p);
 	}
-	if (spec.datapath.enabled) {
+	if (spec.datapath.enabled && spec.datapath.collective_study) {
+		doc["datapath"] = collective_study_json(spec.datapath);
+	} else if (spec.datapath.enabled) {
 		const DatapathSpec &dp = spec.datapath;
 		json d = {{"pattern", dp.pattern}, {"message_size", dp.message_size}, {"cc", dp.cc}, {"seed", dp.seed}};
 		if (dp.fail_leaf)
@@ -567,6 +585,11 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 					 ph.name + "' no time");
 	}
 	return s;
+}
+
+std::string CollectiveRunSpec::label() const
+{
+	return channels > 1 ? collective + "-c" + std::to_string(channels) : collective;
 }
 
 std::string path_policy_list()

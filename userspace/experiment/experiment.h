@@ -38,6 +38,16 @@
 // runs twice (cases "healthy" and "failure"), the link going down `at`
 // into the failure run (in the leaf's namespace: the leaf routes around
 // it, the other leaves keep hashing into it).
+// With "collectives" instead of "pattern", it is a collective study
+// (experiment_collective.h, experiments/ethereal.json):
+//     "datapath": {"collectives": [{"collective": "alltoall"},
+//                                  {"collective": "allreduce", "channels": 4}],
+//                  "sizes": ["16k", "1m"], "randomize": [true, false],
+//                  "seeds": [1, 2, 3], "cases": ["healthy", "slow", "failure"],
+//                  "slow_link": {"link": "leaf1-spine1", "rate_fraction": 0.25},
+//                  "failure": {"link": "leaf2-spine2"}, "rto_min": "5ms",
+//                  "smoke": {"algorithms": [...], "cases": ["healthy"], ...}}
+// where the failed link is down before each run and "duration" bounds a run.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +86,26 @@ struct PhaseSpec {
 	std::uint64_t end_ns() const; // when its last flow is due to start/stop
 };
 
+// One collective of a collective study: lumen-dp's --collective and
+// --channels; label() names it in reports ("alltoall", "allreduce-c4").
+struct CollectiveRunSpec {
+	std::string collective; // alltoall | allgather | reducescatter | allreduce | allreduce-a2a | permutation
+	std::uint32_t channels = 1;
+	std::string label() const;
+};
+
+// A collective study (a "datapath" with "collectives", experiment_collective.h):
+// one lumen-dp collective run per case x collective x size x policy x
+// randomize x seed.
+struct CollectiveStudySpec {
+	std::vector<CollectiveRunSpec> collectives;
+	std::vector<std::uint64_t> sizes; // bytes per rank (--size), multiples of 4
+	std::vector<bool> randomize; // true: randomized QP order (default); false: --no-randomize
+	std::vector<std::uint64_t> seeds;
+	std::vector<std::string> cases; // healthy | slow | failure
+	std::vector<std::string> algorithms; // empty: the experiment's (only set in `smoke`)
+};
+
 // lumen-dp's workload and failure (see above); enabled = has "datapath".
 struct DatapathSpec {
 	bool enabled = false;
@@ -84,7 +114,12 @@ struct DatapathSpec {
 	std::string cc = "dctcp"; // dctcp | powertcp | theta-powertcp
 	std::uint64_t seed = 1;
 	std::uint32_t fail_leaf = 0, fail_spine = 0; // 0 = no failure
-	std::uint64_t fail_at_ns = 0;
+	std::uint64_t fail_at_ns = 0; // 0 in a collective study: down before each run
+	bool collective_study = false; // "collectives" given: the fields below
+	CollectiveStudySpec study, smoke; // smoke: the study with "smoke"'s keys replaced
+	std::uint32_t slow_leaf = 0, slow_spine = 0; // case "slow": this link's rate cut
+	double slow_fraction = 0.25; // to this fraction of the fabric rate
+	std::uint64_t rto_min_ns = 0; // lumen-dp's --rto-min-us (0: its default)
 };
 
 // Path policies of lumen-dp, the "algorithms" of a datapath experiment.

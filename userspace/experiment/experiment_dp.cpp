@@ -171,6 +171,114 @@ std::string find_lumen_dp(const std::string &exe)
 		    "/../dpdk/app/lumen-dp); build it (needs libdpdk-dev) or set LUMEN_DP_BIN");
 }
 
+DpLayout port_layout(const std::vector<PortInfo> &ports, std::uint32_t leaves)
+{
+	DpLayout l;
+	l.uplink_groups.resize(leaves);
+	for (std::size_t i = 0; i < ports.size(); i++) {
+		unsigned leaf = 0, spine = 0;
+		char next = 0;
+		if (std::sscanf(ports[i].name.c_str(), "spine%u->leaf%u", &spine, &leaf) == 2)
+			l.spine_ports.push_back(i);
+		else if (std::sscanf(ports[i].name.c_str(), "leaf%u->spine%u", &leaf, &spine) == 2 && leaf >= 1 &&
+			 leaf <= leaves) {
+			l.uplinks.push_back(i);
+			l.uplink_groups[leaf - 1].push_back(i);
+		} else if (std::sscanf(ports[i].name.c_str(), "leaf%u->%c", &leaf, &next) == 2)
+			l.downlinks.push_back(i); // towards a host
+	}
+	return l;
+}
+
+DpPlan prepare_dp_plan(const ExperimentSpec &spec_in, const RunOptions &opts)
+{
+	if (!opts.hosts_file.empty() || !opts.vm_kernel.empty())
+		throw UsageError(spec_in.name + " is a datapath experiment (lumen-dp): it runs on this machine's "
+						"namespace testbed, not with --hosts or --vm");
+	install_interrupt_handlers();
+	DpPlan plan;
+	plan.spec = resolve_experiment(spec_in, opts);
+	for (const auto &p : plan.spec.algorithms)
+		if (!is_path_policy(p))
+			throw UsageError("'" + p + "' is not a path policy (" + path_policy_list() + ")");
+	plan.topo = parse_topology(plan.spec.topology_json);
+	if (opts.rate_mbps)
+		plan.topo.fabric_link.rate_mbps = plan.topo.host_link.rate_mbps = *opts.rate_mbps;
+	require_root();
+	preflight_common();
+	plan.lumen_dp = find_lumen_dp(self_exe());
+	const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+	plan.lcore = cores - 1; // lumen-dp busy-polls the last core; the routers forward on the others
+	plan.dir = opts.out_dir.empty() ? default_out_dir(plan.spec) : opts.out_dir;
+	prepare_out_dir(plan.dir);
+	make_dirs(plan.dir + "/raw");
+	return plan;
+}
+
+std::vector<std::string> lumen_dp_hosts_argv(const DpPlan &plan, const Testbed &tb, const std::string &mode,
+					     const std::string &prefix)
+{
+	std::vector<std::string> a = {
+		plan.lumen_dp,	     "--no-huge",     "--no-pci", "-m", "1024", "-l", std::to_string(plan.lcore),
+		"--log-level=error", "--file-prefix", prefix};
+	std::vector<std::string> hosts;
+	std::size_t port = 0;
+	for (const auto &h : tb.hosts()) {
+		a.push_back("--vdev");
+		a.push_back("net_af_packet" + std::to_string(port) + ",iface=" + h.dev +
+			    ",framecnt=2048,qdisc_bypass=1");
+		hosts.push_back("--host");
+		hosts.push_back(std::to_string(port) + "," + h.addr + "," + h.gateway_mac);
+		port++;
+	}
+	a.push_back("--");
+	a.push_back(mode);
+	a.insert(a.end(), hosts.begin(), hosts.end());
+	return a;
+}
+
+void set_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine, bool up)
+{
+	run_checked({"ip", "-n", testbed_netns(topo.name, "leaf" + std::to_string(leaf)), "link", "set",
+		     "spine" + std::to_string(spine), up ? "up" : "down"});
+}
+
+// After a failure run: the link up again and forwarding (the leaf's
+// multipath route takes the nexthop back when the carrier returns).
+void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine)
+{
+	set_link(topo, leaf, spine, true);
+	const std::string peer =
+		"10." + std::to_string(100 + spine) + "." + std::to_string(leaf) + ".2"; // the spine's end
+	for (int i = 0; i < 100; i++) {
+		if (run_process({"ip", "netns", "exec", testbed_netns(topo.name, "leaf" + std::to_string(leaf)), "ping",
+				 "-n", "-q", "-c", "1", "-W", "1", peer})
+			    .status == 0)
+			return;
+		sleep_interruptible_ns(100 * kMs);
+	}
+	throw Error("the link leaf" + std::to_string(leaf) + "-spine" + std::to_string(spine) +
+		    " does not forward again after the failure run");
+}
+
+std::string tail_of(const std::string &path)
+{
+	std::string t;
+	try {
+		t = read_file(path);
+	} catch (const Error &) {
+		return "(no output)";
+	}
+	return t.size() > 800 ? "..." + t.substr(t.size() - 800) : t;
+}
+
+std::string dp_fmt(const char *f, double v)
+{
+	char b[64];
+	std::snprintf(b, sizeof(b), f, v);
+	return b;
+}
+
 namespace
 {
 
@@ -179,29 +287,6 @@ constexpr std::uint64_t kDpStartLeadNs = 3 * kSec; // EAL and 2 x hosts af_packe
 constexpr std::uint64_t kGraceNs = 30 * kSec;
 constexpr std::uint64_t kQuietNs = 500 * kMs; // "stopped sending into the dead link"
 constexpr unsigned kLeafSpineHops = 3; // switch egress ports between hosts on different leaves
-
-struct Layout {
-	std::vector<std::size_t> spine_ports; // spine -> leaf
-	std::vector<std::size_t> uplinks; // leaf -> spine
-	std::vector<std::vector<std::size_t>> uplink_groups; // per leaf
-};
-
-Layout port_layout(const std::vector<PortInfo> &ports, std::uint32_t leaves)
-{
-	Layout l;
-	l.uplink_groups.resize(leaves);
-	for (std::size_t i = 0; i < ports.size(); i++) {
-		unsigned leaf = 0, spine = 0;
-		if (std::sscanf(ports[i].name.c_str(), "spine%u->leaf%u", &spine, &leaf) == 2)
-			l.spine_ports.push_back(i);
-		else if (std::sscanf(ports[i].name.c_str(), "leaf%u->spine%u", &leaf, &spine) == 2 && leaf >= 1 &&
-			 leaf <= leaves) {
-			l.uplinks.push_back(i);
-			l.uplink_groups[leaf - 1].push_back(i);
-		}
-	}
-	return l;
-}
 
 // rx and tx packets per device of a namespace (/proc/net/dev, read from
 // inside it: no process per sample).
@@ -260,33 +345,11 @@ struct DpRun {
 	DpDeadLink dead_link;
 };
 
-struct DpPlan {
-	ExperimentSpec spec;
-	TopologySpec topo;
-	std::string dir, lumen_dp;
-	unsigned lcore = 0;
-};
-
 std::vector<std::string> lumen_dp_argv(const DpPlan &plan, const Testbed &tb, const std::string &policy,
 				       const std::string &prefix, std::uint64_t start_at, const std::string &raw)
 {
 	const DatapathSpec &dp = plan.spec.datapath;
-	std::vector<std::string> a = {
-		plan.lumen_dp,	     "--no-huge",     "--no-pci", "-m", "1024", "-l", std::to_string(plan.lcore),
-		"--log-level=error", "--file-prefix", prefix};
-	std::vector<std::string> hosts;
-	std::size_t port = 0;
-	for (const auto &h : tb.hosts()) {
-		a.push_back("--vdev");
-		a.push_back("net_af_packet" + std::to_string(port) + ",iface=" + h.dev +
-			    ",framecnt=2048,qdisc_bypass=1");
-		hosts.push_back("--host");
-		hosts.push_back(std::to_string(port) + "," + h.addr + "," + h.gateway_mac);
-		port++;
-	}
-	a.push_back("--");
-	a.push_back("hosts");
-	a.insert(a.end(), hosts.begin(), hosts.end());
+	std::vector<std::string> a = lumen_dp_hosts_argv(plan, tb, "hosts", prefix);
 	char seconds[32];
 	std::snprintf(seconds, sizeof(seconds), "%.3f", double(plan.spec.duration_ns) / 1e9);
 	for (const std::string &s : {std::string("--pattern"),	dp.pattern,
@@ -308,41 +371,6 @@ std::vector<std::string> lumen_dp_argv(const DpPlan &plan, const Testbed &tb, co
 		a.push_back(std::to_string(kLeafSpineHops));
 	}
 	return a;
-}
-
-void set_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine, bool up)
-{
-	run_checked({"ip", "-n", testbed_netns(topo.name, "leaf" + std::to_string(leaf)), "link", "set",
-		     "spine" + std::to_string(spine), up ? "up" : "down"});
-}
-
-// After a failure run: the link up again and forwarding (the leaf's
-// multipath route takes the nexthop back when the carrier returns).
-void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine)
-{
-	set_link(topo, leaf, spine, true);
-	const std::string peer =
-		"10." + std::to_string(100 + spine) + "." + std::to_string(leaf) + ".2"; // the spine's end
-	for (int i = 0; i < 100; i++) {
-		if (run_process({"ip", "netns", "exec", testbed_netns(topo.name, "leaf" + std::to_string(leaf)), "ping",
-				 "-n", "-q", "-c", "1", "-W", "1", peer})
-			    .status == 0)
-			return;
-		sleep_interruptible_ns(100 * kMs);
-	}
-	throw Error("the link leaf" + std::to_string(leaf) + "-spine" + std::to_string(spine) +
-		    " does not forward again after the failure run");
-}
-
-std::string tail_of(const std::string &path)
-{
-	std::string t;
-	try {
-		t = read_file(path);
-	} catch (const Error &) {
-		return "(no output)";
-	}
-	return t.size() > 800 ? "..." + t.substr(t.size() - 800) : t;
 }
 
 DpRun run_one(const DpPlan &plan, const Testbed &tb, QueueSource &queue, const std::string &case_name,
@@ -406,7 +434,7 @@ DpRun run_one(const DpPlan &plan, const Testbed &tb, QueueSource &queue, const s
 	return r;
 }
 
-void analyse(DpRun &r, const Layout &lay)
+void analyse(DpRun &r, const DpLayout &lay)
 {
 	r.fct = dp_fct(r.msgs, r.end_ns);
 	// the first tenth of the run is the start-up of every connection
@@ -446,13 +474,6 @@ json run_json(const DpRun &r)
 	return j;
 }
 
-std::string fmt(const char *f, double v)
-{
-	char b[64];
-	std::snprintf(b, sizeof(b), f, v);
-	return b;
-}
-
 void write_report(const DpPlan &plan, const std::vector<DpRun> &runs, std::uint64_t base_rtt_ns)
 {
 	json doc = {{"experiment", json::parse(experiment_to_json(plan.spec))},
@@ -473,21 +494,22 @@ void write_report(const DpPlan &plan, const std::vector<DpRun> &runs, std::uint6
 		doc["runs"].push_back(j);
 		const bool f = j.contains("dead_link");
 		csv += r.case_name + "," + r.policy + "," + std::to_string(r.fct.completed) + "," +
-		       std::to_string(r.fct.unfinished) + "," + fmt("%.3f", r.fct.p50_ms) + "," +
-		       fmt("%.3f", r.fct.p99_ms) + "," + fmt("%.3f", r.fct.max_ms) + "," +
-		       fmt("%.1f", r.fct.unfinished_age_ms) + "," + fmt("%.1f", j["goodput_mbps"].get<double>()) + "," +
-		       j["retransmits"].dump() + "," + j["spurious_retransmits"].dump() + "," + j["timeouts"].dump() +
-		       "," + fmt("%.3f", r.imbalance) + "," + fmt("%.1f", r.spine_q.p99_kb) + "," +
-		       fmt("%.1f", r.spine_q.max_kb) + "," + fmt("%.1f", r.uplink_q.p99_kb) + "," +
-		       fmt("%.1f", r.uplink_q.max_kb) + "," + (f ? std::to_string(r.dead_link.total) : "") + "," +
-		       (f ? fmt("%.0f", r.dead_link.last_ms) : "") + "," +
+		       std::to_string(r.fct.unfinished) + "," + dp_fmt("%.3f", r.fct.p50_ms) + "," +
+		       dp_fmt("%.3f", r.fct.p99_ms) + "," + dp_fmt("%.3f", r.fct.max_ms) + "," +
+		       dp_fmt("%.1f", r.fct.unfinished_age_ms) + "," + dp_fmt("%.1f", j["goodput_mbps"].get<double>()) +
+		       "," + j["retransmits"].dump() + "," + j["spurious_retransmits"].dump() + "," +
+		       j["timeouts"].dump() + "," + dp_fmt("%.3f", r.imbalance) + "," +
+		       dp_fmt("%.1f", r.spine_q.p99_kb) + "," + dp_fmt("%.1f", r.spine_q.max_kb) + "," +
+		       dp_fmt("%.1f", r.uplink_q.p99_kb) + "," + dp_fmt("%.1f", r.uplink_q.max_kb) + "," +
+		       (f ? std::to_string(r.dead_link.total) : "") + "," +
+		       (f ? dp_fmt("%.0f", r.dead_link.last_ms) : "") + "," +
 		       (f ? (r.dead_link.stopped ? "1" : "0") : "") + "\n";
 		for (const auto &m : r.msgs)
 			if (m.done)
 				fct += r.case_name + "," + r.policy + "," + m.host + "," + std::to_string(m.conn) +
 				       "," + std::to_string(m.msg) + "," +
-				       fmt("%.6f", double(m.posted_ns - r.start_ns) / 1e9) + "," +
-				       fmt("%.3f", double(m.done_ns - m.posted_ns) / 1e6) + "\n";
+				       dp_fmt("%.6f", double(m.posted_ns - r.start_ns) / 1e9) + "," +
+				       dp_fmt("%.3f", double(m.done_ns - m.posted_ns) / 1e6) + "\n";
 		std::printf("%-8s %-11s %6llu %5llu %8.1f %8.1f %8.1f %7.1f %7s %7s %6s %6.2f %9.1f %9.1f %8s\n",
 			    r.case_name.c_str(), r.policy.c_str(), (unsigned long long)r.fct.completed,
 			    (unsigned long long)r.fct.unfinished, r.fct.p50_ms, r.fct.p99_ms, r.fct.max_ms,
@@ -530,8 +552,8 @@ std::vector<PlotScript> dp_plots(const std::vector<DpRun> &runs)
 			const std::string name = "$d" + std::to_string(b++);
 			blocks += name + " << EOD\n";
 			for (std::size_t i = 0; i < ms.size(); i++)
-				blocks += fmt("%.3f", ms[i]) + " " + fmt("%.5f", double(i + 1) / double(ms.size())) +
-					  "\n";
+				blocks += dp_fmt("%.3f", ms[i]) + " " +
+					  dp_fmt("%.5f", double(i + 1) / double(ms.size())) + "\n";
 			blocks += "EOD\n";
 			if (ms.empty())
 				continue;
@@ -551,7 +573,7 @@ std::vector<PlotScript> dp_plots(const std::vector<DpRun> &runs)
 		const std::string name = "$dead" + std::to_string(b++);
 		dblocks += name + " << EOD\n";
 		for (const auto &[t, n] : r.dead)
-			dblocks += fmt("%.3f", double(t - r.dead.front().first) / 1e6) + " " +
+			dblocks += dp_fmt("%.3f", double(t - r.dead.front().first) / 1e6) + " " +
 				   std::to_string(n - r.dead.front().second) + "\n";
 		dblocks += "EOD\n";
 		dplot += std::string(dplot.empty() ? "plot " : ", ") + name + " using 1:2 with lines lw 2 title '" +
@@ -572,31 +594,11 @@ std::vector<PlotScript> dp_plots(const std::vector<DpRun> &runs)
 
 std::string run_dp_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
 {
-	if (!opts.hosts_file.empty() || !opts.vm_kernel.empty())
-		throw UsageError(spec_in.name + " is a datapath experiment (lumen-dp): it runs on this machine's "
-						"namespace testbed, not with --hosts or --vm");
-	install_interrupt_handlers();
-	DpPlan plan;
-	plan.spec = resolve_experiment(spec_in, opts);
-	for (const auto &p : plan.spec.algorithms)
-		if (!is_path_policy(p))
-			throw UsageError("'" + p + "' is not a path policy (" + path_policy_list() + ")");
-	plan.topo = parse_topology(plan.spec.topology_json);
-	if (opts.rate_mbps)
-		plan.topo.fabric_link.rate_mbps = plan.topo.host_link.rate_mbps = *opts.rate_mbps;
-	require_root();
-	preflight_common();
-	plan.lumen_dp = find_lumen_dp(self_exe());
-	const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-	plan.lcore = cores - 1; // lumen-dp busy-polls the last core; the routers forward on the others
-	plan.dir = opts.out_dir.empty() ? default_out_dir(plan.spec) : opts.out_dir;
-	prepare_out_dir(plan.dir);
-	make_dirs(plan.dir + "/raw");
-
+	DpPlan plan = prepare_dp_plan(spec_in, opts);
 	const auto cases = experiment_cases(plan.spec);
 	const std::size_t total = cases.size() * plan.spec.algorithms.size();
 	progress("[" + plan.spec.name + "] " + std::to_string(total) + " run(s) of " +
-		 fmt("%.1f", double(plan.spec.duration_ns) / 1e9) + " s with lumen-dp on lcore " +
+		 dp_fmt("%.1f", double(plan.spec.duration_ns) / 1e9) + " s with lumen-dp on lcore " +
 		 std::to_string(plan.lcore) + "; results in " + plan.dir);
 	std::vector<DpRun> runs;
 	std::uint64_t base_rtt = 0;
@@ -604,7 +606,7 @@ std::string run_dp_experiment(const ExperimentSpec &spec_in, const RunOptions &o
 		Testbed tb = Testbed::create(plan.topo);
 		base_rtt = tb.base_rtt_ns();
 		auto sampler = make_port_sampler(tb.ports());
-		const Layout lay = port_layout(sampler->ports(), plan.topo.leaves);
+		const DpLayout lay = port_layout(sampler->ports(), plan.topo.leaves);
 		std::size_t index = 0;
 		for (const auto &cs : cases)
 			for (const auto &policy : plan.spec.algorithms) {

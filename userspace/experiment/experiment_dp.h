@@ -23,6 +23,7 @@
 #include "experiment/experiment.h"
 #include "experiment/experiment_run.h"
 #include "experiment/report.h"
+#include "testbed/testbed.h"
 
 #include <cstdint>
 #include <string>
@@ -75,6 +76,41 @@ DpDeadLink dp_dead_link(const std::vector<std::pair<std::uint64_t, std::uint64_t
 // binary `exe` (installed), else the build tree's (../dpdk/app/lumen-dp
 // from userspace/); Error when none exists.
 std::string find_lumen_dp(const std::string &exe);
+
+// The switch ports of a leaf-spine by role (indices into the sampler's
+// ports): spine -> leaf, leaf -> spine (also per leaf), leaf -> host.
+struct DpLayout {
+	std::vector<std::size_t> spine_ports, uplinks, downlinks;
+	std::vector<std::vector<std::size_t>> uplink_groups; // per leaf
+};
+DpLayout port_layout(const std::vector<PortInfo> &ports, std::uint32_t leaves);
+
+// What a datapath run needs, resolved and checked (root, lumen-dp, the
+// result directory with raw/): prepare_dp_plan refuses --hosts and --vm
+// and algorithms that are not path policies.
+struct DpPlan {
+	ExperimentSpec spec;
+	TopologySpec topo;
+	std::string dir, lumen_dp;
+	unsigned lcore = 0;
+};
+DpPlan prepare_dp_plan(const ExperimentSpec &spec, const RunOptions &opts);
+
+// lumen-dp's EAL arguments (one af_packet port per testbed host, on the
+// plan's lcore, files under `prefix`), then `mode` and one --host per
+// testbed host in the testbed's order (leaf by leaf).
+std::vector<std::string> lumen_dp_hosts_argv(const DpPlan &plan, const Testbed &tb, const std::string &mode,
+					     const std::string &prefix);
+
+// The link leaf<leaf>-spine<spine> down or up (in the leaf's namespace);
+// restore_link brings it up and waits until it forwards again.
+void set_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine, bool up);
+void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine);
+
+// The last 800 bytes of a log, for errors.
+std::string tail_of(const std::string &path);
+// printf of one number
+std::string dp_fmt(const char *f, double v);
 
 // Runs it (see the header comment); returns the result directory.
 std::string run_dp_experiment(const ExperimentSpec &spec, const RunOptions &opts);

@@ -29,6 +29,7 @@
 #include "bpfctl/cc.h"
 #include "bpfctl/int_sockops.h"
 #include "bpfctl/switch_port.h"
+#include "experiment/experiment_collective.h"
 #include "experiment/experiment_dp.h"
 #include "experiment/experiment_fabric.h"
 #include "experiment/experiment_kmod.h"
@@ -604,6 +605,8 @@ ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &
 
 std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
 {
+	if (spec_in.datapath.enabled && spec_in.datapath.collective_study)
+		return run_collective_experiment(spec_in, opts);
 	if (spec_in.datapath.enabled)
 		return run_dp_experiment(spec_in, opts);
 	install_interrupt_handlers();
