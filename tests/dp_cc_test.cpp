@@ -353,6 +353,42 @@ TEST(DctcpTest, RtoRestartsSlowStartFromOneMss)
 	EXPECT_LE(cc.cwnd_bytes(), 51u * kMss);
 }
 
+// Eifel: RTOs an ACK showed spurious give back the window and ssthresh from
+// before the first of them, and the window may be cut again at once; once
+// snd_una has moved without that, nothing is restored.
+TEST(DctcpTest, ASpuriousRtoIsUndone)
+{
+	CcParams p = dctcp_params();
+	p.init_cwnd_pkts = 40;
+	Dctcp cc(p);
+	Driver d(cc, 7);
+
+	d.rounds(1, false); // slow start: 80 packets
+	const uint64_t cwnd = cc.cwnd_bytes(), ssthresh = cc.ssthresh_bytes();
+	ASSERT_EQ(cwnd, 80u * kMss);
+	cc.on_loss(10, true);
+	cc.on_loss(20, true); // backed off: still the same episode
+	ASSERT_EQ(cc.cwnd_bytes(), kMss);
+	cc.undo_timeout();
+	EXPECT_EQ(cc.cwnd_bytes(), cwnd);
+	EXPECT_EQ(cc.ssthresh_bytes(), ssthresh);
+	EXPECT_FALSE(cc.reducing());
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+	cc.undo_timeout(); // nothing left to undo
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+	d.rounds(1, true); // a marked window cuts
+	EXPECT_EQ(cc.counters().ecn_cuts, 1u);
+
+	// a genuine RTO: the ACK that moves snd_una ends the chance
+	cc.on_loss(30, true);
+	d.rewind();
+	d.ack(0);
+	const uint64_t after = cc.cwnd_bytes();
+	cc.undo_timeout();
+	EXPECT_EQ(cc.cwnd_bytes(), after);
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+}
+
 TEST(DctcpTest, MinAndMaxClamps)
 {
 	CcParams p = dctcp_params();

@@ -77,6 +77,33 @@ TEST(DpEngine, CleanNetworkDeliversEverythingOnce)
 		EXPECT_EQ(id, next[conn]++) << "connection " << conn;
 }
 
+// Eifel on a sprayed (SACK) connection: an RTO shorter than the path's RTT
+// fires once; the first ACK to move una answers a packet sent before it, so
+// it is counted spurious and the window comes back. (Its resends are not
+// called back: a SACK sender's loss detection has passed them.) A clean
+// network with an RTO above the RTT has none.
+TEST(DpEngine, ASpuriousRtoIsDetectedAndTheWindowRestored)
+{
+	EngineConfig ca = config(kIpA, kMacA);
+	ca.rto.initial_ns = 4'000'000;
+	Net net(ca, config(kIpB, kMacB));
+	net.latency_ns = 3'000'000;
+	post(net, 1, 20, 64 * 1024);
+	ASSERT_TRUE(net.run(2'000'000'000ull));
+	expect_delivered(net, 1, 20, 64 * 1024);
+	ConnStats ta = net.a.totals();
+	EXPECT_EQ(ta.timeouts, 1u);
+	EXPECT_EQ(ta.spurious_rtos, 1u);
+	EXPECT_EQ(ta.reroutes_undone, 0u); /* REPS pins nothing */
+	EXPECT_EQ(net.a.connections()[0]->cc->counters().undone_timeouts, 1u);
+
+	Net clean(config(kIpA, kMacA), config(kIpB, kMacB));
+	post(clean, 1, 20, 64 * 1024);
+	ASSERT_TRUE(clean.run(2'000'000'000ull));
+	EXPECT_EQ(clean.a.totals().timeouts, 0u);
+	EXPECT_EQ(clean.a.totals().spurious_rtos, 0u);
+}
+
 TEST(DpEngine, SurvivesDropDuplicateReorderAndMarks)
 {
 	auto imp = impair("drop=2%,dup=1%,reorder=5%,reorder-delay=40us,ce=5%,seed=3");

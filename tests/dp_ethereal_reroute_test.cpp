@@ -169,8 +169,51 @@ TEST(DpEthereal, ADeadPinnedPathIsLeftOnTimeout)
 	EXPECT_EQ(ta.nacks_rcvd, 0u);
 	EXPECT_EQ(ta.timeouts, 1u);
 	EXPECT_EQ(ta.reroutes, 1u);
+	EXPECT_EQ(ta.spurious_rtos, 0u); /* nothing sent before it arrived */
+	EXPECT_EQ(ta.reroutes_undone, 0u);
 	EXPECT_GT(net.to_b.stats().blackholed, 0u);
 	expect_moved_once(net, port);
+}
+
+// A late path is not a dead one (Eifel). With 3 ms of latency each way and
+// an initial RTO of 4 ms, the first RTO fires while the first window is on
+// its way: the connection moves and resends. The first ACK to move una
+// answers a packet sent before that RTO, so it was spurious: the
+// connection goes back to its pinned path (the shell hears of it), stops
+// resending what is still on its way, and its window comes back; later RTOs
+// see the real RTT and do not fire.
+TEST(DpEthereal, ASpuriousTimeoutsMoveIsUndone)
+{
+	EngineConfig ca = ethereal(kIpA, kMacA);
+	ca.rto.initial_ns = 4'000'000;
+	Net net(ca, ethereal(kIpB, kMacB));
+	net.latency_ns = 3'000'000;
+	Order order;
+	order.watch(net.b);
+	std::vector<std::pair<uint16_t, uint16_t>> undone;
+	net.a.on_reroute_undone = [&](Connection &, uint16_t from, uint16_t to) { undone.emplace_back(from, to); };
+	uint16_t port = 0;
+	Connection *c = run_one(net, "", 20, 64 * 1024, &port);
+	ASSERT_NE(c, nullptr);
+	expect_delivered(net, 1, 20, 64 * 1024);
+	EXPECT_EQ(order.wrong, 0u);
+	ConnStats ta = net.a.totals();
+	EXPECT_EQ(ta.timeouts, 1u);
+	EXPECT_EQ(ta.spurious_rtos, 1u);
+	EXPECT_EQ(ta.reroutes, 1u);
+	EXPECT_EQ(ta.reroutes_undone, 1u);
+	EXPECT_EQ(ta.nacks_rcvd, 0u);
+	EXPECT_LE(ta.retransmits, 2u) << "resent what was still on its way";
+	EXPECT_EQ(c->cc->counters().undone_timeouts, 1u);
+	const uint16_t pinned = (uint16_t)(port - net.a.config().sport_base);
+	EXPECT_EQ(c->path.next, pinned);
+	ASSERT_EQ(undone.size(), 1u);
+	EXPECT_NE(undone[0].first, pinned);
+	EXPECT_EQ(undone[0].second, pinned);
+	auto r = runs(net.sports_ab);
+	ASSERT_EQ(r.size(), 3u) << "pinned, moved, back";
+	EXPECT_EQ(r[0].first, port);
+	EXPECT_EQ(r[2].first, port);
 }
 
 // A link that fails mid-flow: what was on the way arrives, then nothing;

@@ -389,6 +389,34 @@ TEST(DpTxScoreboard, GoBackNResendsInOrder)
 	EXPECT_EQ(sb.in_flight(), 0u);
 }
 
+// A spurious RTO undone: what was declared lost and not yet resent is in
+// flight again (counts and bytes), the resent one stays resent, SACKed ones
+// stay SACKed, and nothing is left to resend.
+TEST(DpTxScoreboard, UndoRtoPutsTheUnsentLostBackInFlight)
+{
+	TxScoreboard sb(64);
+	sb.reset(0);
+	push_n(sb, 8, 0, 0, 100);
+	sb.on_ack(2, bits({1}), 0, kNoRack); // 4 SACKed
+	ASSERT_EQ(sb.on_rto(), 5u); // 2, 3, 5, 6, 7
+	uint32_t psn = 0;
+	ASSERT_TRUE(sb.next_lost(&psn));
+	ASSERT_EQ(psn, 2u);
+	sb.on_retransmit(psn, 50, 3);
+	EXPECT_EQ(sb.undo_rto(), 4u); // 3, 5, 6, 7
+	EXPECT_EQ(sb.lost(), 0u);
+	EXPECT_EQ(sb.in_flight(), 5u);
+	EXPECT_EQ(sb.in_flight_bytes(), 500u);
+	EXPECT_EQ(sb.at(4).state, TxRecord::kSacked);
+	EXPECT_EQ(sb.at(2).tx_count, 2u);
+	EXPECT_EQ(sb.at(3).tx_count, 1u);
+	EXPECT_FALSE(sb.next_lost(&psn));
+	EXPECT_EQ(sb.undo_rto(), 0u);
+	AckUpdate u = sb.on_ack(8, 0, 0, kNoRack);
+	EXPECT_EQ(u.newly_acked_pkts, 5u);
+	EXPECT_EQ(sb.in_flight(), 0u);
+}
+
 TEST(DpTxScoreboard, RtoSparesSackedPsns)
 {
 	TxScoreboard sb(64);

@@ -79,6 +79,29 @@ TEST(DpUplinkPinner, RerouteGoesToTheLeastLoadedOtherUplink)
 	EXPECT_EQ(p.rerouted(), 4u);
 }
 
+// A move a spurious RTO made, undone: the subflow counts on the uplink it
+// left again, which is no longer suspect, even after the map forgot the
+// entropy (the shell invalidates it on the reroute).
+TEST(DpUplinkPinner, AnUndoneMoveGoesBackAndClearsTheSuspicion)
+{
+	Discovered f;
+	UplinkPinner p(f.map, 4);
+	uint16_t e[4];
+	for (uint32_t u = 0; u < 4; u++)
+		ASSERT_TRUE(p.pin(kDsts[0], u, &e[u]));
+	uint16_t moved = p.choose(kDsts[0], e[0], 0);
+	ASSERT_NE(f.map.uplink_of(kDsts[0], moved), 0);
+	f.map.invalidate(kDsts[0], e[0], 0);
+	ASSERT_EQ(f.map.uplink_of(kDsts[0], e[0]), -1);
+	p.undo(kDsts[0], moved, e[0]);
+	EXPECT_EQ(p.load(), (std::vector<uint32_t>{1, 1, 1, 1}));
+	EXPECT_EQ(p.undone(), 1u);
+	/* uplink 0 delivered: not suspect, so a subflow leaving 3 may take it
+	 * (least loaded after the move away, lowest index) */
+	uint16_t next = p.choose(kDsts[0], e[3], 1 * kMs);
+	EXPECT_EQ(f.map.uplink_of(kDsts[0], next), 0);
+}
+
 TEST(DpUplinkPinner, EveryOtherUplinkSuspectStillMoves)
 {
 	Discovered f;

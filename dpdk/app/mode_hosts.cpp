@@ -65,6 +65,9 @@ void reroute_by_uplinks(Endpoint &ep, UplinkPinner *pinner)
 		map->invalidate(c.peer_ip, old, now);
 		return e;
 	};
+	ep.engine().on_reroute_undone = [pinner](Connection &c, uint16_t from, uint16_t to) {
+		pinner->undo(c.peer_ip, from, to);
+	};
 }
 
 namespace

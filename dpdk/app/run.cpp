@@ -42,6 +42,8 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"ecn_echoes", s.ecn_echoes},
 		{"nacks_rcvd", s.nacks_rcvd},
 		{"stale_nacks", s.stale_nacks},
+		{"spurious_rtos", s.spurious_rtos},
+		{"reroutes_undone", s.reroutes_undone},
 		{"timeouts", s.timeouts},
 		{"fast_losses", s.fast_losses},
 		{"bad_acks", s.bad_acks},

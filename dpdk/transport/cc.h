@@ -160,6 +160,7 @@ struct CcCounters {
 	uint64_t losses = 0; // on_loss(now, false)
 	uint64_t loss_cuts = 0; // DCTCP: halvings taken for them
 	uint64_t timeouts = 0; // on_loss(now, true)
+	uint64_t undone_timeouts = 0; // undo_timeout: episodes of RTOs found spurious
 	uint64_t idle_restarts = 0; // on_idle_restart
 };
 
@@ -176,6 +177,13 @@ class CongestionControl
 	virtual void on_idle_restart(uint64_t now_ns)
 	{
 		(void)now_ns;
+	}
+	// The RTOs since snd_una last moved were spurious (an ACK showed that a
+	// packet sent before the first of them arrived, Eifel, RFC 3522):
+	// restore what they took. Called before that ACK's on_ack. A control
+	// whose timeouts take nothing (PowerTCP) has nothing to restore.
+	virtual void undo_timeout()
+	{
 	}
 
 	uint64_t cwnd_bytes() const
@@ -222,6 +230,7 @@ class Dctcp final : public CongestionControl
 	void on_ack(const CcAck &ack) override;
 	void on_loss(uint64_t now_ns, bool timeout) override;
 	void on_idle_restart(uint64_t now_ns) override;
+	void undo_timeout() override;
 
 	uint32_t alpha_q20() const
 	{
@@ -282,6 +291,10 @@ class Dctcp final : public CongestionControl
 	bool guard_end_pending_ = false; // set before any ACK: first snd_nxt
 	bool hold_growth_ = false; // CWR / recovery: no growth either (not after RTO)
 	uint32_t guard_end_ = 0;
+	// undo_timeout: the window and ssthresh before the first RTO since
+	// snd_una last moved (Linux's prior_cwnd / prior_ssthresh)
+	bool rto_episode_ = false;
+	uint64_t prior_cwnd_ = 0, prior_ssthresh_ = 0;
 };
 
 class PowerTcp final : public CongestionControl

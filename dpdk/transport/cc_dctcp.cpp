@@ -192,6 +192,8 @@ void Dctcp::on_ack(const CcAck &ack)
 	uint64_t acked = lumen_min_u64(ack.acked_bytes, kAckedMax);
 
 	counters_.acks++;
+	if (ack.acked_bytes)
+		rto_episode_ = false; /* snd_una moved: undo_timeout's chance is over */
 	if (ack.rtt_ns) {
 		uint64_t rtt = lumen_min_u64(ack.rtt_ns, 1ull << 40);
 
@@ -252,9 +254,29 @@ void Dctcp::on_loss(uint64_t now_ns, bool timeout)
 	// already (a repeated RTO, or a loss in a reduction: Linux's
 	// tcp_enter_loss keeps ssthresh then), cwnd to the minimum, slow start.
 	counters_.timeouts++;
+	if (!rto_episode_) {
+		rto_episode_ = true;
+		prior_cwnd_ = cwnd_bytes_;
+		prior_ssthresh_ = ssthresh_;
+	}
 	uint64_t ssthresh = guard_ ? ssthresh_ : lumen_max_u64(cwnd_bytes_ / 2, min_cwnd_);
 	reduce(min_cwnd_, false);
 	ssthresh_ = ssthresh;
+	update_pacing();
+}
+
+// The RTOs were spurious: the window and ssthresh from before the first
+// (each the larger of now and then, as Linux's tcp_undo_cwnd_reduction),
+// and no reduction in force, so the next marked window may cut again.
+void Dctcp::undo_timeout()
+{
+	if (!rto_episode_)
+		return;
+	rto_episode_ = false;
+	counters_.undone_timeouts++;
+	cwnd_bytes_ = clamp(lumen_max_u64(cwnd_bytes_, prior_cwnd_));
+	ssthresh_ = lumen_max_u64(ssthresh_, prior_ssthresh_);
+	guard_ = hold_growth_ = guard_end_pending_ = false;
 	update_pacing();
 }
 

@@ -614,6 +614,14 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	 * resent: acting on each would resend the window once per packet in
 	 * flight. A NACK of a packet sent after the rewind is a new loss. */
 	bool old_nack = nack && !stale && p.echo_ts < c.gbn_ns;
+	/* Eifel: the first ACK to move una after an RTO echoes the packet it
+	 * answers. Sent before the RTO, that packet was not lost but late, and
+	 * so was the timeout: undo it. Any NACK is a loss: nothing to undo. */
+	if (c.undo_rto_ns && !stale && (nack || (upd.valid && c.tx.una() != old_una))) {
+		if (!nack && p.echo_ts < c.undo_rto_ns)
+			spurious_rto(c, now_ns);
+		c.undo_rto_ns = 0;
+	}
 	if (stale) {
 		c.stats.stale_acks++;
 	} else {
@@ -724,19 +732,30 @@ void Engine::on_rto(Connection &c, uint64_t now_ns)
 {
 	if (c.tx.una() == c.tx.nxt() || c.failed)
 		return;
-	if (cfg_.max_timeouts && ++c.rto_streak >= cfg_.max_timeouts) {
+	c.rto_streak++;
+	if (cfg_.max_timeouts && c.rto_streak >= cfg_.max_timeouts) {
 		c.stats.timeouts++;
 		fail(c, MsgStatus::kTimedOut, now_ns);
 		return;
 	}
 	uint16_t e = c.tx.at(c.tx.una()).entropy;
+	/* the first RTO since una moved may be undone (spurious_rto) unless a
+	 * loss was known before it: restoring would hide that one */
+	if (c.rto_streak == 1 && c.tx.lost() == 0) {
+		c.undo_rto_ns = now_ns;
+		c.undo_entropy = UINT16_MAX;
+	}
 	c.tx.on_rto();
 	c.gbn_ns = now_ns; /* NACKs of what was in flight are answered by this */
 	c.stats.timeouts++;
 	c.cc->on_loss(now_ns, true);
 	lumen_path_feedback(&c.path, &cfg_.path, e, LUMEN_PATH_TIMEOUT, now_ns, c.rto.latest_ns(), c.rto.min_rtt_ns());
-	if (lumen_path_take_reroute(&c.path))
+	if (lumen_path_take_reroute(&c.path)) {
+		uint16_t left = lumen_path_wrap(c.path.next, cfg_.path.entropies);
 		reroute(c); /* everything in flight is resent, on the new path */
+		if (c.undo_rto_ns && c.undo_entropy == UINT16_MAX)
+			c.undo_entropy = left;
+	}
 	if (e < paths_.size())
 		paths_[e].lost++;
 	c.rto.backoff();
@@ -767,6 +786,30 @@ void Engine::reroute(Connection &c)
 	e += e >= old;
 	lumen_path_pin(&c.path, &cfg_.path, e);
 	c.stats.reroutes++;
+}
+
+/* An ACK showed the RTOs since una last moved needless (Eifel, RFC 3522;
+ * Linux undoes them the same way from its timestamps): the congestion
+ * window comes back, a Go-Back-N sender stops resending what is still on
+ * its way (and takes this as its latest rewind: the copies it already
+ * resent, on another path, overtake the originals and draw NACKs that ask
+ * for nothing lost), and an ethereal
+ * connection goes back to the path it left, which delivered: a late path
+ * is not a bad one, and the plan put it there. */
+void Engine::spurious_rto(Connection &c, uint64_t now_ns)
+{
+	c.stats.spurious_rtos++;
+	c.cc->undo_timeout();
+	if (cfg_.gbn) {
+		c.tx.undo_rto();
+		c.gbn_ns = now_ns;
+	}
+	uint16_t at = lumen_path_wrap(c.path.next, cfg_.path.entropies);
+	if (c.undo_entropy == UINT16_MAX || c.undo_entropy == at || !pin(c, c.undo_entropy))
+		return;
+	c.stats.reroutes_undone++;
+	if (on_reroute_undone)
+		on_reroute_undone(c, at, c.undo_entropy);
 }
 
 void Engine::timers(uint64_t now_ns)

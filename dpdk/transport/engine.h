@@ -172,6 +172,8 @@ struct ConnStats {
 	uint64_t stale_nacks = 0; /* Go-Back-N: NACKs of packets sent before the latest rewind (ignored) */
 	uint64_t spurious_retx = 0; /* retransmissions an echo showed needless (the first copy arrived) */
 	uint64_t reroutes = 0; /* ethereal: moves of the connection to another entropy */
+	uint64_t spurious_rtos = 0; /* RTO episodes an ACK showed needless (Eifel), undone */
+	uint64_t reroutes_undone = 0; /* ethereal: moves back to the entropy a spurious RTO left */
 	uint64_t msgs_sent = 0, msgs_acked = 0;
 	uint64_t zero_copy_pkts = 0; /* DATA whose payload went out without a copy (messages.h) */
 	uint64_t rtt_min_ns = 0, rtt_last_ns = 0;
@@ -314,6 +316,11 @@ struct alignas(64) Connection {
 	uint64_t start_ns = 0; /* a flow's first packet not before this (start jitter) */
 	uint64_t last_tx_ns = 0; /* latest DATA sent (idle restart) */
 	uint32_t rto_streak = 0; /* RTOs since the cumulative ACK last moved (max_timeouts) */
+	/* Eifel (spurious_rto): the first RTO since una last moved, while it
+	 * can still be undone (0: none), and the entropy its reroute left
+	 * (UINT16_MAX: none) */
+	uint64_t undo_rto_ns = 0;
+	uint16_t undo_entropy = UINT16_MAX;
 	uint32_t bytes_sent_seq = 0, bytes_acked_seq = 0; /* byte sequence for the congestion control */
 	uint32_t peer_rwnd;
 	/* RACK's reorder window is srtt/4 times reo_mult (1..16), at most
@@ -453,6 +460,9 @@ class Engine
 	 * no better path), not counted as a reroute; kNoPathChoice leaves the
 	 * choice to the default (the shell knows no path at all). */
 	std::function<uint16_t(Connection &, uint16_t old_entropy)> choose_path;
+	/* An ethereal connection went back from `from` to `to`, the entropy a
+	 * spurious RTO's reroute had left (the shell's loads follow). */
+	std::function<void(Connection &, uint16_t from, uint16_t to)> on_reroute_undone;
 	static constexpr uint16_t kNoPathChoice = UINT16_MAX; /* never an entropy: sport_base + it > 65535 */
 	/* Pin an ethereal or ECMP connection to an entropy (the shell's plan,
 	 * before it sends); false, and nothing changed, for another policy or
@@ -508,6 +518,7 @@ class Engine
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);
 	void reroute(Connection &c);
+	void spurious_rto(Connection &c, uint64_t now_ns);
 	bool ce_nack_due(Connection &c, bool ce, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
 	enum class Send {

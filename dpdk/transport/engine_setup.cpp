@@ -91,6 +91,8 @@ void ConnStats::add(const ConnStats &o)
 	stale_acks += o.stale_acks;
 	spurious_retx += o.spurious_retx;
 	stale_nacks += o.stale_nacks;
+	spurious_rtos += o.spurious_rtos;
+	reroutes_undone += o.reroutes_undone;
 	reroutes += o.reroutes;
 	data_rcvd += o.data_rcvd;
 	dup_rcvd += o.dup_rcvd;

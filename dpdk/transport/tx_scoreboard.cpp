@@ -286,6 +286,24 @@ uint32_t TxScoreboard::on_rto()
 	return n;
 }
 
+uint32_t TxScoreboard::undo_rto()
+{
+	uint32_t n = 0;
+
+	for (uint32_t p = una_; lost_ && p != nxt_; p++) {
+		TxRecord &rec = at(p);
+
+		if (rec.state == TxRecord::kLost) {
+			rec.state = TxRecord::kInFlight;
+			lost_--;
+			in_flight_++;
+			in_flight_bytes_ += rec.len;
+			n++;
+		}
+	}
+	return n;
+}
+
 uint32_t TxScoreboard::go_back_n(uint32_t from_psn)
 {
 	if (psn_before(from_psn, una_)) {

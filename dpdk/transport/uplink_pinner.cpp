@@ -22,12 +22,32 @@ bool UplinkPinner::pin(uint32_t dst, uint32_t uplink, uint16_t *entropy)
 	uint32_t &at = next_[(uint64_t)dst << 32 | uplink];
 	*entropy = known[at++ % known.size()];
 	load_[uplink]++;
+	given_[(uint64_t)dst << 16 | *entropy] = uplink;
 	return true;
+}
+
+/* The uplink pin() gave an entropy of dst, else the map's; -1: neither knows. */
+int UplinkPinner::uplink_of(uint32_t dst, uint16_t entropy) const
+{
+	auto it = given_.find((uint64_t)dst << 16 | entropy);
+	return it != given_.end() ? (int)it->second : map_.uplink_of(dst, entropy);
+}
+
+void UplinkPinner::undo(uint32_t dst, uint16_t from, uint16_t to)
+{
+	const int left = uplink_of(dst, from), back = uplink_of(dst, to);
+	if (left >= 0 && load_[(size_t)left])
+		load_[(size_t)left]--;
+	if (back >= 0) {
+		load_[(size_t)back]++;
+		suspect_until_[(size_t)back] = 0;
+	}
+	undone_++;
 }
 
 uint16_t UplinkPinner::choose(uint32_t dst, uint16_t old_entropy, uint64_t now_ns)
 {
-	const int left = map_.uplink_of(dst, old_entropy);
+	const int left = uplink_of(dst, old_entropy);
 	if (left >= 0) {
 		suspect_until_[(size_t)left] = now_ns + suspect_ns_;
 		if (load_[(size_t)left])

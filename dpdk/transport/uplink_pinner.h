@@ -18,8 +18,14 @@
 //           destination; the uplink left is remembered as suspect for
 //           suspect_ns and avoided while another exists. With no
 //           alternative known, any entropy but the old one (the engine's
-//           default reroute).
+//           default reroute);
+//   undo    a move a spurious RTO made (Engine::on_reroute_undone): the
+//           subflow is back on the uplink it left, which is not suspect
+//           (it delivered).
 //
+// The pinner remembers the uplink of every entropy it handed out: the map
+// forgets an entropy that failed (or seemed to) until probing finds it again,
+// and the loads must still count the subflows that hold it.
 // Loads count subflows, not bytes: a collective's subflows of one batch have
 // equal sizes (the plan makes them so), and a count needs no feedback. Pure
 // code, no DPDK.
@@ -46,6 +52,8 @@ class UplinkPinner
 	// Where a subflow to dst pinned on old_entropy goes now (see above);
 	// Engine::kNoPathChoice when no other uplink is known.
 	uint16_t choose(uint32_t dst, uint16_t old_entropy, uint64_t now_ns);
+	// A subflow to dst went back from entropy `from` to `to` (see above).
+	void undo(uint32_t dst, uint16_t from, uint16_t to);
 
 	// Subflows pinned per uplink.
 	const std::vector<uint32_t> &load() const
@@ -56,14 +64,21 @@ class UplinkPinner
 	{
 		return rerouted_;
 	}
+	uint64_t undone() const
+	{
+		return undone_;
+	}
 
       private:
+	int uplink_of(uint32_t dst, uint16_t entropy) const;
+
 	const PortMap &map_;
 	std::vector<uint32_t> load_;
 	std::vector<uint64_t> suspect_until_;
 	std::unordered_map<uint64_t, uint32_t> next_; // (dst, uplink) -> round robin position
+	std::unordered_map<uint64_t, uint32_t> given_; // (dst, entropy) -> uplink, as pin() handed it out
 	uint64_t suspect_ns_;
-	uint64_t rerouted_ = 0;
+	uint64_t rerouted_ = 0, undone_ = 0;
 };
 
 } // namespace lumen::dp

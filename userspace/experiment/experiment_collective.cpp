@@ -193,6 +193,10 @@ std::vector<std::string> collective_argv(const DpPlan &plan, const Testbed &tb, 
 	if (plan.spec.datapath.rto_min_ns) {
 		a.push_back("--rto-min-us");
 		a.push_back(std::to_string(plan.spec.datapath.rto_min_ns / 1000));
+		if (plan.spec.datapath.rto_min_ns > 100 * 1000 * 1000) { // above lumen-dp's default ceiling
+			a.push_back("--rto-max-us");
+			a.push_back(std::to_string(plan.spec.datapath.rto_min_ns / 1000));
+		}
 	}
 	if (r.policy == "ethereal") { // plan the flows over the uplinks, pinned by probed ports
 		a.push_back("--discover-paths");
@@ -298,7 +302,7 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 		r.step_cct_us.push_back(s.at("cct_us").get<double>());
 		r.subflows += s.at("subflows").get<std::uint64_t>();
 	}
-	for (const char *k : {"retransmits", "timeouts", "nacks_rcvd", "reroutes"})
+	for (const char *k : {"retransmits", "timeouts", "nacks_rcvd", "reroutes", "spurious_rtos", "reroutes_undone"})
 		r.counters[k] = double(t.at(k).get<std::uint64_t>());
 	double full = 0; // lumen-dp could not hand frames to a port: it, not the fabric, was short
 	for (const auto &h : r.summary.at("hosts"))

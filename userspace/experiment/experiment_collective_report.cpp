@@ -63,6 +63,14 @@ const std::vector<CellMetric> &cell_metrics()
 		 [](const CollRun &r) { return r.counters.count("nacks_rcvd") ? r.counters.at("nacks_rcvd") : 0; }},
 		{"reroutes",
 		 [](const CollRun &r) { return r.counters.count("reroutes") ? r.counters.at("reroutes") : 0; }},
+		{"spurious_rtos",
+		 [](const CollRun &r) {
+			 return r.counters.count("spurious_rtos") ? r.counters.at("spurious_rtos") : 0;
+		 }},
+		{"reroutes_undone",
+		 [](const CollRun &r) {
+			 return r.counters.count("reroutes_undone") ? r.counters.at("reroutes_undone") : 0;
+		 }},
 		{"subflows", [](const CollRun &r) { return double(r.subflows); }},
 		{"busiest_link_util", [](const CollRun &r) { return r.busiest_util; }}};
 	return m;
@@ -168,9 +176,9 @@ void write_collective_report(const DpPlan &plan, const std::vector<CollRun> &run
 			runs_csv += dp_fmt(",%.4g", m.get(r));
 		runs_csv += "\n";
 	}
-	std::printf("\n%-8s %-13s %5s %-9s %4s %2s %15s %8s %7s %13s %13s %6s %5s %5s %5s %5s %5s\n", "case",
+	std::printf("\n%-8s %-13s %5s %-9s %4s %2s %15s %8s %7s %13s %13s %6s %5s %5s %5s %5s %5s %5s\n", "case",
 		    "collective", "size", "policy", "rand", "n", "CCT ms (sd)", "busbwMB/s", "upl m/m", "spineQ p99/mx",
-		    "downQ p99/mx", "retx", "RTOs", "NACKs", "rerte", "subfl", "util%");
+		    "downQ p99/mx", "retx", "RTOs", "NACKs", "rerte", "undo", "subfl", "util%");
 	for (const auto &c : cells) {
 		const CollRun &f = *c.first;
 		json j = {{"case", f.case_name},	 {"collective", f.coll.collective},
@@ -196,17 +204,19 @@ void write_collective_report(const DpPlan &plan, const std::vector<CollRun> &run
 		std::snprintf(dq, sizeof(dq), "%.1f/%.1f", mean("downlink_queue_p99_kb"),
 			      mean("downlink_queue_max_kb"));
 		std::printf("%-8s %-13s %5s %-9s %4s %2zu %15s %8.2f %7.2f %13s %13s %6.0f %5.0f %5.0f %5.0f %5.0f "
-			    "%5.0f%s\n",
+			    "%5.0f %5.0f%s\n",
 			    f.case_name.c_str(), f.coll.label().c_str(), size_name(f.bytes).c_str(), f.policy.c_str(),
 			    f.randomize ? "yes" : "no", c.runs.size(), cct, mean("busbw_mbyte_s"),
 			    mean("uplink_max_mean"), sq, dq, mean("retransmits"), mean("timeouts"), mean("nacks"),
-			    mean("reroutes"), mean("subflows"), 100 * mean("busiest_link_util"),
+			    mean("reroutes"), mean("reroutes_undone"), mean("subflows"),
+			    100 * mean("busiest_link_util"),
 			    (std::string(c.unfinished ? "  " + std::to_string(c.unfinished) + " unfinished" : "") +
 			     (c.failed ? "  " + std::to_string(c.failed) + " FAILED" : ""))
 				    .c_str());
 	}
 	std::printf("(means over the seeds, n of them completed; upl m/m: the worst leaf's max/mean of the bytes its "
-		    "uplinks carried during the collective; queues in KB sampled every 1 ms; util%%: the busiest "
+		    "uplinks carried during the collective; queues in KB sampled every 1 ms; undo: reroutes undone "
+		    "because their RTO was spurious; util%%: the busiest "
 		    "fabric port's utilisation during the collective, as built)\n");
 	// did the machine keep up? The fabric set the pace when its busiest port
 	// was near its rate during the large collectives and lumen-dp never
