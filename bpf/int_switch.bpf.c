@@ -72,9 +72,14 @@
  * counted tail drop of this program.
  *
  * What makes the count drift: a packet accounted at enqueue that never
- * reaches PEER's ingress hook (tbf limit set too low by hand, PEER down, its
- * receive backlog over net.core.netdev_max_backlog, another tc egress filter
- * after ours dropping it) stays in qlen forever; the opposite, a dequeue
+ * reaches PEER's ingress hook (tbf limit set too low by hand, DEV or PEER
+ * set down with packets queued, its receive backlog over
+ * net.core.netdev_max_backlog, another tc egress filter after ours dropping
+ * it) stays in qlen forever: above the ECN threshold it marks every packet,
+ * above the buffer it drops every one. The loader heals it on request, when
+ * the port is idle (heal_switch_port: `lumen switch heal`, the experiment
+ * runner after a link failure): it asks the programs to count the drift as
+ * dequeued (cfg heal_gen, heal_bytes; lumen_sw_heal). The opposite, a dequeue
  * without an enqueue, can only happen for packets already in flight when
  * the port was attached (the loader attaches the dequeue side first, then
  * the enqueue side, then replaces the root qdisc, which flushes the old
@@ -218,6 +223,21 @@ static __always_inline __u64 lumen_sw_qlen(struct lumen_switch_port_stats *st)
 	return enq > deq ? enq - deq : 0;
 }
 
+/* The loader's heal request (cfg heal_gen/heal_bytes), applied once by
+ * whichever packet sees it first: the compare-and-exchange on heal_gen_done
+ * lets one CPU win. Too many bytes heal themselves: the dequeue side then
+ * finds deq > enq and accounts the difference as a late enqueue. */
+static __always_inline void lumen_sw_heal(const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st)
+{
+	__u64 want = cfg->heal_gen;
+	__u64 done = *(volatile __u64 *)&st->heal_gen_done;
+
+	if (want == done || __sync_val_compare_and_swap(&st->heal_gen_done, done, want) != done)
+		return;
+	__sync_fetch_and_add(&st->deq_bytes, cfg->heal_bytes);
+	__sync_fetch_and_add(&st->healed_bytes, cfg->heal_bytes);
+}
+
 /* Log2 bucket: 0 for 0, else the bit length of v, capped at the last bucket. */
 static __always_inline __u32 lumen_sw_bucket(__u64 v)
 {
@@ -299,6 +319,7 @@ int lumen_sw_egress(struct __sk_buff *skb)
 
 	if (!cfg || !st || !cfg->in_use)
 		return TC_ACT_OK;
+	lumen_sw_heal(cfg, st);
 	lumen_sw_parse(skb, &p);
 	len = lumen_sw_wire_len(skb, &p);
 	q = lumen_sw_qlen(st);
@@ -525,6 +546,7 @@ int lumen_sw_ingress(struct __sk_buff *skb)
 
 	if (!cfg || !st || !cfg->in_use)
 		return TC_ACT_OK;
+	lumen_sw_heal(cfg, st);
 	lumen_sw_parse(skb, &p);
 	len = lumen_sw_wire_len(skb, &p);
 

@@ -216,6 +216,14 @@ struct lumen_switch_port_cfg {
 	__u32 buffer_bytes; /* tail drop above this queue; 0 = no limit */
 	__u32 ecn_threshold_bytes; /* CE-mark ECT packets above; 0 = off */
 	__u32 int_enabled; /* fill INT requests at dequeue */
+	/* The loader's request to heal the queue count (heal_switch_port):
+	 * when heal_gen differs from the stats' heal_gen_done, the next packet
+	 * through either hook adds heal_bytes to deq_bytes, once. They are
+	 * bytes counted at enqueue that will never be seen leaving (the link
+	 * went down with packets queued: the kernel dropped them). */
+	__u32 heal_gen;
+	__u32 pad2;
+	__u64 heal_bytes;
 };
 
 /* Per-port statistics (array "lumen_sw_stats", index = port id). */
@@ -233,6 +241,8 @@ struct lumen_switch_port_stats {
 	__u64 qlen_max; /* bytes */
 	__u64 qlen_samples; /* one per dequeue */
 	__u64 qlen_hist[LUMEN_SWITCH_QHIST_BUCKETS]; /* bucket b: [2^(b-1), 2^b) bytes, b=0: 0 */
+	__u64 heal_gen_done; /* the cfg's heal_gen last applied */
+	__u64 healed_bytes; /* heal_bytes added to deq_bytes, in all */
 };
 
 /* ---------------------------------------------------------------------- */

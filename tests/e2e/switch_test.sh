@@ -7,7 +7,8 @@
 #
 # Port B (100 Mbit/s) is the bottleneck of h1 -> h2: throughput, exact queue
 # accounting, tail drops with a small buffer, ECN marks with a threshold, and
-# detach. Then both ports carry INT: raw TCP probes with INT requests
+# detach, and the count healed after the link went down with packets
+# queued. Then both ports carry INT: raw TCP probes with INT requests
 # (tests/e2e/int_probe.py, an independent encoder/decoder) must arrive with
 # one hop per port, valid TCP checksums, overflow flagged when the request is
 # too short, malformed options and echoes untouched, over IPv4 and IPv6 and
@@ -245,6 +246,50 @@ e2e_check "tbf itself dropped nothing (its limit is above the buffer)" \
 id="$(port_field b1 "$SW" port_id)"
 e2e_check "detach by --port-id" bash -c "'$LUMEN_BIN' switch detach --port-id $id >/dev/null"
 e2e_check "detach left b1 and b0 clean" bash -c "$(declare -f untouched); untouched '$SW' b1 && untouched '$H2' b0"
+
+# ---------------------------------------------------------------------------
+e2e_log "port B set down with packets queued: the count drifts, heal mends it"
+
+e2e_check "heal without a port is a usage error" expect_fail 2 "heal takes one of" "$LUMEN_BIN" switch heal
+attach_b --rate "${rate}mbit" --buffer 100k --ecn-threshold 20k >/dev/null
+e2e_check "heal of an idle port heals nothing" \
+	bash -c "'$LUMEN_BIN' switch heal b1 --netns '$SW' | grep -q ': 0 bytes healed'"
+# UDP at line rate into the 100 Mbit/s port; b1 goes down while tbf holds ~100k
+ip netns exec "$H1" ping -c 2 -i 0.2 -q 10.88.2.1 >/dev/null # the neighbours resolved: the flood is not held
+ip netns exec "$H1" python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + 5
+while time.time() < end:
+    try:
+        s.sendto(b"x" * 1400, ("10.88.2.1", 9))
+    except OSError:
+        pass
+' &
+blaster=$!
+enq0="$(port_field b1 "$SW" enq_bytes)"
+for _ in $(seq 100); do # until the flood is on (a python start may take a second)
+	py "int(a[0]) > int(a[1]) + 300000" "$(port_field b1 "$SW" enq_bytes)" "$enq0" && break
+	sleep 0.05
+done
+ip -n "$SW" link set b1 down
+kill "$blaster" 2>/dev/null
+wait "$blaster" 2>/dev/null || true # killed: 143
+ip -n "$SW" link set b1 up
+ip -n "$SW" addr replace fd88:2::fe/64 dev b1 nodad # IPv6 drops its addresses on link down
+sleep 0.2
+drift="$(port_field b1 "$SW" qlen_bytes)"
+e2e_log "  left counted as queued: $drift B"
+e2e_check "what tbf held when b1 went down still counts as queued, above the ECN threshold: $drift B" \
+	py "int(a[0]) > 20480" "$drift"
+e2e_check "heal asks for exactly that" \
+	bash -c "'$LUMEN_BIN' switch heal b1 --netns '$SW' | grep -q ': $drift bytes healed'"
+e2e_check "after the heal a ping crosses the port" ip netns exec "$H1" ping -c 3 -i 0.2 -W 1 -q 10.88.2.1
+e2e_check "the queue is empty again and the healed bytes are counted" \
+	py "a[0] == '0' and a[1] == a[2]" "$(port_field b1 "$SW" qlen_bytes)" "$(port_field b1 "$SW" healed_bytes)" "$drift"
+e2e_check "heal of a device that is no port fails" expect_fail 1 "not a switch port" \
+	"$LUMEN_BIN" switch heal a1 --netns "$SW"
+e2e_check "detach" bash -c "'$LUMEN_BIN' switch detach b1 --netns '$SW' >/dev/null"
 
 # ---------------------------------------------------------------------------
 e2e_log "port B with a 2k buffer, idle: one GSO packet larger than the buffer passes"

@@ -612,6 +612,55 @@ std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &se
 	return done;
 }
 
+std::vector<SwitchPortHealed> heal_switch_ports(const SwitchPortSelector &sel)
+{
+	std::optional<Netns> ns;
+	if (sel.dev) {
+		check_ifname(*sel.dev, "DEV");
+		if (!sel.dev_netns.empty())
+			check_netns_name(sel.dev_netns, "--netns");
+		ns = open_netns(sel.dev_netns);
+	}
+	require_root();
+	PinRootLock lock; // the configuration is read-modify-write
+	capture_libbpf_log();
+	Fd records = open_records(false);
+	Fd cfg = open_pinned(kCfgMap);
+	Fd stats = open_pinned(kStatsMap);
+	if (!records.valid() || !cfg.valid() || !stats.valid())
+		throw Error("no switch port is attached");
+	check_map_layout(cfg.get(), kCfgMap, sizeof(lumen_switch_port_cfg));
+	check_map_layout(stats.get(), kStatsMap, sizeof(lumen_switch_port_stats));
+	std::vector<SwitchPortHealed> done;
+	for (__u32 id = 0; id < LUMEN_SWITCH_MAX_PORTS; id++) {
+		PortRecord rec = read_entry<PortRecord>(records.get(), id);
+		lumen_switch_port_cfg c = read_entry<lumen_switch_port_cfg>(cfg.get(), id);
+		if (!rec.in_use || !c.in_use)
+			continue;
+		if (!sel.all &&
+		    ((sel.id && *sel.id != id) || (ns && (rec.dev_netns_ino != ns->ino || *sel.dev != rec.dev))))
+			continue;
+		SwitchPortHealed h;
+		h.port = port_of(id, rec);
+		h.port.cfg = c;
+		h.port.stats = read_entry<lumen_switch_port_stats>(stats.get(), id);
+		const lumen_switch_port_stats &st = h.port.stats;
+		h.bytes = st.enq_bytes > st.deq_bytes ? st.enq_bytes - st.deq_bytes : 0;
+		if (h.bytes) {
+			c.heal_bytes = h.bytes;
+			c.heal_gen = (__u32)st.heal_gen_done + 1; // differs from what was applied
+			write_entry(cfg.get(), id, c);
+		}
+		done.push_back(std::move(h));
+	}
+	if (done.empty() && !sel.all) {
+		if (sel.id)
+			throw Error("switch port " + std::to_string(*sel.id) + " is not attached");
+		throw Error(*sel.dev + " (" + ns->label() + ") is not a switch port; see 'lumen switch stats'");
+	}
+	return done;
+}
+
 SwitchCounters::SwitchCounters() : fd_(open_pinned(kStatsMap))
 {
 	if (!fd_.valid())

@@ -92,6 +92,19 @@ struct SwitchPortDetached {
 // Error when a single port was asked for and none matched.
 std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &sel);
 
+// The queue count of the selected ports healed (bpf/int_switch.bpf.c, "What
+// makes the count drift"): what was counted in and never seen leaving
+// (enq_bytes - deq_bytes now) is counted as having left, by the next packet
+// through the port. Call it when the ports are idle (nothing queued: after
+// a link that went down with packets queued is up again, before traffic),
+// else what is queued now is forgotten too. Returns each port with the
+// bytes asked to heal (0: nothing drifted). Error as detach for a selector
+// that matches no port.
+struct SwitchPortHealed {
+	SwitchPort port;
+	std::uint64_t bytes = 0;
+};
+std::vector<SwitchPortHealed> heal_switch_ports(const SwitchPortSelector &sel);
 // Queue length at quantile q (0..1) from a port's log2 histogram.
 std::uint64_t switch_queue_quantile(const lumen_switch_port_stats &st, double q);
 

@@ -30,6 +30,7 @@ const char kUsage[] =
 	R"(usage: lumen switch attach DEV [--netns NS] --peer PEER [--peer-netns NS] --rate RATE
                          [--buffer BYTES] [--ecn-threshold BYTES] [--no-int] [--port-id N]
        lumen switch detach (DEV [--netns NS] | --port-id N | --all)
+       lumen switch heal (DEV [--netns NS] | --port-id N | --all)
        lumen switch stats [--json] [--port-id N]
        lumen switch sample [--interval D] [--count N]
 
@@ -80,6 +81,16 @@ detach
   qdiscs the attach created once no other filter uses them, and the port's
   configuration and counters. With --all every port goes. When no port is
   left the pinned switch maps are removed.
+
+heal
+  The queue count of an idle port made right again: a packet counted in and
+  never seen leaving (DEV or PEER set down with packets queued: the kernel
+  dropped them) stays counted as queued, and then the port marks (above the
+  ECN threshold) or drops (above the buffer) every packet. heal counts what
+  is queued now (enqueued - dequeued bytes) as having left, applied by the
+  next packet through the port; so run it when nothing is queued, e.g. once
+  a link set down is up again and before traffic resumes. Prints the bytes
+  healed per port (healed_bytes in stats --json sums them).
 
 stats
   Per port: rate, buffer, ECN threshold, queue now, maximum queue, median and
@@ -166,14 +177,15 @@ int cmd_attach(const Args &a)
 	return 0;
 }
 
-int cmd_detach(const Args &a)
+/* detach's and heal's DEV [--netns NS] | --port-id N | --all */
+SwitchPortSelector selector_of(const Args &a, const char *verb)
 {
 	a.allow_only({"--netns", "--all", "--port-id"});
 	SwitchPortSelector sel;
 	sel.all = a.has("--all");
 	const int ways = (a.positional.size() == 2) + sel.all + a.has("--port-id");
 	if (a.positional.size() > 2 || ways != 1)
-		throw UsageError("detach takes one of: DEV [--netns NS], --port-id N, --all");
+		throw UsageError(std::string(verb) + " takes one of: DEV [--netns NS], --port-id N, --all");
 	if (a.has("--netns") && a.positional.size() != 2)
 		throw UsageError("--netns goes with DEV");
 	if (a.positional.size() == 2) {
@@ -186,7 +198,21 @@ int cmd_detach(const Args &a)
 		sel.id = static_cast<std::uint32_t>(
 			parse_uint(*a.get("--port-id"), "--port-id", 0, LUMEN_SWITCH_MAX_PORTS - 1));
 	require_root();
+	return sel;
+}
 
+int cmd_heal(const Args &a)
+{
+	for (const SwitchPortHealed &h : heal_switch_ports(selector_of(a, "heal")))
+		std::printf("switch port %u (%s -> %s): %llu bytes healed\n", h.port.id,
+			    where(h.port.dev, h.port.dev_netns).c_str(), where(h.port.peer, h.port.peer_netns).c_str(),
+			    static_cast<unsigned long long>(h.bytes));
+	return 0;
+}
+
+int cmd_detach(const Args &a)
+{
+	const SwitchPortSelector sel = selector_of(a, "detach");
 	int rc = 0;
 	for (const SwitchPortDetached &d : detach_switch_ports(sel)) {
 		for (const auto &w : d.warnings) {
@@ -257,6 +283,7 @@ int cmd_stats(const Args &a)
 				.num("int_filled", std::uint64_t(st.int_filled))
 				.num("int_full", std::uint64_t(st.int_full))
 				.num("int_malformed", std::uint64_t(st.int_malformed))
+				.num("healed_bytes", std::uint64_t(st.healed_bytes))
 				.raw("qlen_hist", hist);
 			json_ports.push_back(j.dump());
 			continue;
@@ -363,9 +390,13 @@ int cmd_sample(const Args &a)
 int run_switch(const std::vector<std::string> &args)
 {
 	Args a = Args::parse(args, {"--no-int", "--all", "--json"});
-	return run_subcommand<Args>(
-		a.positional.empty() ? nullptr : &a.positional[0],
-		{{"attach", cmd_attach}, {"detach", cmd_detach}, {"stats", cmd_stats}, {"sample", cmd_sample}}, a);
+	return run_subcommand<Args>(a.positional.empty() ? nullptr : &a.positional[0],
+				    {{"attach", cmd_attach},
+				     {"detach", cmd_detach},
+				     {"stats", cmd_stats},
+				     {"sample", cmd_sample},
+				     {"heal", cmd_heal}},
+				    a);
 }
 
 } // namespace

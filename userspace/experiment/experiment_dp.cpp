@@ -11,6 +11,7 @@
 #include "base/stats.h"
 #include "base/system.h"
 #include "base/units.h"
+#include "bpfctl/switch_port.h"
 #include "experiment/experiment_netns.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/experiment_results.h"
@@ -244,10 +245,23 @@ void set_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine,
 }
 
 // After a failure run: the link up again and forwarding (the leaf's
-// multipath route takes the nexthop back when the carrier returns).
+// multipath route takes the nexthop back when the carrier returns). What
+// its two switch ports had queued when it went down was dropped by the
+// kernel and is still counted as queued: above the ECN threshold the port
+// would mark every packet of the later runs, above the buffer drop them
+// all. Nothing runs now, so the ports are healed (heal_switch_ports).
 void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine)
 {
 	set_link(topo, leaf, spine, true);
+	const std::string leaf_ns = testbed_netns(topo.name, "leaf" + std::to_string(leaf)),
+			  spine_ns = testbed_netns(topo.name, "spine" + std::to_string(spine));
+	for (const SwitchPort &p : list_switch_ports(false))
+		if ((p.dev_netns == leaf_ns && p.dev == "spine" + std::to_string(spine)) ||
+		    (p.dev_netns == spine_ns && p.dev == "leaf" + std::to_string(leaf))) {
+			SwitchPortSelector sel;
+			sel.id = p.id;
+			heal_switch_ports(sel);
+		}
 	const std::string peer =
 		"10." + std::to_string(100 + spine) + "." + std::to_string(leaf) + ".2"; // the spine's end
 	for (int i = 0; i < 100; i++) {
