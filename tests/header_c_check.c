@@ -11,6 +11,7 @@
 #include "lumen/optical.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
+#include "lumen/rng.h"
 #include "lumen/tcp_option.h"
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <numeric>
 
+extern "C" {
+#include <lumen/rng.h>
+}
+
 namespace lumen::dp
 {
 
@@ -26,30 +30,20 @@ Span split_even(uint64_t total, uint64_t parts, uint64_t i)
 	return {q * i + std::min(i, longer), q + (i < longer ? 1 : 0)};
 }
 
-// SplitMix64: a fixed generator, so a seed's permutation is the same
-// everywhere (std::uniform_int_distribution is not).
-struct SplitMix64 {
-	uint64_t state;
-	uint64_t next()
-	{
-		uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-		return z ^ (z >> 31);
-	}
-};
-
 // A uniform derangement: Fisher-Yates shuffles until one has no fixed point
-// (a fraction of about 1/e do, so e tries on average). Drawing by modulo
+// (a fraction of about 1/e do, so e tries on average), drawn from lumen's
+// generator (include/lumen/rng.h), so a seed's permutation is the same
+// everywhere (std::uniform_int_distribution is not). Drawing by modulo
 // biases an index by less than N/2^64: negligible.
 std::vector<uint32_t> derangement(uint32_t n, uint64_t seed)
 {
-	SplitMix64 rng{seed};
+	lumen_rng rng;
+	lumen_rng_seed(&rng, seed);
 	std::vector<uint32_t> pi(n);
 	for (;;) {
 		std::iota(pi.begin(), pi.end(), 0u);
 		for (uint32_t i = n - 1; i > 0; i--)
-			std::swap(pi[i], pi[(size_t)(rng.next() % (i + 1))]);
+			std::swap(pi[i], pi[(size_t)(lumen_rng_next(&rng) % (i + 1))]);
 		bool fixed = false;
 		for (uint32_t i = 0; i < n && !fixed; i++)
 			fixed = pi[i] == i;

@@ -52,38 +52,8 @@
 #ifndef LUMEN_PATH_POLICY_H
 #define LUMEN_PATH_POLICY_H
 
+#include "rng.h"
 #include "types.h"
-
-/* ---------------------------------------------------------------------- */
-/* A seeded generator (SplitMix64): one per host or lcore, never shared     */
-
-struct lumen_rng {
-	__u64 state;
-};
-
-LUMEN_INLINE void lumen_rng_seed(struct lumen_rng *r, __u64 seed)
-{
-	r->state = seed;
-}
-
-/* SplitMix64's finaliser: a well-mixed 64-bit value of z (hashing, too). */
-LUMEN_INLINE __u64 lumen_mix64(__u64 z)
-{
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-LUMEN_INLINE __u64 lumen_rng_next(struct lumen_rng *r)
-{
-	return lumen_mix64(r->state += 0x9E3779B97F4A7C15ull);
-}
-
-/* Uniform in [0, n) for 1 <= n <= 2^32, by multiply and shift (no division). */
-LUMEN_INLINE __u32 lumen_rng_below(struct lumen_rng *r, __u64 n)
-{
-	return (__u32)(((lumen_rng_next(r) >> 32) * n) >> 32);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Parameters                                                               */

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
-#include <random>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/random.h"
 #include "base/system.h"
 #include "sched/schedule.h"
 
@@ -105,8 +105,8 @@ const char *demand_shape_name(DemandShape shape)
 
 std::vector<double> make_demand(DemandShape shape, uint32_t n, uint64_t seed)
 {
-	std::mt19937_64 rng(seed);
-	std::uniform_real_distribution<double> unit(0.0, 1.0);
+	lumen_rng rng;
+	lumen_rng_seed(&rng, seed);
 	std::vector<double> m((size_t)n * n, 0);
 	auto at = [&](uint32_t u, uint32_t v) -> double & { return m[(size_t)u * n + v]; };
 
@@ -115,12 +115,12 @@ std::vector<double> make_demand(DemandShape shape, uint32_t n, uint64_t seed)
 		for (uint32_t u = 0; u < n; u++)
 			for (uint32_t v = 0; v < n; v++)
 				if (u != v)
-					at(u, v) = unit(rng);
+					at(u, v) = rng_unit(rng);
 		break;
 	case DemandShape::kSkewed: {
 		std::vector<uint32_t> rank((size_t)n * n);
 		std::iota(rank.begin(), rank.end(), 1u);
-		std::shuffle(rank.begin(), rank.end(), rng);
+		rng_shuffle(rank, rng);
 		for (uint32_t u = 0; u < n; u++)
 			for (uint32_t v = 0; v < n; v++)
 				if (u != v)
@@ -131,7 +131,7 @@ std::vector<double> make_demand(DemandShape shape, uint32_t n, uint64_t seed)
 		/* a random cyclic order: every node sends to its successor */
 		std::vector<uint32_t> order(n);
 		std::iota(order.begin(), order.end(), 0u);
-		std::shuffle(order.begin(), order.end(), rng);
+		rng_shuffle(order, rng);
 		for (uint32_t i = 0; i < n; i++)
 			at(order[i], order[(i + 1) % n]) = 1;
 		break;
@@ -144,7 +144,7 @@ std::vector<double> make_demand(DemandShape shape, uint32_t n, uint64_t seed)
 		for (uint32_t u = 0; u < n; u++)
 			for (uint32_t v = 0; v < n; v++)
 				if (u != v)
-					at(u, v) = u == 0 ? 1.0 : 0.01 * unit(rng);
+					at(u, v) = u == 0 ? 1.0 : 0.01 * rng_unit(rng);
 		break;
 	}
 	return m;
