@@ -5,7 +5,9 @@
 // on an in-memory switch that drops, reorders, duplicates and marks; every
 // rank's result equals the in-memory reference (execute_schedule) byte for
 // byte, whole flows and Ethereal's planned subflows alike, with no message
-// ever arriving before its receive buffer.
+// ever arriving before its receive buffer; the same with the network
+// barrier (collective_barrier.h: ranks in several processes), including a
+// rank that comes late, and control messages that lie (a clean error).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -24,21 +26,26 @@ namespace
 constexpr uint32_t kBaseIp = 0x0A000100;
 
 // N engines behind one switch: every frame takes latency_ns (plus the
-// impairment's reordering delay) to the engine its IPv4 destination names.
+// impairment's reordering delay) to the engine its IPv4 destination names;
+// frames to a host that is not up are lost (its process has not started).
 struct Switch {
 	std::vector<std::unique_ptr<Engine>> hosts;
+	std::vector<bool> up;
 	Impairment imp;
 	DelayLine<Frame> line;
 	uint64_t now = 0, latency_ns = 4000;
 
-	Switch(uint32_t n, const ImpairParams &ip, lumen_path_mode mode) : imp(ip, LUMEN_DP_UDP_PORT)
+	Switch(uint32_t n, const ImpairParams &ip, lumen_path_mode mode, bool open_on_data = true)
+	    : imp(ip, LUMEN_DP_UDP_PORT)
 	{
 		for (uint32_t i = 0; i < n; i++) {
 			EngineConfig c = config(kBaseIp + i, Mac{2, 0, 0, 0, 1, (uint8_t)i}, mode);
+			c.open_on_data = open_on_data;
 			c.gbn = mode == LUMEN_PATH_ETHEREAL;
 			c.path.entropies = 16;
 			hosts.push_back(std::make_unique<Engine>(c));
 		}
+		up.assign(n, true);
 	}
 	void step(uint64_t dt = 1000)
 	{
@@ -52,7 +59,7 @@ struct Switch {
 		Frame f;
 		while (line.pop(now, &f)) {
 			uint32_t dst = lumen_dp_get32(f.data() + LUMEN_DP_IP_OFF + 16) - kBaseIp;
-			if (dst < hosts.size())
+			if (dst < hosts.size() && up[dst])
 				hosts[dst]->rx(f.data(), (uint32_t)f.size(), now);
 		}
 		for (auto &h : hosts)
@@ -83,21 +90,50 @@ std::vector<RankBuffers> inputs(const CollectiveParams &p, uint32_t seed, bool s
 	return b;
 }
 
+// DATA packets an engine sent on the collective's data connections (ids below base).
+uint64_t data_packets(const Engine &e, uint32_t base)
+{
+	uint64_t n = 0;
+	for (const auto &c : e.connections())
+		if (c && c->client && c->conn_id < base)
+			n += c->stats.data_sent;
+	return n;
+}
+
 struct Outcome {
 	std::vector<RankBuffers> got, want;
-	uint64_t rnr = 0, retransmits = 0, subflow_msgs = 0;
+	uint64_t rnr = 0, retransmits = 0, subflow_msgs = 0, data_before_late = 0, unknown_data = 0;
+	std::string open_late; // the late rank's open()
+	NetworkBarrier::Stats control;
+	size_t steps = 0;
 	bool done = false;
 	std::string error;
 };
 
+// How the steps are separated: the shared in-memory barrier, or the
+// network barrier (one per rank); late: rank 1 starts 20 ms after the
+// others; early: rank 1's engine receives from the start (its process polls
+// its port) but the rank opens 20 ms later, as collective mode's engines do
+// (open_on_data off), or with engines that open connections for any DATA.
+enum class Sep {
+	kMemory,
+	kNetwork,
+	kNetworkLate,
+	kNetworkEarly,
+	kNetworkEarlyOpening
+};
+
 // Runs the collective on the switch; planner: 2 leaves of N/2 ranks on `uplinks` uplinks.
-Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode mode, uint32_t uplinks = 0)
+Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode mode, uint32_t uplinks = 0,
+	    Sep sep = Sep::kMemory)
 {
 	Outcome o;
 	CollectiveSchedule s;
 	EXPECT_EQ(build_collective(p, &s), "");
-	Switch sw(p.ranks, impair(impairment), mode);
+	o.steps = s.steps.size();
+	Switch sw(p.ranks, impair(impairment), mode, sep == Sep::kNetworkEarlyOpening);
 	CollectiveBarrier barrier(p.ranks, s.steps.size());
+	std::vector<std::unique_ptr<NetworkBarrier>> nets;
 	std::vector<uint32_t> ips, leaf;
 	for (uint32_t r = 0; r < p.ranks; r++) {
 		ips.push_back(kBaseIp + r);
@@ -105,9 +141,16 @@ Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode m
 	}
 	std::vector<std::unique_ptr<CollectiveRank>> ranks;
 	o.want = inputs(p, 42, false);
+	const Mac gateway{2, 0, 0, 0, 0, 0xFE};
 	for (uint32_t r = 0; r < p.ranks; r++) {
-		ranks.push_back(
-			std::make_unique<CollectiveRank>(s, r, *sw.hosts[r], ips, Mac{2, 0, 0, 0, 0, 0xFE}, barrier));
+		StepBarrier *b = &barrier;
+		if (sep != Sep::kMemory) {
+			nets.push_back(std::make_unique<NetworkBarrier>(
+				*sw.hosts[r], r, ips, gateway, s.steps.size(),
+				CollectiveRank::control_conn_base(p.ranks, p.channels)));
+			b = nets.back().get();
+		}
+		ranks.push_back(std::make_unique<CollectiveRank>(s, r, *sw.hosts[r], ips, gateway, *b));
 		ranks[r]->buffers() = o.want[r];
 		if (uplinks) {
 			Engine *e = sw.hosts[r].get();
@@ -117,15 +160,34 @@ Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode m
 		}
 	}
 	EXPECT_EQ(execute_schedule(s, &o.want), "");
-	for (auto &r : ranks)
-		EXPECT_EQ(r->open(sw.now), "");
+	const bool late = sep != Sep::kMemory && sep != Sep::kNetwork;
+	const bool early = sep == Sep::kNetworkEarly || sep == Sep::kNetworkEarlyOpening;
+	const uint64_t late_ns = 20'000'000;
+	bool opened1 = !late;
+	sw.up[1] = !late || early;
+	for (auto &r : ranks) {
+		if (!late || r->rank() != 1) {
+			EXPECT_EQ(r->open(sw.now), "");
+		}
+	}
 	for (int i = 0; i < 3'000'000 && !o.done; i++) {
+		if (!opened1 && sw.now >= late_ns) {
+			/* the late rank starts: what the others sent so far is their word, no data */
+			for (auto &h : sw.hosts)
+				o.data_before_late +=
+					data_packets(*h, CollectiveRank::control_conn_base(p.ranks, p.channels));
+			sw.up[1] = opened1 = true;
+			o.open_late = ranks[1]->open(sw.now);
+			if (!o.open_late.empty())
+				break;
+		}
 		for (auto &r : ranks)
-			r->tick(sw.now);
+			if (r->rank() != 1 || opened1)
+				r->tick(sw.now);
 		sw.step();
 		o.done = true;
 		for (auto &r : ranks) {
-			o.done = o.done && r->done();
+			o.done = o.done && r->released(sw.now);
 			if (!r->error().empty())
 				o.error = r->error();
 		}
@@ -136,9 +198,15 @@ Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode m
 		o.got.push_back(ranks[r]->buffers());
 		ConnStats t = sw.hosts[r]->totals();
 		o.rnr += t.rnr_drops;
+		o.unknown_data += sw.hosts[r]->stats().unknown_data;
 		o.retransmits += t.retransmits;
 		for (const RankStepStats &st : ranks[r]->step_stats())
 			o.subflow_msgs += st.subflows;
+	}
+	for (const auto &b : nets) {
+		o.control.sent += b->stats().sent;
+		o.control.acked += b->stats().acked;
+		o.control.received += b->stats().received;
 	}
 	return o;
 }
@@ -200,6 +268,109 @@ TEST(DpCollectiveRunner, PlannedSubflowsCarryTheirByteRanges)
 	EXPECT_GT(o.subflow_msgs, 0u);
 	Outcome a = run(params(Collective::kAllToAll, 6, 6 * 5000, 1), "", LUMEN_PATH_ETHEREAL, 4);
 	expect_reference(a, "ethereal alltoall");
+}
+
+// The network barrier: every rank says "ready" and "step s done" to every
+// other on its control connections, through the same losses; the results
+// equal the reference, no message comes before its buffer, and every
+// control message was sent, received and acknowledged.
+TEST(DpCollectiveRunner, NetworkBarrierMatchesTheReferenceOverALossyNetwork)
+{
+	for (Collective c : {Collective::kAllReduce, Collective::kAllReduceA2A, Collective::kAllToAll,
+			     Collective::kAllGather, Collective::kReduceScatter, Collective::kPermutation}) {
+		const uint32_t n = 4;
+		Outcome o = run(params(c, n, 40'000, 2), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetwork);
+		expect_reference(o, std::string("network barrier: ") + collective_name(c));
+		const uint64_t want = (uint64_t)n * (n - 1) * (o.steps + 1);
+		EXPECT_EQ(o.control.sent, want) << collective_name(c);
+		EXPECT_EQ(o.control.received, want) << collective_name(c);
+		EXPECT_EQ(o.control.acked, want) << collective_name(c);
+	}
+	Outcome e = run(params(Collective::kAllReduce, 4, 4 * 4000, 2), "drop=0.5%,seed=3", LUMEN_PATH_ETHEREAL, 4,
+			Sep::kNetwork);
+	expect_reference(e, "network barrier: ethereal ring");
+	EXPECT_GT(e.subflow_msgs, 0u);
+}
+
+// A rank whose process starts 20 ms after the others: they wait for its
+// "ready" without sending it (or anyone) a byte of data, then finish.
+TEST(DpCollectiveRunner, NetworkBarrierWaitsForALateRank)
+{
+	Outcome o = run(params(Collective::kAllToAll, 3, 30'000, 1), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetworkLate);
+	expect_reference(o, "late rank");
+	EXPECT_EQ(o.data_before_late, 0u) << "data sent before every rank was ready";
+	EXPECT_GT(o.retransmits, 0u);
+}
+
+// Rank 1's process polls its port from the start but its rank opens 20 ms
+// later (a process still discovering paths): the others' "ready" reaches an
+// engine without those connections. Collective mode's engines drop it
+// (unknown_data) and the others resend it; an engine that opened the
+// connections itself would have taken the messages without their buffers,
+// and the late rank's open() says so.
+TEST(DpCollectiveRunner, NetworkBarrierMessagesBeforeARankOpensAreResent)
+{
+	Outcome o = run(params(Collective::kAllToAll, 3, 30'000, 1), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetworkEarly);
+	EXPECT_EQ(o.open_late, "");
+	expect_reference(o, "early messages");
+	EXPECT_EQ(o.data_before_late, 0u);
+	EXPECT_GT(o.unknown_data, 0u) << "nothing reached the late rank's engine early";
+
+	Outcome opening =
+		run(params(Collective::kAllToAll, 3, 30'000, 1), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetworkEarlyOpening);
+	EXPECT_NE(opening.open_late.find("open_on_data"), std::string::npos) << opening.open_late;
+}
+
+// Rank 1 is a bare engine that sends rank 0 a control message of its own
+// making: anything but "ready" from rank 1 in 16 bytes is an error of the
+// barrier (rank 0 stops, with the reason), never a crash or a pass.
+TEST(DpCollectiveRunner, NetworkBarrierRefusesLyingControlMessages)
+{
+	struct Lie {
+		std::vector<uint8_t> bytes;
+		const char *expect;
+	};
+	auto msg = [](uint32_t rank, uint32_t phase, uint32_t ranks) {
+		auto m = NetworkBarrier::message(rank, phase, ranks);
+		return std::vector<uint8_t>(m.begin(), m.end());
+	};
+	std::vector<uint8_t> bad_magic = msg(1, 0, 2);
+	bad_magic[0] ^= 0xFF;
+	std::vector<uint8_t> long_one = msg(1, 0, 2);
+	long_one.resize(40, 0xAB);
+	const Lie lies[] = {
+		{msg(1, 3, 2), "phase 3"}, // a later step's word first
+		{msg(0, 0, 2), "rank 0,"}, // another rank's word
+		{msg(1, 0, 7), "7 ranks"}, // a collective of another size
+		{bad_magic, "magic wrong"}, {{1, 2, 3}, "has 3 bytes"}, {long_one, "40 bytes"},
+	};
+	for (const Lie &lie : lies) {
+		SCOPED_TRACE(lie.expect);
+		CollectiveParams p = params(Collective::kAllToAll, 2, 8'000, 1);
+		CollectiveSchedule s;
+		ASSERT_EQ(build_collective(p, &s), "");
+		Switch sw(2, impair(""), LUMEN_PATH_REPS);
+		const std::vector<uint32_t> ips{kBaseIp, kBaseIp + 1};
+		const Mac gateway{2, 0, 0, 0, 0, 0xFE};
+		const uint32_t base = CollectiveRank::control_conn_base(2, 1);
+		NetworkBarrier b(*sw.hosts[0], 0, ips, gateway, s.steps.size(), base);
+		CollectiveRank r(s, 0, *sw.hosts[0], ips, gateway, b);
+		ASSERT_EQ(r.open(sw.now), "");
+		Engine &liar = *sw.hosts[1];
+		Connection *c = liar.connect(ips[0], gateway, NetworkBarrier::control_conn_id(base, 2, 1, 0), sw.now);
+		ASSERT_NE(c, nullptr);
+		ASSERT_EQ(liar.post_send(*c, SendWr{lie.bytes.data(), (uint32_t)lie.bytes.size(), 0, 0}, sw.now),
+			  PostError::kOk);
+		for (int i = 0; i < 200'000 && r.error().empty(); i++) {
+			r.tick(sw.now);
+			sw.step();
+		}
+		EXPECT_NE(r.error().find("barrier: "), std::string::npos) << r.error();
+		EXPECT_NE(r.error().find(lie.expect), std::string::npos) << r.error();
+		EXPECT_FALSE(r.done());
+		EXPECT_EQ(data_packets(*sw.hosts[0], base), 0u)
+			<< "rank 0 sent data to a rank that never said it was ready";
+	}
 }
 
 } // namespace

@@ -411,6 +411,14 @@ TEST(DpEngine, ConfigErrorsAreClear)
 	c = config(kIpA, kMacA);
 	c.cc.mss = 100;
 	EXPECT_NE(c.validate().find("mss"), std::string::npos);
+	for (lumen_path_mode spray : {LUMEN_PATH_OPS, LUMEN_PATH_REPS, LUMEN_PATH_REPS_FREEZE}) {
+		c = config(kIpA, kMacA, spray);
+		c.gbn = true;
+		EXPECT_NE(c.validate().find("single-path"), std::string::npos) << spray;
+	}
+	c = config(kIpA, kMacA, LUMEN_PATH_ECMP);
+	c.gbn = true;
+	EXPECT_EQ(c.validate(), "");
 }
 
 TEST(DpEngine, ImpairSpecParsing)

@@ -532,16 +532,10 @@ int run_bench(Options &o)
 	std::string err;
 	PortInfo info;
 
-	rte_mempool *pool = make_pool("lumen_dp_bench", 8191, &err);
+	rte_mempool *pool = make_pool("lumen_dp_bench", 8191, frame_bytes(o), &err);
 	if (!pool)
 		return bench_fail(err);
-	uint32_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-	if (LUMEN_DP_ETH_HLEN + o.engine.mtu > room) {
-		rte_mempool_free(pool);
-		return bench_fail("--mtu " + std::to_string(o.engine.mtu) + ": frames do not fit the mbufs (" +
-				  std::to_string(room) + " bytes)");
-	}
-	if (std::string e = port_setup(o.port, o.queues, pool, &info); !e.empty()) {
+	if (std::string e = port_setup(o.port, o.queues, pool, o.engine.mtu, &info); !e.empty()) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
 		return bench_fail(e);

@@ -4,20 +4,34 @@
  * collective (transport/collective.h) on real buffers through the
  * application interface (transport/messages.h), each rank a
  * transport/collective_runner.h on its endpoint, steps separated by a
- * barrier. Every rank's input is random (small integers for float sums, so
- * that any order of addition is exact), the result of every rank is
- * compared byte for byte with the in-memory reference (execute_schedule):
- * a wrong byte fails the run (exit 1).
+ * barrier (transport/collective_barrier.h). Every rank's input is random
+ * (small integers for float sums, so that any order of addition is exact)
+ * and a function of --seed and the rank, so every process computes the
+ * in-memory reference of all ranks (execute_schedule) and compares its own
+ * ranks' results with it byte for byte: a wrong byte fails the run (exit 1).
+ *
+ * The ranks of a fabric may run in one process (the default: the barrier is
+ * in memory) or in several: --rank-ips gives every rank's address in rank
+ * order, and a process runs the ranks whose address is one of its --host
+ * entries. The steps are then separated by messages between the ranks (a
+ * control connection between every two ranks: "ready", then "step s done"),
+ * and a process ends when its ranks are done and have heard every other
+ * rank finish the last step (its peers need nothing more of it). A peer
+ * that never comes leaves the ranks waiting: --time ends the run, which
+ * fails and says whom its ranks waited for. The times and bandwidths a
+ * process reports are over its own ranks ("ranks_local").
  *
  * With --path ethereal and --discover-paths S, the flows of each step are
  * planned (Ethereal's Theorem 4, transport/ethereal_plan.h) over the S
- * uplinks of the rank's leaf (hosts with the same gateway are a leaf), and
- * every subflow is pinned to its uplink through the probed port map
- * (transport/uplink_pinner.h), which also picks where a NACK or a timeout
- * moves it.
+ * uplinks of the rank's leaf (hosts with the same gateway are a leaf, or
+ * --leaves equal groups), and every subflow is pinned to its uplink through
+ * the probed port map (transport/uplink_pinner.h), which also picks where a
+ * NACK or a timeout moves it. The gateways of other processes' ranks are
+ * not known here: with --rank-ips, planning takes --leaves, and the paths
+ * to those ranks are probed once the local ones are.
  *
  * The report, per step and in total, follows nccl-tests: the time of the
- * collective (from the first rank's start to the last rank's end), algbw
+ * collective (from the first local rank's start to the last one's end), algbw
  * = S / time and busbw = algbw * factor; per step the collective
  * completion time (CCT: its slowest flow), the flows' completion times
  * (p50, p99, max, from the step's start) and the subflows of split flows.
@@ -38,6 +52,41 @@ namespace lumen::dp
 
 std::string check_hosts(Options &o);
 void reroute_by_uplinks(Endpoint &ep, UplinkPinner *pinner); /* mode_hosts.cpp */
+bool probe_paths(const Options &o, const std::vector<std::vector<Host *>> &hs,
+		 const std::vector<std::pair<size_t, uint32_t>> &want, double *ms); /* mode_hosts.cpp */
+
+/* --rank-ips: every rank's address once, this process's ranks among them. */
+static std::string check_rank_ips(Options &o)
+{
+	const size_t n = o.rank_ips.size();
+	if (n < 2 || n > 64)
+		return "--rank-ips: give 2..64 ranks' addresses (" + std::to_string(n) + " given)";
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (o.rank_ips[i] == o.rank_ips[j])
+				return "--rank-ips: ranks " + std::to_string(j) + " and " + std::to_string(i) +
+				       " have the same address " + ip_str(o.rank_ips[i]);
+	if (o.hosts.empty())
+		return "--rank-ips: give this process's ranks with --host PORT,IP,GATEWAY_MAC (IP among --rank-ips)";
+	for (const HostSpec &h : o.hosts)
+		if (std::find(o.rank_ips.begin(), o.rank_ips.end(), h.ip) == o.rank_ips.end())
+			return "--host " + ip_str(h.ip) +
+			       " is not among --rank-ips (every rank's address, in rank order)";
+	const bool remote = o.hosts.size() < n;
+	if (remote && o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL && !o.leaves)
+		return "--rank-ips with --path ethereal --discover-paths needs --leaves: the leaves of other "
+		       "processes' "
+		       "ranks cannot be told from their gateway MACs, which this process does not know";
+	/* hosts mode's checks take two hosts or more; a process may run one rank */
+	if (o.hosts.size() >= 2)
+		return check_hosts(o);
+	if (o.server || o.local_ip || o.peer_ip || o.have_peer_mac)
+		return "collective mode takes its hosts from --host: --server, --ip, --peer and --peer-mac belong to "
+		       "perf";
+	if (!o.msgs && !o.seconds)
+		o.msgs = 100; /* as check_hosts: a run without --time ends when its ranks are done */
+	return "";
+}
 
 std::string check_collective(Options &o)
 {
@@ -56,16 +105,17 @@ std::string check_collective(Options &o)
 			return std::string("--") + k + " is hosts mode's: a collective's flows are its schedule's";
 	if (o.queues.queues != 1)
 		return "collective mode runs one queue per port (--queues 1)";
-	if (o.leaves && o.hosts.size() % o.leaves)
-		return "--leaves " + std::to_string(o.leaves) + " does not divide the " +
-		       std::to_string(o.hosts.size()) + " hosts into equal leaves";
+	const size_t ranks = o.rank_ips.empty() ? o.hosts.size() : o.rank_ips.size();
+	if (o.leaves && ranks % o.leaves)
+		return "--leaves " + std::to_string(o.leaves) + " does not divide the " + std::to_string(ranks) +
+		       " ranks into equal leaves";
 	if (!o.optical_pages.empty())
 		return "collective mode does not gate (--optical-*)";
-	if (std::string e = check_hosts(o); !e.empty())
+	if (std::string e = o.rank_ips.empty() ? check_hosts(o) : check_rank_ips(o); !e.empty())
 		return e;
 	CollectiveParams p;
 	p.collective = c;
-	p.ranks = (uint32_t)o.hosts.size();
+	p.ranks = (uint32_t)ranks;
 	p.bytes = o.coll_bytes;
 	p.channels = o.channels;
 	p.reduce = t;
@@ -77,6 +127,11 @@ std::string check_collective(Options &o)
 	uint64_t conns = (uint64_t)p.ranks * p.ranks * p.channels * CollectiveRank::kMaxParts;
 	if (conns >= (1u << 31))
 		return "too many ranks and channels";
+	/* the ranks open every connection (accept) before a byte may come: a
+	 * DATA for another one came early (a peer process that started
+	 * sooner) and is dropped for its sender to resend, not taken without
+	 * its receive buffer */
+	o.engine.open_on_data = false;
 	return "";
 }
 
@@ -125,14 +180,59 @@ bool pin_planned(UplinkPinner &pinner, Engine &e, Connection &c, uint32_t dst, u
 	return false;
 }
 
+/* --rank-ips with --discover-paths: the paths from every local rank to the
+ * other processes' ranks, probed as run_hosts probed those between the
+ * local ones (at most 5 s; the lcores do not poll yet, so this thread may). */
+nlohmann::json discover_remote(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			       const std::vector<uint32_t> &ips, const std::vector<bool> &local)
+{
+	std::vector<std::pair<size_t, uint32_t>> want;
+	for (size_t i = 0; i < hs.size(); i++)
+		for (uint32_t r = 0; r < ips.size(); r++)
+			if (!local[r])
+				want.emplace_back(i, ips[r]);
+	double ms = 0;
+	const bool settled = probe_paths(o, hs, want, &ms);
+	/* the probes' counters: since the start of the process (the local paths' too) */
+	nlohmann::json hosts = nlohmann::json::array();
+	uint64_t replies = 0;
+	for (size_t i = 0; i < hs.size(); i++) {
+		const PortMapStats &st = hs[i][0]->ep->port_map()->stats();
+		replies += st.replies;
+		hosts.push_back({{"host", ip_str(o.hosts[i].ip)},
+				 {"probes", st.probes},
+				 {"replies", st.replies},
+				 {"lost", st.lost}});
+	}
+	std::fprintf(stderr, "lumen-dp collective: paths to the other processes' ranks %s in %.1f ms (%llu replies)\n",
+		     settled ? "discovered" : "NOT all discovered", ms, (unsigned long long)replies);
+	return {{"settled", settled}, {"ms", ms}, {"hosts", hosts}};
+}
+
 } // namespace
 
 /* The body of collective mode inside run_hosts (mode_hosts.cpp), once the
- * ports, the hosts and the port maps are there. */
+ * ports, the hosts and the port maps are there. hs[i] is --host i's. */
 int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> &hs,
 		   const std::function<void()> &after_loop)
 {
-	const uint32_t n = (uint32_t)hs.size();
+	/* every rank's address; local[r]: rank r is this process's, host_of[r] its --host */
+	std::vector<uint32_t> ips = o.rank_ips;
+	if (ips.empty())
+		for (const HostSpec &h : o.hosts)
+			ips.push_back(h.ip);
+	const uint32_t n = (uint32_t)ips.size();
+	std::vector<bool> local(n, false);
+	std::vector<size_t> host_of(n, SIZE_MAX), local_ranks;
+	for (size_t i = 0; i < o.hosts.size(); i++) {
+		uint32_t r = (uint32_t)(std::find(ips.begin(), ips.end(), o.hosts[i].ip) - ips.begin());
+		local[r] = true;
+		host_of[r] = i;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		if (local[r])
+			local_ranks.push_back(r);
+	const bool spread = local_ranks.size() < n;
 	CollectiveParams p;
 	collective_from_name(o.collective, &p.collective);
 	reduce_type_from_name(o.reduce, &p.reduce);
@@ -143,42 +243,68 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 	CollectiveSchedule s;
 	build_collective(p, &s);
 
-	/* leaves: --leaves equal groups in --host order, or the hosts behind one gateway MAC */
-	std::vector<uint32_t> ips, leaf;
+	/* leaves: --leaves equal groups in rank order, or the hosts behind one
+	 * gateway MAC (all ranks local: check_rank_ips asks for --leaves when
+	 * the plan needs the others' leaves) */
+	std::vector<uint32_t> leaf(n, 0);
 	std::vector<Mac> gateways;
 	uint32_t leaves = o.leaves;
-	for (const HostSpec &h : o.hosts) {
-		ips.push_back(h.ip);
-		auto at = std::find(gateways.begin(), gateways.end(), h.gateway);
-		leaf.push_back(o.leaves ? (uint32_t)(ips.size() - 1) / (n / o.leaves)
-					: (uint32_t)(at - gateways.begin()));
-		if (at == gateways.end())
-			gateways.push_back(h.gateway);
-	}
-	if (!leaves)
-		leaves = (uint32_t)gateways.size();
-	std::vector<RankBuffers> want(n);
-	CollectiveBarrier barrier(n, s.steps.size());
-	std::vector<std::unique_ptr<CollectiveRank>> ranks;
-	std::vector<std::unique_ptr<UplinkPinner>> pinners;
-	const bool plan = o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL;
 	for (uint32_t r = 0; r < n; r++) {
-		Endpoint &ep = *hs[r][0]->ep;
-		ranks.push_back(std::make_unique<CollectiveRank>(s, r, ep.engine(), ips, o.hosts[r].gateway, barrier));
-		fill_input(p, r, o.engine.seed, &ranks[r]->buffers());
-		want[r] = ranks[r]->buffers();
+		if (o.leaves) {
+			leaf[r] = r / (n / o.leaves);
+			continue;
+		}
+		if (!local[r])
+			continue;
+		const Mac &g = o.hosts[host_of[r]].gateway;
+		auto at = std::find(gateways.begin(), gateways.end(), g);
+		leaf[r] = (uint32_t)(at - gateways.begin());
+		if (at == gateways.end())
+			gateways.push_back(g);
+	}
+	if (!leaves && !spread)
+		leaves = (uint32_t)gateways.size();
+	const bool plan = o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL;
+	if (plan && spread)
+		run.note("paths_remote", discover_remote(o, hs, ips, local));
+
+	/* the reference of every rank: the inputs are a function of --seed and the rank */
+	std::vector<RankBuffers> want(n);
+	for (uint32_t r = 0; r < n; r++) {
+		CollectiveLayout l = collective_layout(p, r);
+		want[r].send.assign(l.send_bytes, 0);
+		want[r].recv.assign(l.recv_bytes, 0);
+		fill_input(p, r, o.engine.seed, &want[r]);
+	}
+	CollectiveBarrier shared(n, s.steps.size());
+	std::vector<std::unique_ptr<NetworkBarrier>> nets;
+	std::vector<std::unique_ptr<CollectiveRank>> ranks; /* the local ones, in rank order */
+	std::vector<std::unique_ptr<UplinkPinner>> pinners;
+	for (uint32_t r : local_ranks) {
+		Endpoint &ep = *hs[host_of[r]][0]->ep;
+		const Mac &gateway = o.hosts[host_of[r]].gateway;
+		StepBarrier *barrier = &shared;
+		if (spread) {
+			nets.push_back(
+				std::make_unique<NetworkBarrier>(ep.engine(), r, ips, gateway, s.steps.size(),
+								 CollectiveRank::control_conn_base(n, p.channels)));
+			barrier = nets.back().get();
+		}
+		ranks.push_back(std::make_unique<CollectiveRank>(s, r, ep.engine(), ips, gateway, *barrier));
+		CollectiveRank &rank = *ranks.back();
+		rank.buffers() = want[r];
 		/* sends leave from the rank's buffers without a copy where the port allows */
-		RankBuffers &b = ranks[r]->buffers();
-		ranks[r]->set_regions(ep.register_region(b.send.data(), b.send.size()),
-				      ep.register_region(b.recv.data(), b.recv.size()));
+		RankBuffers &b = rank.buffers();
+		rank.set_regions(ep.register_region(b.send.data(), b.send.size()),
+				 ep.register_region(b.recv.data(), b.recv.size()));
 		if (plan) {
 			pinners.push_back(std::make_unique<UplinkPinner>(*ep.port_map(), o.port_map.uplinks));
 			UplinkPinner *pp = pinners.back().get();
 			Engine *e = &ep.engine();
-			ranks[r]->set_planner(leaf, o.port_map.uplinks, o.engine.max_conns,
-					      [pp, e, &ips](Connection &c, uint32_t peer, uint32_t uplink) {
-						      return pin_planned(*pp, *e, c, ips[peer], uplink);
-					      });
+			rank.set_planner(leaf, o.port_map.uplinks, o.engine.max_conns,
+					 [pp, e, &ips](Connection &c, uint32_t peer, uint32_t uplink) {
+						 return pin_planned(*pp, *e, c, ips[peer], uplink);
+					 });
 			reroute_by_uplinks(ep, pp);
 		}
 	}
@@ -191,36 +317,42 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 	run.wait_start();
 	/* one rank's error ends the run: the others would wait at its barrier */
 	auto failed = std::make_shared<std::atomic<bool>>(false);
-	for (uint32_t r = 0; r < n; r++) {
-		if (std::string e = ranks[r]->open(0); !e.empty()) {
-			std::fprintf(stderr, "lumen-dp collective: rank %u: %s\n", r, e.c_str());
+	for (auto &rk : ranks) {
+		if (std::string e = rk->open(0); !e.empty()) {
+			std::fprintf(stderr, "lumen-dp collective: rank %u: %s\n", rk->rank(), e.c_str());
 			return 1;
 		}
-		Host *h = hs[r][0];
-		CollectiveRank *rank = ranks[r].get();
+		Host *h = hs[host_of[rk->rank()]][0];
+		CollectiveRank *rank = rk.get();
 		h->msgs_total = 1;
 		h->tick = [h, rank, failed](uint64_t now) {
 			rank->tick(now);
 			if (!rank->error().empty())
 				failed->store(true, std::memory_order_relaxed);
-			if (rank->done() || failed->load(std::memory_order_relaxed))
+			if (rank->released(now) || failed->load(std::memory_order_relaxed))
 				h->msgs_done.store(1, std::memory_order_relaxed);
 		};
 	}
+	std::string mine;
+	for (uint32_t r : local_ranks)
+		mine += (mine.empty() ? "" : ",") + std::to_string(r);
 	std::fprintf(stderr,
-		     "lumen-dp collective: %s of %llu bytes over %u ranks (%u leaves), %u channel(s), %zu steps%s\n",
-		     collective_name(p.collective), (unsigned long long)p.bytes, n, leaves, p.channels, s.steps.size(),
-		     plan ? ", flows planned over the uplinks (Ethereal)" : "");
+		     "lumen-dp collective: %s of %llu bytes over %u ranks (here: %s; %u leaves), %u channel(s), %zu "
+		     "steps%s%s\n",
+		     collective_name(p.collective), (unsigned long long)p.bytes, n, mine.c_str(), leaves, p.channels,
+		     s.steps.size(), plan ? ", flows planned over the uplinks (Ethereal)" : "",
+		     spread ? ", a barrier of messages between the ranks" : "");
 	int rc = run.loop();
 	after_loop();
 
-	/* per step: the CCT (first start to last end over the ranks) and the flows */
+	/* per step: the CCT (first start to last end over the local ranks) and the flows */
 	nlohmann::json steps = nlohmann::json::array();
 	uint64_t t0 = UINT64_MAX, t1 = 0;
 	std::printf("  %4s %10s %10s %10s %10s %9s\n", "step", "CCT us", "flow p50", "flow p99", "flow max",
 		    "subflows");
 	for (size_t k = 0; k < s.steps.size(); k++) {
 		uint64_t start = UINT64_MAX, end = 0, subflows = 0, bytes = 0;
+		uint64_t retx = 0, nacks = 0, timeouts = 0, reroutes = 0;
 		std::vector<uint64_t> flows;
 		for (const auto &rk : ranks) {
 			const RankStepStats &st = rk->step_stats()[k];
@@ -228,6 +360,10 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 			end = std::max(end, st.end_ns);
 			subflows += st.subflows;
 			bytes += st.bytes_sent;
+			retx += st.retransmits;
+			nacks += st.nacks;
+			timeouts += st.timeouts;
+			reroutes += st.reroutes;
 		}
 		for (const auto &rk : ranks)
 			for (uint64_t d : rk->step_stats()[k].flow_done_ns)
@@ -243,18 +379,26 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 				 {"flow_p99_us", pct(flows, 0.99)},
 				 {"flow_max_us", pct(flows, 1.0)},
 				 {"bytes", bytes},
-				 {"subflows", subflows}});
+				 {"subflows", subflows},
+				 /* CLOCK_MONOTONIC: an experiment's port samples of the step */
+				 {"start_ns", end > start ? run.mono_ns(start) : 0},
+				 {"end_ns", end > start ? run.mono_ns(end) : 0},
+				 {"retransmits", retx},
+				 {"nacks_rcvd", nacks},
+				 {"timeouts", timeouts},
+				 {"reroutes", reroutes}});
 	}
 	double secs = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
 	double alg = algbw(p.bytes, secs) / 1e9, bus = alg * busbw_factor(p.collective, n);
 	uint32_t wrong = 0;
 	std::string why;
-	for (uint32_t r = 0; r < n; r++) {
-		bool ok = ranks[r]->done() && ranks[r]->buffers().recv == want[r].recv &&
-			  ranks[r]->buffers().send == want[r].send;
+	for (const auto &rk : ranks) {
+		const uint32_t r = rk->rank();
+		bool ok = rk->done() && rk->buffers().recv == want[r].recv && rk->buffers().send == want[r].send;
 		wrong += !ok;
-		if (!ranks[r]->error().empty() && why.empty())
-			why = "rank " + std::to_string(r) + ": " + ranks[r]->error();
+		if (!ok && why.empty())
+			why = "rank " + std::to_string(r) + ": " +
+			      (rk->done() ? "differs from the reference" : "not done: " + rk->waiting());
 	}
 	/* nccl-tests' line: size, type, redop, time, algbw, busbw, #wrong */
 	std::printf("  %12s %8s %6s %10s %9s %9s %7s\n", "size", "type", "redop", "time us", "algbw", "busbw",
@@ -263,16 +407,30 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		    reduce_type_name(p.reduce), collective_reduces(p.collective) ? "sum" : "none", secs * 1e6, alg, bus,
 		    wrong);
 	nlohmann::json uplinks = nlohmann::json::object();
-	for (uint32_t r = 0; r < pinners.size(); r++)
-		uplinks[ip_str(ips[r])] = {{"subflows_per_uplink", pinners[r]->load()},
-					   {"rerouted", pinners[r]->rerouted()}};
+	for (size_t k = 0; k < pinners.size(); k++)
+		uplinks[ip_str(ips[ranks[k]->rank()])] = {{"subflows_per_uplink", pinners[k]->load()},
+							  {"rerouted", pinners[k]->rerouted()},
+							  {"undone", pinners[k]->undone()}};
+	/* the network barrier's messages, summed over the local ranks */
+	NetworkBarrier::Stats ctl;
+	for (const auto &b : nets) {
+		ctl.sent += b->stats().sent;
+		ctl.acked += b->stats().acked;
+		ctl.received += b->stats().received;
+	}
 	run.note("collective", {{"name", collective_name(p.collective)},
 				{"ranks", n},
+				{"ranks_local", local_ranks},
 				{"leaves", leaves},
 				{"bytes", p.bytes},
 				{"channels", p.channels},
 				{"type", reduce_type_name(p.reduce)},
 				{"planned", plan},
+				{"barrier",
+				 {{"kind", spread ? "network" : "memory"},
+				  {"control_sent", ctl.sent},
+				  {"control_acked", ctl.acked},
+				  {"control_received", ctl.received}}},
 				{"time_us", secs * 1e6},
 				{"algbw_gbps", alg},
 				{"busbw_gbps", bus},
@@ -281,8 +439,9 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 				{"uplinks", uplinks}});
 	int rep = run.report("collective");
 	if (wrong) {
-		std::fprintf(stderr, "lumen-dp collective: FAILED: %u of %u ranks differ from the reference%s%s\n",
-			     wrong, n, why.empty() ? "" : "; ", why.c_str());
+		std::fprintf(stderr,
+			     "lumen-dp collective: FAILED: %u of %zu %sranks unfinished or unlike the reference; %s\n",
+			     wrong, ranks.size(), spread ? "local " : "", why.c_str());
 		rc = 1;
 	}
 	return std::max(rc, rep);

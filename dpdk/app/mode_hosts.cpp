@@ -287,27 +287,22 @@ nlohmann::json paths_json(const Options &o, const std::vector<std::vector<Host *
 	return maps;
 }
 
-/* --discover-paths: every host probes the paths to its destinations before
- * the clients start (the lcores do not poll yet, so this thread may), for
- * at most 5 s; the maps, and what each entropy found leads to, in the
- * summary. */
-nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Host *>> &hs,
-			      const std::vector<std::vector<size_t>> &dst)
+} // namespace
+
+/* Probe until the maps of hosts i have settled on their destinations ip
+ * ((i, ip) in want), for at most 5 s: the lcores do not poll yet, so this
+ * thread may. Whether all settled; *ms, how long it took. */
+bool probe_paths(const Options &o, const std::vector<std::vector<Host *>> &hs,
+		 const std::vector<std::pair<size_t, uint32_t>> &want, double *ms)
 {
-	const size_t n = o.hosts.size();
 	Clock clock;
 	const uint64_t t0 = clock.now_ns(), deadline = t0 + 5'000'000'000ull;
-	for (size_t i = 0; i < n; i++) {
-		Endpoint &ep = *hs[i][0]->ep;
-		ep.set_port_map(std::make_unique<PortMap>(o.port_map, ep.engine().config(), o.engine.seed + i));
-		for (size_t j : dst[i])
-			ep.port_map()->want(o.hosts[j].ip, o.hosts[i].gateway, t0);
-	}
+	for (const auto &[i, ip] : want)
+		hs[i][0]->ep->port_map()->want(ip, o.hosts[i].gateway, t0);
 	auto settled = [&] {
-		for (size_t i = 0; i < n; i++)
-			for (size_t j : dst[i])
-				if (!hs[i][0]->ep->port_map()->settled(o.hosts[j].ip))
-					return false;
+		for (const auto &[i, ip] : want)
+			if (!hs[i][0]->ep->port_map()->settled(ip))
+				return false;
 		return true;
 	};
 	uint64_t now = t0;
@@ -315,10 +310,33 @@ nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Ho
 		for (const auto &q : hs)
 			for (Host *h : q)
 				h->ep->poll(now);
+	*ms = (double)(now - t0) / 1e6;
+	return settled();
+}
+
+namespace
+{
+
+/* --discover-paths: every host probes the paths to its destinations before
+ * the clients start (the lcores do not poll yet, so this thread may), for
+ * at most 5 s; the maps, and what each entropy found leads to, in the
+ * summary. */
+nlohmann::json discover_paths(const Options &o, const std::vector<std::vector<Host *>> &hs,
+			      const std::vector<std::vector<size_t>> &dst)
+{
+	std::vector<std::pair<size_t, uint32_t>> want;
+	for (size_t i = 0; i < o.hosts.size(); i++) {
+		Endpoint &ep = *hs[i][0]->ep;
+		ep.set_port_map(std::make_unique<PortMap>(o.port_map, ep.engine().config(), o.engine.seed + i));
+		for (size_t j : dst[i])
+			want.emplace_back(i, o.hosts[j].ip);
+	}
+	double ms = 0;
+	const bool settled = probe_paths(o, hs, want, &ms);
 	nlohmann::json maps = paths_json(o, hs, dst, true);
-	std::fprintf(stderr, "lumen-dp hosts: paths %s in %.1f ms\n", settled() ? "discovered" : "NOT all discovered",
-		     (double)(now - t0) / 1e6);
-	return {{"settled", settled()}, {"ms", (double)(now - t0) / 1e6}, {"hosts", maps}};
+	std::fprintf(stderr, "lumen-dp hosts: paths %s in %.1f ms\n", settled ? "discovered" : "NOT all discovered",
+		     ms);
+	return {{"settled", settled}, {"ms", ms}, {"hosts", maps}};
 }
 
 /* --path ethereal with --discover-paths: each host's connections to a
@@ -360,8 +378,8 @@ int run_hosts(Options &o)
 	const size_t n = o.hosts.size();
 	std::string err;
 	const size_t queues = o.queues.queues;
-	rte_mempool *pool =
-		make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n * queues + 8192), &err);
+	rte_mempool *pool = make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n * queues + 8192),
+				      frame_bytes(o), &err);
 	if (!pool)
 		return hosts_fail(err);
 	std::vector<PortInfo> info(n);
@@ -373,7 +391,7 @@ int run_hosts(Options &o)
 	};
 	for (size_t i = 0; i < n; i++) {
 		started++;
-		if (std::string e = port_setup(o.hosts[i].port, o.queues, pool, &info[i]); !e.empty()) {
+		if (std::string e = port_setup(o.hosts[i].port, o.queues, pool, o.engine.mtu, &info[i]); !e.empty()) {
 			release();
 			return hosts_fail(e);
 		}
@@ -389,7 +407,11 @@ int run_hosts(Options &o)
 		std::string t;
 		for (size_t j : dst[i])
 			t += (t.empty() ? ", sends to " : ", ") + ip_str(o.hosts[j].ip);
-		return o.mode == "collective" ? ", rank " + std::to_string(i) : t;
+		if (o.mode != "collective")
+			return t;
+		/* its place in --rank-ips when the ranks are spread over processes */
+		auto at = std::find(o.rank_ips.begin(), o.rank_ips.end(), o.hosts[i].ip);
+		return ", rank " + std::to_string(o.rank_ips.empty() ? i : (size_t)(at - o.rank_ips.begin()));
 	};
 	for (size_t i = 0; i < n; i++)
 		std::fprintf(stderr, "  %-15s port %u (%s, %s), %s, gateway %s%s\n", ip_str(o.hosts[i].ip).c_str(),
@@ -458,7 +480,8 @@ int run_hosts(Options &o)
 			nlohmann::json loads = nlohmann::json::object();
 			for (size_t i = 0; i < n; i++)
 				loads[ip_str(o.hosts[i].ip)] = {{"subflows_per_uplink", pinners[i]->load()},
-								{"rerouted", pinners[i]->rerouted()}};
+								{"rerouted", pinners[i]->rerouted()},
+								{"undone", pinners[i]->undone()}};
 			run.note("uplinks", loads);
 		}
 		if (!o.demand_mbps.empty()) {

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/options.h"
 #include "transport/ethereal_plan.h"
 
 namespace lumen::dp
@@ -158,14 +159,12 @@ std::string parse(int argc, char **argv, PlanArgs *a, bool *help)
 		case kHelp:
 			*help = true;
 			return "";
-		case ':':
-			return std::string("option ") + argv[optind - 1] + " needs a value";
 		default:
-			return std::string("unknown option ") + argv[optind - 1];
+			return getopt_error(c, argv);
 		}
 	}
-	if (optind < argc)
-		return std::string("unexpected argument '") + argv[optind] + "'";
+	if (std::string e = leftover_argument(argc, argv); !e.empty())
+		return e;
 	if (!have_uplinks)
 		return "--uplinks (the leaf's uplinks, one per spine) is required";
 	if (a->demands.empty())

@@ -73,10 +73,10 @@ int run_perf(Options &o)
 	std::string err;
 	PortInfo info;
 
-	rte_mempool *pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, &err);
+	rte_mempool *pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, frame_bytes(o), &err);
 	if (!pool)
 		return fail("perf", err);
-	if (std::string e = port_setup(o.port, o.queues, pool, &info); !e.empty()) {
+	if (std::string e = port_setup(o.port, o.queues, pool, o.engine.mtu, &info); !e.empty()) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
 		return fail("perf", e);
@@ -183,11 +183,11 @@ int run_pair(Options &o)
 	auto body = [&]() -> int {
 		if (std::string e = make_ring_ports(o.queues.queues, &rings, &pa, &pb); !e.empty())
 			return fail("pair", e);
-		if (!(pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, &err)))
+		if (!(pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, frame_bytes(o), &err)))
 			return fail("pair", err);
-		if (std::string e = port_setup((uint16_t)pa, o.queues, pool, &ia); !e.empty())
+		if (std::string e = port_setup((uint16_t)pa, o.queues, pool, o.engine.mtu, &ia); !e.empty())
 			return fail("pair", e);
-		if (std::string e = port_setup((uint16_t)pb, o.queues, pool, &ib); !e.empty())
+		if (std::string e = port_setup((uint16_t)pb, o.queues, pool, o.engine.mtu, &ib); !e.empty())
 			return fail("pair", e);
 		if (o.queues.queues > 1)
 			std::fprintf(stderr, "lumen-dp pair: %s, %u lcore(s)\n", queues_str(ia).c_str(),
@@ -286,6 +286,11 @@ const Mode kModes[] = {
 	 "  --size BYTES        nccl-tests' size: one rank's whole buffer (1048576)\n"
 	 "  --channels C        parallel flows per peer, each a slice of the data (1)\n"
 	 "  --reduce T          float32 or int32, what the sums add (float32)\n"
+	 "  --leaves L          L equal leaves of consecutive ranks (default: one per gateway MAC)\n"
+	 "  --rank-ips IP,...   every rank's address in rank order, when the ranks are spread over\n"
+	 "                      processes: this one runs the ranks of its --host entries, the steps are\n"
+	 "                      separated by messages between the ranks (with --discover-paths: give\n"
+	 "                      --leaves, and one --start-at to every process)\n"
 	 "  with --path ethereal --discover-paths S, each step's flows are split and pinned over\n"
 	 "  the S uplinks of their leaf (hosts with one gateway are a leaf); the ranks are the\n"
 	 "  hosts in --host order; the result of every rank is checked against a reference\n",

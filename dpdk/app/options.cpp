@@ -80,6 +80,7 @@ enum Opt {
 	kChannels,
 	kReduce,
 	kLeaves,
+	kRankIps,
 	kHelp,
 };
 
@@ -138,6 +139,7 @@ const option kLong[] = {
 	{"channels", required_argument, nullptr, kChannels},
 	{"reduce", required_argument, nullptr, kReduce},
 	{"leaves", required_argument, nullptr, kLeaves},
+	{"rank-ips", required_argument, nullptr, kRankIps},
 	{"probe-ttl", required_argument, nullptr, kProbeTtl},
 	{"probe-gap-us", required_argument, nullptr, kProbeGap},
 	{"probe-age-ms", required_argument, nullptr, kProbeAge},
@@ -166,7 +168,8 @@ const char kCommonUsage[] = "transport:\n"
 			    "                      network, above the longest a frame and its ACK wait for\n"
 			    "                      their circuits (two periods and the gate's hold)\n"
 			    "  --rto-max-us N      retransmission timeout's ceiling (100000)\n"
-			    "  --gbn               Go-Back-N (in-order receiver, NACKs) instead of SACK\n"
+			    "  --gbn               Go-Back-N (in-order receiver, NACKs) instead of SACK;\n"
+			    "                      single-path policies only (ecmp, ethereal)\n"
 			    "  --ce-nack-threshold PCT  receiver, with --gbn: when more than PCT % of a\n"
 			    "                      connection's DATA in a window was CE-marked, NACK (the\n"
 			    "                      sender goes back N; ethereal's moves to another path),\n"
@@ -296,6 +299,18 @@ std::string ip_str(uint32_t ip)
 
 	inet_ntop(AF_INET, &a, s, sizeof(s));
 	return s;
+}
+
+std::string getopt_error(int c, char **argv)
+{
+	if (c == ':')
+		return std::string("option ") + argv[optind - 1] + " needs a value";
+	return std::string("unknown option ") + argv[optind - 1];
+}
+
+std::string leftover_argument(int argc, char **argv)
+{
+	return optind < argc ? std::string("unexpected argument '") + argv[optind] + "'" : "";
 }
 
 std::string parse_options(int argc, char **argv, Options *o, bool *help)
@@ -472,6 +487,22 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			NUM("leaves", 1, 64);
 			o->leaves = (uint32_t)v;
 			break;
+		case kRankIps: {
+			/* every rank's address in rank order (checked by check_collective) */
+			std::string list = a;
+			o->rank_ips.clear();
+			for (size_t start = 0; start <= list.size();) {
+				size_t comma = std::min(list.find(',', start), list.size());
+				uint32_t ip;
+				std::string one = list.substr(start, comma - start);
+				if (!parse_ip(one.c_str(), &ip))
+					return "--rank-ips: '" + one +
+					       "' is not an IPv4 address (give IP,IP,... in rank order)";
+				o->rank_ips.push_back(ip);
+				start = comma + 1;
+			}
+			break;
+		}
 		case kNoVerify:
 			o->engine.verify = false;
 			break;
@@ -585,15 +616,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kHelp:
 			*help = true;
 			return "";
-		case ':':
-			return std::string("option ") + argv[optind - 1] + " needs a value";
 		default:
-			return std::string("unknown option ") + argv[optind - 1];
+			return getopt_error(c, argv);
 		}
 #undef NUM
 	}
-	if (optind < argc)
-		return std::string("unexpected argument '") + argv[optind] + "'";
+	if (std::string e = leftover_argument(argc, argv); !e.empty())
+		return e;
 	if (std::string e = queues_validate(o->queues.udp_base, o->queues.queues); !e.empty())
 		return "--queues " + std::to_string(o->queues.queues) + " --udp-port " +
 		       std::to_string(o->queues.udp_base) + ": " + e;
@@ -622,7 +651,7 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		return "--probe-ttl, --probe-gap-us and --probe-age-ms tune --discover-paths";
 	}
 	if (o->mode != "collective")
-		for (const char *k : {"collective", "size", "channels", "reduce", "leaves"})
+		for (const char *k : {"collective", "size", "channels", "reduce", "leaves", "rank-ips"})
 			if (o->given.count(k))
 				return std::string("--") + k + " is collective mode's";
 	if (!o->engine.randomize_order && o->engine.start_jitter_ns)

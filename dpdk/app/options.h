@@ -66,6 +66,9 @@ struct Options {
 	uint32_t channels = 1;
 	std::string reduce = "float32";
 	uint32_t leaves = 0; /* --leaves L: L equal groups of consecutive ranks; 0: one per gateway MAC */
+	/* --rank-ips: every rank's address in rank order, when the ranks are
+	 * spread over processes; this process's are the --host ones */
+	std::vector<uint32_t> rank_ips;
 	uint32_t conns = 1, msg_size = 1 << 20, msgs = 0 /* per connection; 0 = until --time */, depth = 1;
 	double seconds = 0; /* 0: until the messages are done (client) or SIGINT (server) */
 	std::string json; /* summary file, "-" for stdout */
@@ -96,8 +99,18 @@ const Mode *find_mode(const std::string &name);
 /* Parse argv (argv[0] is the mode) into o; "" or the error. --help: *help set. */
 std::string parse_options(int argc, char **argv, Options *o, bool *help);
 void print_usage(const char *prog, const Mode *m);
+/* getopt_long's answer c outside a mode's options (':' a missing value,
+ * anything else unknown) as the error, argv as getopt left it. */
+std::string getopt_error(int c, char **argv);
+/* What getopt left unparsed: "" when nothing, else the error. */
+std::string leftover_argument(int argc, char **argv);
 
 std::string ip_str(uint32_t ip);
+/* The largest frame the engine builds: --mtu and the Ethernet header. */
+inline uint32_t frame_bytes(const Options &o)
+{
+	return o.engine.mtu + 14;
+}
 
 } // namespace lumen::dp
 

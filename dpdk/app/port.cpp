@@ -11,13 +11,17 @@
 namespace lumen::dp
 {
 
-rte_mempool *make_pool(const char *name, unsigned mbufs, std::string *err)
+rte_mempool *make_pool(const char *name, unsigned mbufs, uint32_t frame_bytes, std::string *err)
 {
-	rte_mempool *mp = rte_pktmbuf_pool_create(name, mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	const uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + frame_bytes);
+	rte_mempool *mp = nullptr;
 
+	if (room <= UINT16_MAX)
+		mp = rte_pktmbuf_pool_create(name, mbufs, 256, 0, (uint16_t)room, (int)rte_socket_id());
 	if (!mp)
-		*err = std::string("cannot create the packet pool (") + std::to_string(mbufs) +
-		       " mbufs): " + rte_strerror(rte_errno) + "; give EAL more memory (-m) or hugepages";
+		*err = std::string("cannot create the packet pool (") + std::to_string(mbufs) + " mbufs of " +
+		       std::to_string(room) + " bytes): " + rte_strerror(rte_errno) +
+		       "; give EAL more memory (-m) or hugepages";
 	return mp;
 }
 
@@ -131,11 +135,15 @@ static std::string steer(uint16_t port, const QueueSetup &qs, PortInfo *info)
 
 /* The device's configuration for qs: RSS on what keeps a connection on one
  * queue where the port has it (it only spreads the steering work). */
-static std::string configure(uint16_t port, const rte_eth_dev_info &dev, const QueueSetup &qs, PortInfo *info)
+static std::string configure(uint16_t port, const rte_eth_dev_info &dev, const QueueSetup &qs, uint32_t mtu,
+			     PortInfo *info)
 {
 	rte_eth_conf conf{};
 	int rc;
 
+	/* the port carries the MTU or says why not (ethdev checks it against
+	 * the driver's min/max MTU and largest frame) */
+	conf.rxmode.mtu = mtu;
 	if (qs.queues > dev.max_rx_queues || qs.queues > dev.max_tx_queues)
 		return "port " + std::to_string(port) + " (" + info->driver + ") has at most " +
 		       std::to_string(std::min(dev.max_rx_queues, dev.max_tx_queues)) + " queues (--queues " +
@@ -147,11 +155,18 @@ static std::string configure(uint16_t port, const rte_eth_dev_info &dev, const Q
 		conf.rx_adv_conf.rss_conf.rss_hf = info->rss_hf;
 	}
 	if ((rc = rte_eth_dev_configure(port, qs.queues, qs.queues, &conf)) != 0)
-		return "port " + std::to_string(port) + ": configure: " + rte_strerror(-rc);
+		return "port " + std::to_string(port) + " (" + info->driver + "): configure" +
+		       (mtu != RTE_ETHER_MTU ? " with MTU " + std::to_string(mtu) + " (the port's largest: " +
+						       std::to_string(std::min<uint32_t>(
+							       dev.max_mtu, dev.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+										    RTE_ETHER_CRC_LEN)) +
+						       ")"
+					     : std::string()) +
+		       ": " + rte_strerror(-rc);
 	return "";
 }
 
-std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, PortInfo *info)
+std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, uint32_t mtu, PortInfo *info)
 {
 	rte_eth_dev_info dev{};
 	rte_ether_addr addr{};
@@ -165,7 +180,13 @@ std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, P
 	info->driver = dev.driver_name ? dev.driver_name : "?";
 	info->queues = qs.queues;
 	info->udp_base = qs.udp_base;
-	if (std::string e = configure(port, dev, qs, info); !e.empty())
+	/* a frame the mbufs cannot hold would be built nowhere: the DATA of a
+	 * connection would never go out */
+	const uint32_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
+	if (mtu + RTE_ETHER_HDR_LEN > room)
+		return "--mtu " + std::to_string(mtu) + ": frames of " + std::to_string(mtu + RTE_ETHER_HDR_LEN) +
+		       " bytes do not fit the pool's mbufs (" + std::to_string(room) + " bytes)";
+	if (std::string e = configure(port, dev, qs, mtu, info); !e.empty())
 		return e;
 	uint16_t rxd = kRxDesc, txd = kTxDesc;
 	rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);

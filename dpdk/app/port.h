@@ -36,8 +36,10 @@ constexpr uint16_t kBurst = 32;
 constexpr uint16_t kRxDesc = 1024, kTxDesc = 1024;
 constexpr unsigned kSteerRing = 4096; /* frames waiting for a queue's lcore (software steering) */
 
-/* A pool big enough for every queue's descriptors and bursts in flight. */
-rte_mempool *make_pool(const char *name, unsigned mbufs, std::string *err);
+/* A pool big enough for every queue's descriptors and bursts in flight,
+ * each mbuf holding a whole frame of frame_bytes (MTU + Ethernet header;
+ * at least DPDK's default 2 KB). */
+rte_mempool *make_pool(const char *name, unsigned mbufs, uint32_t frame_bytes, std::string *err);
 
 /* How frames reach the queue that owns their destination port (--steer). */
 enum class Steer {
@@ -71,8 +73,10 @@ struct PortInfo {
 	std::unique_ptr<SoftSteer> soft; /* set with software steering */
 };
 
-/* Configure and start port with qs.queues queue pairs and steer them; "" or why not. */
-std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, PortInfo *info);
+/* Configure and start port with qs.queues queue pairs and an MTU of mtu
+ * (IP bytes, as --mtu) and steer them; "" or why not (a port that cannot
+ * carry the MTU, a pool whose mbufs cannot hold its frames). */
+std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, uint32_t mtu, PortInfo *info);
 /* Stop and close a port set up (even partly) by port_setup; the frames
  * left in its steering rings are freed. */
 void port_stop(uint16_t port, PortInfo *info);

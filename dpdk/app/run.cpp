@@ -610,6 +610,7 @@ nlohmann::json Run::summary() const
 				      {"malformed", e.stats().malformed},
 				      {"bad_version", e.stats().bad_version},
 				      {"no_conn", e.stats().no_conn},
+				      {"unknown_data", e.stats().unknown_data},
 				      {"conn_refused", e.stats().conn_refused},
 				      {"probes", e.stats().probes_rcvd},
 				      {"bad_path_choices", e.stats().bad_path_choices},

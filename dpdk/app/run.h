@@ -112,6 +112,12 @@ class Run
 	{
 		return elapsed_s_;
 	}
+	/* A time of the polls (what hosts' ticks and engines see) on
+	 * CLOCK_MONOTONIC, as other processes time it. */
+	uint64_t mono_ns(uint64_t now_ns) const
+	{
+		return clock_.mono_ns(now_ns);
+	}
 	const std::vector<std::unique_ptr<Host>> &hosts() const
 	{
 		return hosts_;

@@ -158,13 +158,13 @@ int run(const Args &a)
 		return usage("cannot create the rings");
 	int pc = rte_eth_from_rings("rpc_client", &ba, 1, &ab, 1, (unsigned)rte_socket_id());
 	int ps = rte_eth_from_rings("rpc_server", &ab, 1, &ba, 1, (unsigned)rte_socket_id());
-	rte_mempool *pool = make_pool("rpc_pool", 16384, &err);
+	rte_mempool *pool = make_pool("rpc_pool", 16384, RTE_ETHER_MTU + RTE_ETHER_HDR_LEN, &err);
 	if (pc < 0 || ps < 0 || !pool)
 		return usage(err.empty() ? "cannot create the ring ports" : err.c_str());
 	PortInfo ic, is;
-	if (std::string e = port_setup((uint16_t)pc, QueueSetup{}, pool, &ic); !e.empty())
+	if (std::string e = port_setup((uint16_t)pc, QueueSetup{}, pool, RTE_ETHER_MTU, &ic); !e.empty())
 		return usage(e.c_str());
-	if (std::string e = port_setup((uint16_t)ps, QueueSetup{}, pool, &is); !e.empty())
+	if (std::string e = port_setup((uint16_t)ps, QueueSetup{}, pool, RTE_ETHER_MTU, &is); !e.empty())
 		return usage(e.c_str());
 
 	DpdkBuffer requests(area), echoes(area), at_server(2 * area);

@@ -28,7 +28,7 @@ uint32_t CollectiveRank::conn_id(uint32_t ranks, uint32_t channels, uint32_t src
 }
 
 CollectiveRank::CollectiveRank(const CollectiveSchedule &schedule, uint32_t rank, Engine &engine,
-			       std::vector<uint32_t> ips, const Mac &gateway, CollectiveBarrier &barrier)
+			       std::vector<uint32_t> ips, const Mac &gateway, StepBarrier &barrier)
     : schedule_(schedule), rank_(rank), ranks_(schedule.params.ranks), channels_(schedule.params.channels),
       engine_(engine), ips_(std::move(ips)), gateway_(gateway), barrier_(barrier), stats_(schedule.steps.size())
 {
@@ -97,13 +97,15 @@ uint8_t *CollectiveRank::bytes_of(Buffer b, uint64_t off)
 
 std::string CollectiveRank::open(uint64_t now_ns)
 {
-	if ((uint64_t)ranks_ * ranks_ * channels_ * kMaxParts >= (1u << 31))
+	/* the data connections' ids and the network barrier's above them */
+	if ((uint64_t)ranks_ * ranks_ * (channels_ * kMaxParts + 1) >= (1u << 31))
 		return "too many ranks and channels for connection ids";
-	if (schedule_.steps.empty()) {
+	if (schedule_.steps.empty())
 		finished_ = true;
-		return "";
-	}
-	return post_receives(0, now_ns);
+	else if (std::string e = post_receives(0, now_ns); !e.empty())
+		return e;
+	/* the step's buffers are posted: the barrier may say so */
+	return barrier_.open(now_ns);
 }
 
 /* Step s's receive buffers: every part of every flow to this rank, where
@@ -170,6 +172,7 @@ void CollectiveRank::post_sends(size_t step, uint64_t now_ns)
 	RankStepStats &st = stats_[step];
 
 	st.start_ns = now_ns;
+	st.at_start = engine_.totals();
 	sending_ = true;
 	sends_left_ = 0;
 	/* local copies: the source is as the step found it */
@@ -223,8 +226,10 @@ void CollectiveRank::apply_ready()
 	}
 }
 
-void CollectiveRank::on_complete(Connection &, const Completion &d)
+void CollectiveRank::on_complete(Connection &c, const Completion &d)
 {
+	if (barrier_.on_complete(c, d))
+		return;
 	if (d.status != MsgStatus::kOk) {
 		if (error_.empty())
 			error_ = std::string("a message ") + msg_status_name(d.status);
@@ -254,23 +259,53 @@ void CollectiveRank::maybe_finish(uint64_t now_ns)
 {
 	if (!sending_ || finished_ || sends_left_ || next_apply_ < incoming_.size())
 		return;
-	stats_[step_].end_ns = now_ns;
+	const size_t step = step_;
+	RankStepStats &st = stats_[step];
+	const ConnStats t = engine_.totals();
+	st.end_ns = now_ns;
+	st.retransmits = t.retransmits - st.at_start.retransmits;
+	st.nacks = t.nacks_rcvd - st.at_start.nacks_rcvd;
+	st.timeouts = t.timeouts - st.at_start.timeouts;
+	st.reroutes = t.reroutes - st.at_start.reroutes;
 	finished_ = true;
-	barrier_.finish(step_);
-	if (step_ + 1 < schedule_.steps.size()) {
-		if (std::string e = post_receives(step_ + 1, now_ns); !e.empty())
+	/* the next step's buffers first: the barrier's word lets the others send into them */
+	if (step + 1 < schedule_.steps.size()) {
+		if (std::string e = post_receives(step + 1, now_ns); !e.empty()) {
 			error_ = e;
+			return;
+		}
 	} else {
 		step_ = schedule_.steps.size();
 	}
+	barrier_.finish(step, now_ns);
 }
 
 void CollectiveRank::tick(uint64_t now_ns)
 {
+	if (error_.empty())
+		error_ = barrier_.error();
 	if (step_ >= schedule_.steps.size() || sending_ || !error_.empty())
 		return;
-	if (step_ == 0 || barrier_.passed(step_ - 1))
+	if (step_ == 0 ? barrier_.ready() : barrier_.passed(step_ - 1))
 		post_sends(step_, now_ns);
+}
+
+std::string CollectiveRank::waiting() const
+{
+	if (!error_.empty())
+		return error_;
+	const size_t n = schedule_.steps.size();
+	std::string at =
+		step_ >= n ? "after the last step" : "at step " + std::to_string(step_) + " of " + std::to_string(n);
+	std::string b = barrier_.waiting();
+	if (!b.empty())
+		return at + ": " + b;
+	if (step_ >= n)
+		return done() ? "" : at;
+	if (!sending_)
+		return at + ": waiting for the barrier";
+	return at + ": " + std::to_string(sends_left_) + " send(s) unacknowledged, " +
+	       std::to_string(incoming_.size() - next_apply_) + " incoming flow(s) incomplete";
 }
 
 } // namespace lumen::dp

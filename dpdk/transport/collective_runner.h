@@ -14,7 +14,7 @@
 // its k-th receive buffer's.
 //
 // A step. When the rank has finished step s (its sends acknowledged, its
-// receptions applied) it posts the receive buffers of step s+1 at once, and
+// receptions applied) it posts the receive buffers of step s+1 at once, then
 // says so to the barrier; it posts its sends of step s+1 when every rank has
 // finished step s (the barrier). So every buffer is posted before a byte
 // for it can arrive, and no send of a step reads what the step before is
@@ -30,11 +30,12 @@
 // connection, pinned to the planner's uplink through pin(), the shell's
 // mapping from (peer, uplink) to an entropy found by probing.
 //
-// The barrier is the only state shared between ranks (atomics): the ranks
-// of one process may be polled by different lcores.
+// The barrier (collective_barrier.h) is in memory when every rank is in
+// one process (the only state the ranks share: atomics, as they may be
+// polled by different lcores), or messages on control connections (ids from
+// control_conn_base) when some ranks are elsewhere.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,31 +44,11 @@
 #include <vector>
 
 #include "transport/collective.h"
+#include "transport/collective_barrier.h"
 #include "transport/engine.h"
 
 namespace lumen::dp
 {
-
-// How many ranks have finished each step.
-class CollectiveBarrier
-{
-      public:
-	CollectiveBarrier(uint32_t ranks, size_t steps) : ranks_(ranks), done_(steps)
-	{
-	}
-	void finish(size_t step)
-	{
-		done_[step].fetch_add(1, std::memory_order_acq_rel);
-	}
-	bool passed(size_t step) const
-	{
-		return done_[step].load(std::memory_order_acquire) >= ranks_;
-	}
-
-      private:
-	uint32_t ranks_;
-	std::vector<std::atomic<uint32_t>> done_;
-};
 
 // When a rank's step began (its sends posted) and ended (its last
 // completion), and when each of its incoming flows was complete.
@@ -76,6 +57,10 @@ struct RankStepStats {
 	std::vector<uint64_t> flow_done_ns; // incoming flows (whole transfers), completion time
 	uint64_t bytes_sent = 0, bytes_received = 0;
 	uint32_t messages_sent = 0, subflows = 0; // subflows: messages of planned parts
+	// the rank's engine during the step (its connections' counters, the
+	// barrier's included): what the transport did for it
+	uint64_t retransmits = 0, nacks = 0, timeouts = 0, reroutes = 0;
+	ConnStats at_start; // the engine's totals when the step began
 };
 
 class CollectiveRank
@@ -84,9 +69,11 @@ class CollectiveRank
 	static constexpr uint32_t kMaxParts = 16; // parts of one flow (Ethereal's split)
 
 	// schedule and barrier outlive the rank; ips[r] is rank r's address,
-	// gateway the MAC every frame of this rank goes to.
+	// gateway the MAC every frame of this rank goes to. The barrier may be
+	// shared (CollectiveBarrier) or the rank's own (NetworkBarrier on the
+	// same engine: the rank hands it the completions of its connections).
 	CollectiveRank(const CollectiveSchedule &schedule, uint32_t rank, Engine &engine, std::vector<uint32_t> ips,
-		       const Mac &gateway, CollectiveBarrier &barrier);
+		       const Mac &gateway, StepBarrier &barrier);
 
 	// Ethereal: plan each step's flows over `uplinks` uplinks (leaf_of_rank
 	// says where every rank is); pin(connection, peer rank, uplink) pins a
@@ -110,6 +97,13 @@ class CollectiveRank
 	{
 		return step_ >= schedule_.steps.size() && finished_;
 	}
+	// Done, and the barrier lets the rank go (its peers need nothing more of it).
+	bool released(uint64_t now_ns) const
+	{
+		return done() && barrier_.released(now_ns);
+	}
+	// What the rank waits for when it is not done (for a report).
+	std::string waiting() const;
 	// A message that failed (its status), or "" when none did.
 	const std::string &error() const
 	{
@@ -130,6 +124,11 @@ class CollectiveRank
 	}
 	static uint32_t conn_id(uint32_t ranks, uint32_t channels, uint32_t src, uint32_t dst, uint32_t channel,
 				uint32_t part);
+	// The first connection id above every data connection's (the network barrier's).
+	static uint32_t control_conn_base(uint32_t ranks, uint32_t channels)
+	{
+		return conn_id(ranks, channels, ranks - 1, ranks - 1, channels - 1, kMaxParts - 1) + 1;
+	}
 
       private:
 	struct Part {
@@ -160,7 +159,7 @@ class CollectiveRank
 	Engine &engine_;
 	std::vector<uint32_t> ips_;
 	Mac gateway_;
-	CollectiveBarrier &barrier_;
+	StepBarrier &barrier_;
 	RankBuffers buf_;
 	std::vector<uint8_t> staging_;
 	std::vector<uint32_t> leaf_of_rank_;

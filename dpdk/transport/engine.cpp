@@ -309,6 +309,10 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 	}
 	Connection *c = find(p.ip_src, p.conn_id);
 	if (p.type == LUMEN_DP_DATA) {
+		if (!c && !cfg_.open_on_data) {
+			stats_.unknown_data++;
+			return;
+		}
 		if (!c) {
 			Mac mac;
 			std::memcpy(mac.data(), p.eth_src, mac.size());

@@ -143,6 +143,13 @@ struct EngineConfig {
 	bool verify = true; /* write and check payload patterns */
 	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
 	uint32_t max_conns = 16384;
+	/* A DATA frame for a connection this engine does not have opens it (a
+	 * server's way: perf, pair, hosts). Off, it is dropped and counted
+	 * (EngineStats::unknown_data), and its sender resends: for
+	 * applications that open every connection themselves (accept) before
+	 * a byte may arrive, as collectives do; a message that came early then
+	 * waits for its receive buffer instead of being taken without one. */
+	bool open_on_data = true;
 	/* A connection fails (its messages complete kTimedOut) after this many
 	 * RTOs in a row without the cumulative ACK moving; 0: never (it keeps
 	 * trying, as the datapath's studies want). */
@@ -198,6 +205,7 @@ struct EngineStats {
 	uint64_t arrivals = 0; /* messages posted to idle connections (flow arrivals) */
 	uint64_t probes_rcvd = 0; /* path probes (dp_probe.h) that reached us: ignored */
 	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
+	uint64_t unknown_data = 0; /* DATA for no connection, with open_on_data off: dropped */
 	uint64_t bad_path_choices = 0; /* choose_path answers outside the entropies (the default chose) */
 	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
 	uint8_t peer_version = 0; /* the version of the latest frame refused for it */

@@ -55,6 +55,12 @@ std::string EngineConfig::validate() const
 	if (path_mode == LUMEN_PATH_ETHEREAL && !gbn)
 		return "path policy ethereal needs Go-Back-N (gbn): its single path delivers in order, and its "
 		       "receiver's NACKs are what reroute it";
+	/* a sprayed connection's packets arrive out of order by design, and a
+	 * Go-Back-N receiver NACKs (and drops) every one of them: each NACK
+	 * rewinds the sender, which sprays the window again */
+	if (gbn && (path_mode == LUMEN_PATH_OPS || path_mode == LUMEN_PATH_REPS || path_mode == LUMEN_PATH_REPS_FREEZE))
+		return "Go-Back-N (gbn) needs a single-path policy (ecmp, ethereal): a spraying one (ops, reps, "
+		       "reps-freeze) reorders, and its receiver would NACK every reordered packet";
 	if (ce_nack_threshold_pct > 99)
 		return "ce-nack-threshold must be 0..99 percent (0: off)";
 	if (ce_nack_threshold_pct && !gbn)

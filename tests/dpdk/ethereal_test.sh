@@ -58,7 +58,7 @@ e2e_check "the testbed is gone" test -z "$(ip netns list | grep '^lt-ethereal-' 
 for f in results.json results.csv runs.csv cct.png uplinks.png; do
 	e2e_check "report: $f" test -s "$out/$f"
 done
-e2e_check "6 runs (alltoall and the ring x ecmp, reps, ethereal), every rank right" \
+e2e_check "6 runs (alltoall and the ring x ecmp, reps, ethereal), every rank right, steps reported" \
 	python3 - "$out/results.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -74,6 +74,13 @@ for r in runs:
     if r["policy"] == "ethereal" and r["collective"] == "allreduce":
         used = [u["subflows_per_uplink"] for u in r["uplinks"].values() if sum(u["subflows_per_uplink"])]
         assert used and all(min(u) > 0 for u in used), r["uplinks"]
+    # per step: the transport's counters and the fabric while the step ran
+    steps = r["steps"]
+    assert len(steps) == len(r["step_cct_us"]) and steps, r
+    assert sum(s["retransmits"] for s in steps) <= r["retransmits"], r
+    starts = [s["start_ms"] for s in steps]
+    assert starts == sorted(starts) and starts[0] >= 0, starts
+    assert all(s["uplink_max_mean"] >= 1 for s in steps if s["cct_us"] > 5000), steps
 PY
 e2e_check "Ethereal's uplinks within ${MARGIN}x of REPS's max/mean" python3 - "$out/results.json" "$MARGIN" <<'PY'
 import json, sys

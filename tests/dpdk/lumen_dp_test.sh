@@ -37,6 +37,7 @@ e2e_check "bad EAL option" e2e_fails 2 "EAL" "$DP" $(eal o6) --no-such-eal-optio
 e2e_check "perf without --ip" e2e_fails 2 "--ip" "$DP" $(eal o7) -- perf
 e2e_check "start jitter without the randomized order" e2e_fails 2 "--no-randomize turns off" \
 	"$DP" $(eal o9) -- pair --no-randomize --start-jitter-us 5
+e2e_check "Go-Back-N with a spraying policy" e2e_fails 2 "single-path policy" "$DP" $(eal o10) -- pair --gbn --path reps
 e2e_check "--help per mode" bash -c "'$DP' $(eal o8) -- pair --help | grep -q -- '--impair SPEC'"
 left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
 e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"
@@ -57,6 +58,15 @@ e2e_check "clean: all delivered ($(js clean "d['totals']['msgs_delivered']"))" \
 e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits']")" -eq 0
 e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
 	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
+
+# jumbo frames: the pool's mbufs and the ports are sized for --mtu (2 KB
+# mbufs once left every DATA unbuilt and the run hung)
+e2e_check "jumbo: --mtu 4000" pair jumbo --mtu 4000 --msgs 20 --msg-size 100000 --time 30
+e2e_check "jumbo: all delivered, in 4000-byte packets" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+assert t["msgs_delivered"] == 20 and t["corrupt"] == 0, t
+assert t["bytes_sent"] / t["data_sent"] > 3500, t' "$tmp/jumbo.json"
 
 # randomized QP ordering with a start jitter: every connection's first
 # message is an arrival, and everything still arrives

@@ -301,6 +301,14 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 	for (const auto &s : c.at("steps")) {
 		r.step_cct_us.push_back(s.at("cct_us").get<double>());
 		r.subflows += s.at("subflows").get<std::uint64_t>();
+		CollStep st;
+		st.cct_us = r.step_cct_us.back();
+		st.start_ns = s.value("start_ns", std::uint64_t(0));
+		st.end_ns = s.value("end_ns", std::uint64_t(0));
+		for (const char *k : {"retransmits", "nacks_rcvd", "timeouts", "reroutes"})
+			if (s.contains(k))
+				st.counters[k] = double(s.at(k).get<std::uint64_t>());
+		r.steps.push_back(st);
 	}
 	for (const char *k : {"retransmits", "timeouts", "nacks_rcvd", "reroutes", "spurious_rtos", "reroutes_undone"})
 		r.counters[k] = double(t.at(k).get<std::uint64_t>());
@@ -309,13 +317,18 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 		if (h.contains("port"))
 			full += double(h["port"].value("tx_full", 0ull) + h["port"].value("no_mbuf", 0ull));
 	r.counters["dp_tx_full"] = full;
-	std::vector<double> per_leaf;
-	for (const auto &g : lay.uplink_groups) {
-		std::vector<double> b = port_bytes(r.ticks, g, r.start_ns, r.end_ns);
-		r.uplink_bytes.insert(r.uplink_bytes.end(), b.begin(), b.end());
-		per_leaf.push_back(max_over_mean(b));
-	}
-	r.uplink_max_mean = per_leaf.empty() ? 0 : *std::max_element(per_leaf.begin(), per_leaf.end());
+	// the worst leaf's uplink max/mean between two instants
+	auto uplinks = [&](std::uint64_t from, std::uint64_t to, std::vector<double> *bytes) {
+		double worst = 0;
+		for (const auto &g : lay.uplink_groups) {
+			std::vector<double> b = port_bytes(r.ticks, g, from, to);
+			if (bytes)
+				bytes->insert(bytes->end(), b.begin(), b.end());
+			worst = std::max(worst, max_over_mean(b));
+		}
+		return worst;
+	};
+	r.uplink_max_mean = uplinks(r.start_ns, r.end_ns, &r.uplink_bytes);
 	const std::vector<QueueTick> in_run = ticks_within(r.ticks, r.start_ns, r.end_ns);
 	// a port whose link is down counts what it took in as queued for
 	// good (enqueued, never dequeued): in the failure case the failed
@@ -326,6 +339,14 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 			spine_ports.push_back(i);
 	r.spine_q = dp_queue(in_run, spine_ports);
 	r.down_q = dp_queue(in_run, lay.downlinks);
+	for (CollStep &st : r.steps) {
+		if (!st.start_ns || st.end_ns <= st.start_ns)
+			continue; // a lumen-dp without step times
+		st.uplink_max_mean = uplinks(st.start_ns, st.end_ns, nullptr);
+		const std::vector<QueueTick> in_step = ticks_within(r.ticks, st.start_ns, st.end_ns);
+		st.spine_q = dp_queue(in_step, spine_ports);
+		st.down_q = dp_queue(in_step, lay.downlinks);
+	}
 	std::vector<std::size_t> fabric = lay.uplinks;
 	fabric.insert(fabric.end(), lay.spine_ports.begin(), lay.spine_ports.end());
 	fabric.insert(fabric.end(), lay.downlinks.begin(), lay.downlinks.end());
@@ -388,6 +409,7 @@ std::string run_collective_experiment(const ExperimentSpec &spec_in, const RunOp
 			rates.push_back(p.rate_mbps);
 		}
 		std::size_t index = 0;
+		heal_idle_ports();
 		for (const auto &cs : study.cases) {
 			if (cs == "slow") // the sampled rate stays the nominal one: utilisation is of the link as built
 				set_link_rate(tb, plan.topo, dp.slow_leaf, dp.slow_spine,
@@ -397,6 +419,7 @@ std::string run_collective_experiment(const ExperimentSpec &spec_in, const RunOp
 					continue;
 				run_one(plan, tb, *sampler, r, index++, runs.size());
 				analyse(r, lay, rates, dead_ports);
+				r.healed_bytes = heal_idle_ports();
 				if (!r.error.empty())
 					progress("[" + plan.spec.name + "] " + r.tag() + " FAILED: " + r.error);
 				if (r.unfinished)

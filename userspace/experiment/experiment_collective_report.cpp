@@ -136,9 +136,25 @@ json run_json(const CollRun &r)
 	for (const auto &m : cell_metrics())
 		j[m.name] = m.get(r);
 	j["step_cct_us"] = r.step_cct_us;
+	json steps = json::array();
+	for (const CollStep &s : r.steps) {
+		json x = {{"cct_us", s.cct_us},
+			  {"uplink_max_mean", s.uplink_max_mean},
+			  {"spine_queue_p99_kb", s.spine_q.p99_kb},
+			  {"spine_queue_max_kb", s.spine_q.max_kb},
+			  {"downlink_queue_p99_kb", s.down_q.p99_kb},
+			  {"downlink_queue_max_kb", s.down_q.max_kb}};
+		if (s.start_ns && s.start_ns >= r.start_ns)
+			x["start_ms"] = double(s.start_ns - r.start_ns) / 1e6;
+		for (const auto &[k, v] : s.counters)
+			x[k] = v;
+		steps.push_back(x);
+	}
+	j["steps"] = steps;
 	if (r.fail_ns) // after the start; beyond time_us: the collective was over before the failure
 		j["failed_after_ms"] = r.fail_ns > r.start_ns ? double(r.fail_ns - r.start_ns) / 1e6 : 0.0;
 	j["uplink_bytes"] = r.uplink_bytes;
+	j["healed_bytes"] = r.healed_bytes;
 	if (r.summary.is_object() && r.summary.contains("collective"))
 		j["uplinks"] = r.summary["collective"].value("uplinks", json::object());
 	return j;

@@ -23,6 +23,18 @@
 namespace lumen
 {
 
+// One step of a run: lumen-dp's CCT and transport counters for the step
+// (summed over its ranks), the uplinks and queues while it ran (the port
+// samples between its first rank's start and its last rank's end: a step
+// shorter than a sample period has none, and zeros here).
+struct CollStep {
+	double cct_us = 0;
+	std::uint64_t start_ns = 0, end_ns = 0; // CLOCK_MONOTONIC
+	double uplink_max_mean = 0; // the worst leaf's
+	DpQueue spine_q, down_q;
+	std::map<std::string, double> counters; // retransmits, nacks_rcvd, timeouts, reroutes
+};
+
 struct CollRun {
 	std::string case_name;
 	CollectiveRunSpec coll;
@@ -38,8 +50,10 @@ struct CollRun {
 	std::uint64_t start_ns = 0, end_ns = 0; // CLOCK_MONOTONIC, lumen-dp's clients
 	std::uint64_t fail_ns = 0; // case failure: when the link went down
 	std::uint32_t wrong_ranks = 0;
+	std::uint64_t healed_bytes = 0; // switch port counts the run left off (heal_idle_ports)
 	double time_us = 0, algbw = 0, busbw = 0;
 	std::vector<double> step_cct_us;
+	std::vector<CollStep> steps; // per step (with step_cct_us[k] as its cct_us)
 	std::uint64_t subflows = 0;
 	std::map<std::string, double> counters; // retransmits, timeouts, nacks_rcvd, reroutes
 	std::vector<double> uplink_bytes; // leaf by leaf, spine by spine

@@ -275,6 +275,17 @@ void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t sp
 		    " does not forward again after the failure run");
 }
 
+std::uint64_t heal_idle_ports()
+{
+	sleep_interruptible_ns(100 * kMs);
+	SwitchPortSelector all;
+	all.all = true;
+	std::uint64_t healed = 0;
+	for (const SwitchPortHealed &h : heal_switch_ports(all))
+		healed += h.bytes;
+	return healed;
+}
+
 std::string tail_of(const std::string &path)
 {
 	std::string t;
@@ -357,6 +368,7 @@ struct DpRun {
 	double imbalance = 0;
 	DpQueue spine_q, uplink_q;
 	DpDeadLink dead_link;
+	std::uint64_t healed_bytes = 0; // switch port counts the run left off (heal_idle_ports)
 };
 
 std::vector<std::string> lumen_dp_argv(const DpPlan &plan, const Testbed &tb, const std::string &policy,
@@ -468,6 +480,7 @@ json run_json(const DpRun &r)
 		{"policy", r.policy},
 		{"messages", r.fct.completed},
 		{"unfinished", r.fct.unfinished},
+		{"healed_bytes", r.healed_bytes},
 		{"unfinished_age_ms", r.fct.unfinished_age_ms},
 		{"fct_ms", {{"p50", r.fct.p50_ms}, {"p99", r.fct.p99_ms}, {"max", r.fct.max_ms}}},
 		{"goodput_mbps", secs > 0 ? double(t.at("bytes_delivered").get<std::uint64_t>()) * 8 / secs / 1e6 : 0},
@@ -622,10 +635,12 @@ std::string run_dp_experiment(const ExperimentSpec &spec_in, const RunOptions &o
 		auto sampler = make_port_sampler(tb.ports());
 		const DpLayout lay = port_layout(sampler->ports(), plan.topo.leaves);
 		std::size_t index = 0;
+		heal_idle_ports();
 		for (const auto &cs : cases)
 			for (const auto &policy : plan.spec.algorithms) {
 				runs.push_back(run_one(plan, tb, *sampler, cs.name, policy, index++, total));
 				analyse(runs.back(), lay);
+				runs.back().healed_bytes = heal_idle_ports();
 			}
 		progress("[" + plan.spec.name + "] tearing down");
 	}

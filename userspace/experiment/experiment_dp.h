@@ -106,6 +106,13 @@ std::vector<std::string> lumen_dp_hosts_argv(const DpPlan &plan, const Testbed &
 // restore_link brings it up and waits until it forwards again.
 void set_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine, bool up);
 void restore_link(const TopologySpec &topo, std::uint32_t leaf, std::uint32_t spine);
+// Between two runs: once the queues have drained (100 ms), every switch
+// port's count healed (heal_switch_ports): a packet a run's burst lost
+// after the port counted it in (a peer's receive backlog over
+// net.core.netdev_max_backlog, a link set down) would stay counted as
+// queued, and above a port's ECN threshold mark every packet of the later
+// runs. Returns the bytes healed: what the run before left.
+std::uint64_t heal_idle_ports();
 
 // The last 800 bytes of a log, for errors.
 std::string tail_of(const std::string &path);
