@@ -79,9 +79,9 @@ TEST(DpEngine, CleanNetworkDeliversEverythingOnce)
 
 // Eifel on a sprayed (SACK) connection: an RTO shorter than the path's RTT
 // fires once; the first ACK to move una answers a packet sent before it, so
-// it is counted spurious and the window comes back. (Its resends are not
-// called back: a SACK sender's loss detection has passed them.) A clean
-// network with an RTO above the RTT has none.
+// it is counted spurious, the window comes back and what was still on its
+// way is not resent (with the window back it would all go again at once).
+// A clean network with an RTO above the RTT has none.
 TEST(DpEngine, ASpuriousRtoIsDetectedAndTheWindowRestored)
 {
 	EngineConfig ca = config(kIpA, kMacA);
@@ -96,6 +96,7 @@ TEST(DpEngine, ASpuriousRtoIsDetectedAndTheWindowRestored)
 	EXPECT_EQ(ta.spurious_rtos, 1u);
 	EXPECT_EQ(ta.reroutes_undone, 0u); /* REPS pins nothing */
 	EXPECT_EQ(net.a.connections()[0]->cc->counters().undone_timeouts, 1u);
+	EXPECT_LE(ta.retransmits, 2u) << "resent what was still on its way";
 
 	Net clean(config(kIpA, kMacA), config(kIpB, kMacB));
 	post(clean, 1, 20, 64 * 1024);

@@ -412,8 +412,15 @@ TEST(DpTxScoreboard, UndoRtoPutsTheUnsentLostBackInFlight)
 	EXPECT_EQ(sb.at(3).tx_count, 1u);
 	EXPECT_FALSE(sb.next_lost(&psn));
 	EXPECT_EQ(sb.undo_rto(), 0u);
+	// the loss rules judge the restored PSNs again: 3 is still missing when
+	// 5, 6 and 7 are SACKed (with 4: dupthresh)
+	AckUpdate l = sb.on_ack(3, bits({1, 2, 3}), 0, kNoRack); // cum 3: 2 acked; 4 (bit 0) already
+	EXPECT_EQ(l.newly_lost, 1u);
+	ASSERT_TRUE(sb.next_lost(&psn));
+	EXPECT_EQ(psn, 3u);
+	sb.on_retransmit(psn, 60, 3);
 	AckUpdate u = sb.on_ack(8, 0, 0, kNoRack);
-	EXPECT_EQ(u.newly_acked_pkts, 5u);
+	EXPECT_EQ(u.newly_acked_pkts, 1u); // 3; the rest were SACKed
 	EXPECT_EQ(sb.in_flight(), 0u);
 }
 

@@ -43,8 +43,15 @@ TEST(ExperimentCollective, TheBuiltInEtherealParses)
 	EXPECT_EQ(dp.smoke.cases, (std::vector<std::string>{"healthy"}));
 	EXPECT_EQ(dp.smoke.seeds.size(), 1u);
 	EXPECT_EQ(dp.smoke.collectives.size(), 2u);
+	EXPECT_EQ(dp.ce_nack_threshold_pct, -1); // lumen-dp's own unless given
 	json out = json::parse(experiment_to_json(s));
 	EXPECT_EQ(out["datapath"]["slow_link"]["link"], "leaf1-spine1");
+	EXPECT_FALSE(out["datapath"].contains("ce_nack_threshold"));
+	json d = test::builtin_experiment("ethereal");
+	d["datapath"]["ce_nack_threshold"] = 70;
+	ExperimentSpec t = parse_experiment(d.dump(), "t.json");
+	EXPECT_EQ(t.datapath.ce_nack_threshold_pct, 70);
+	EXPECT_EQ(json::parse(experiment_to_json(t))["datapath"]["ce_nack_threshold"], 70);
 	EXPECT_EQ(out["datapath"]["smoke"]["cases"], json({"healthy"}));
 }
 
@@ -95,6 +102,10 @@ TEST(ExperimentCollective, MistakesAreNamed)
 	EXPECT_TRUE(has(e, "smoke.cc: unknown key")) << e;
 	e = err([](json &d) { d["datapath"]["rto_min"] = "2s"; });
 	EXPECT_TRUE(has(e, "rto_min")) << e;
+	for (json bad : {json(100), json(-1), json(50.5), json("50")}) {
+		e = err([&bad](json &d) { d["datapath"]["ce_nack_threshold"] = bad; });
+		EXPECT_TRUE(has(e, "ce_nack_threshold: Ethereal's receiver")) << e;
+	}
 }
 
 TEST(ExperimentCollective, SpreadOverSeeds)

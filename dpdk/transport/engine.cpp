@@ -794,20 +794,20 @@ void Engine::reroute(Connection &c)
 
 /* An ACK showed the RTOs since una last moved needless (Eifel, RFC 3522;
  * Linux undoes them the same way from its timestamps): the congestion
- * window comes back, a Go-Back-N sender stops resending what is still on
- * its way (and takes this as its latest rewind: the copies it already
- * resent, on another path, overtake the originals and draw NACKs that ask
- * for nothing lost), and an ethereal
- * connection goes back to the path it left, which delivered: a late path
- * is not a bad one, and the plan put it there. */
+ * window comes back; the sender stops resending what is still on its way
+ * (with the window back, a SACK sender would otherwise resend the whole
+ * window at once); a Go-Back-N sender takes this as its latest rewind (the
+ * copies it already resent, on another path, overtake the originals and
+ * draw NACKs that ask for nothing lost); and an ethereal connection goes
+ * back to the path it left, which delivered: a late path is not a bad
+ * one, and the plan put it there. */
 void Engine::spurious_rto(Connection &c, uint64_t now_ns)
 {
 	c.stats.spurious_rtos++;
 	c.cc->undo_timeout();
-	if (cfg_.gbn) {
-		c.tx.undo_rto();
+	c.tx.undo_rto();
+	if (cfg_.gbn)
 		c.gbn_ns = now_ns;
-	}
 	uint16_t at = lumen_path_wrap(c.path.next, cfg_.path.entropies);
 	if (c.undo_entropy == UINT16_MAX || c.undo_entropy == at || !pin(c, c.undo_entropy))
 		return;

@@ -290,6 +290,8 @@ uint32_t TxScoreboard::undo_rto()
 {
 	uint32_t n = 0;
 
+	cursor_ = una_;
+	sacked_below_ = 0;
 	for (uint32_t p = una_; lost_ && p != nxt_; p++) {
 		TxRecord &rec = at(p);
 

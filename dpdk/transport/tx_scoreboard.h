@@ -206,10 +206,9 @@ class TxScoreboard
 	uint32_t on_rto();
 	// The RTOs were spurious (an ACK showed a packet sent before them
 	// arrived): every PSN still waiting to be resent is in flight again,
-	// its first copy on its way. For Go-Back-N connections: their losses
-	// are found by NACKs; a SACK connection's loss detection has passed
-	// these PSNs and would leave a lost one to the next RTO. Returns how
-	// many were restored.
+	// its first copy on its way, and the loss cursor goes back to una so
+	// that dupthresh and RACK judge them again (a Go-Back-N connection's
+	// NACKs do). Returns how many were restored.
 	uint32_t undo_rto();
 	// Go-Back-N: every PSN in flight from from_psn on (from una() if
 	// from_psn is up to capacity before it) is lost, to be resent in order

@@ -120,6 +120,7 @@ struct DatapathSpec {
 	std::uint32_t slow_leaf = 0, slow_spine = 0; // case "slow": this link's rate cut
 	double slow_fraction = 0.25; // to this fraction of the fabric rate
 	std::uint64_t rto_min_ns = 0; // lumen-dp's --rto-min-us (0: its default)
+	int ce_nack_threshold_pct = -1; // Ethereal runs' --ce-nack-threshold (-1: lumen-dp's default)
 };
 
 // Path policies of lumen-dp, the "algorithms" of a datapath experiment.

@@ -201,6 +201,10 @@ std::vector<std::string> collective_argv(const DpPlan &plan, const Testbed &tb, 
 	if (r.policy == "ethereal") { // plan the flows over the uplinks, pinned by probed ports
 		a.push_back("--discover-paths");
 		a.push_back(std::to_string(plan.topo.spines));
+		if (plan.spec.datapath.ce_nack_threshold_pct >= 0) {
+			a.push_back("--ce-nack-threshold");
+			a.push_back(std::to_string(plan.spec.datapath.ce_nack_threshold_pct));
+		}
 	}
 	return a;
 }

@@ -111,7 +111,7 @@ void parse_collective_study(const json &v, const Where &w, const TopologySpec &t
 {
 	allow_keys(v, w,
 		   {"collectives", "sizes", "randomize", "seeds", "cases", "cc", "slow_link", "failure", "rto_min",
-		    "smoke"});
+		    "ce_nack_threshold", "smoke"});
 	dp.collective_study = true;
 	CollectiveStudySpec defaults;
 	defaults.sizes = {1 << 20};
@@ -151,6 +151,14 @@ void parse_collective_study(const json &v, const Where &w, const TopologySpec &t
 		dp.rto_min_ns = get_duration(v["rto_min"], w.at("rto_min"));
 		if (dp.rto_min_ns < 1000 || dp.rto_min_ns > 1000 * kMs)
 			w.at("rto_min").fail("lumen-dp's retransmission timeout floor: within 1us..1s");
+	}
+	if (v.contains("ce_nack_threshold")) {
+		const json &t = v["ce_nack_threshold"];
+		if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > 99)
+			w.at("ce_nack_threshold")
+				.fail("Ethereal's receiver NACKs a window more than this percent CE-marked: a whole "
+				      "number within 0..99 (0: never)");
+		dp.ce_nack_threshold_pct = int(t.get<std::int64_t>());
 	}
 	if (v.contains("smoke")) {
 		if (!v["smoke"].is_object())
@@ -204,6 +212,8 @@ json collective_study_json(const DatapathSpec &dp)
 			{"link", "leaf" + std::to_string(dp.fail_leaf) + "-spine" + std::to_string(dp.fail_spine)}};
 	if (dp.rto_min_ns)
 		d["rto_min_s"] = double(dp.rto_min_ns) / 1e9;
+	if (dp.ce_nack_threshold_pct >= 0)
+		d["ce_nack_threshold"] = dp.ce_nack_threshold_pct;
 	d["smoke"] = study_json(dp.smoke);
 	return d;
 }
