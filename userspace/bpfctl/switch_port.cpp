@@ -561,7 +561,11 @@ std::vector<SwitchPort> list_switch_ports(bool with_state)
 	return ports;
 }
 
-std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &sel)
+namespace
+{
+
+/* A selector's device namespace (DEV given), its names checked; root. */
+std::optional<Netns> selector_netns(const SwitchPortSelector &sel)
 {
 	std::optional<Netns> ns;
 	if (sel.dev) {
@@ -571,6 +575,31 @@ std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &se
 		ns = open_netns(sel.dev_netns);
 	}
 	require_root();
+	return ns;
+}
+
+/* Whether the port id (record rec) is one the selector names. */
+bool selected(const SwitchPortSelector &sel, const std::optional<Netns> &ns, __u32 id, const PortRecord &rec)
+{
+	if (sel.all)
+		return true;
+	if (sel.id && *sel.id != id)
+		return false;
+	return !ns || (rec.in_use && rec.dev_netns_ino == ns->ino && *sel.dev == rec.dev);
+}
+
+[[noreturn]] void no_such_port(const SwitchPortSelector &sel, const std::optional<Netns> &ns)
+{
+	if (sel.id)
+		throw Error("switch port " + std::to_string(*sel.id) + " is not attached");
+	throw Error(*sel.dev + " (" + ns->label() + ") is not a switch port; see 'lumen switch stats'");
+}
+
+} // namespace
+
+std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &sel)
+{
+	std::optional<Netns> ns = selector_netns(sel);
 	PinRootLock lock; // attach / detach are read-modify-write
 	capture_libbpf_log();
 	std::vector<SwitchPortDetached> done;
@@ -591,12 +620,8 @@ std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &se
 			bool configured = cfg.valid() && read_entry<lumen_switch_port_cfg>(cfg.get(), id).in_use;
 			if (!rec.in_use && !configured)
 				continue;
-			if (!sel.all) {
-				if (sel.id && *sel.id != id)
-					continue;
-				if (ns && (!rec.in_use || rec.dev_netns_ino != ns->ino || *sel.dev != rec.dev))
-					continue;
-			}
+			if (!selected(sel, ns, id, rec))
+				continue;
 			SwitchPortDetached d;
 			d.port = port_of(id, rec);
 			d.warnings = detach_port(records.get(), id, rec);
@@ -604,24 +629,14 @@ std::vector<SwitchPortDetached> detach_switch_ports(const SwitchPortSelector &se
 		}
 	}
 	remove_pins_if_unused();
-	if (done.empty() && !sel.all) {
-		if (sel.id)
-			throw Error("switch port " + std::to_string(*sel.id) + " is not attached");
-		throw Error(*sel.dev + " (" + ns->label() + ") is not a switch port; see 'lumen switch stats'");
-	}
+	if (done.empty() && !sel.all)
+		no_such_port(sel, ns);
 	return done;
 }
 
 std::vector<SwitchPortHealed> heal_switch_ports(const SwitchPortSelector &sel)
 {
-	std::optional<Netns> ns;
-	if (sel.dev) {
-		check_ifname(*sel.dev, "DEV");
-		if (!sel.dev_netns.empty())
-			check_netns_name(sel.dev_netns, "--netns");
-		ns = open_netns(sel.dev_netns);
-	}
-	require_root();
+	std::optional<Netns> ns = selector_netns(sel);
 	PinRootLock lock; // the configuration is read-modify-write
 	capture_libbpf_log();
 	Fd records = open_records(false);
@@ -637,8 +652,7 @@ std::vector<SwitchPortHealed> heal_switch_ports(const SwitchPortSelector &sel)
 		lumen_switch_port_cfg c = read_entry<lumen_switch_port_cfg>(cfg.get(), id);
 		if (!rec.in_use || !c.in_use)
 			continue;
-		if (!sel.all &&
-		    ((sel.id && *sel.id != id) || (ns && (rec.dev_netns_ino != ns->ino || *sel.dev != rec.dev))))
+		if (!selected(sel, ns, id, rec))
 			continue;
 		SwitchPortHealed h;
 		h.port = port_of(id, rec);
@@ -653,11 +667,8 @@ std::vector<SwitchPortHealed> heal_switch_ports(const SwitchPortSelector &sel)
 		}
 		done.push_back(std::move(h));
 	}
-	if (done.empty() && !sel.all) {
-		if (sel.id)
-			throw Error("switch port " + std::to_string(*sel.id) + " is not attached");
-		throw Error(*sel.dev + " (" + ns->label() + ") is not a switch port; see 'lumen switch stats'");
-	}
+	if (done.empty() && !sel.all)
+		no_such_port(sel, ns);
 	return done;
 }
 
