@@ -14,7 +14,8 @@
  *
  * The NIC steers each port to its queue (rte_flow, one rule per queue);
  * where it cannot, the lcore that received a frame for another queue hands
- * it over (software steering, app/steer.h). Connections are split over the
+ * it over (software steering: SoftSteer in app/port.h, Endpoint::steer in
+ * app/endpoint.cpp). Connections are split over the
  * queues in consecutive blocks of ids (conn_share).
  */
 #ifndef LUMEN_DP_QUEUES_H
