@@ -77,15 +77,7 @@ static std::string check_rank_ips(Options &o)
 		return "--rank-ips with --path ethereal --discover-paths needs --leaves: the leaves of other "
 		       "processes' "
 		       "ranks cannot be told from their gateway MACs, which this process does not know";
-	/* hosts mode's checks take two hosts or more; a process may run one rank */
-	if (o.hosts.size() >= 2)
-		return check_hosts(o);
-	if (o.server || o.local_ip || o.peer_ip || o.have_peer_mac)
-		return "collective mode takes its hosts from --host: --server, --ip, --peer and --peer-mac belong to "
-		       "perf";
-	if (!o.msgs && !o.seconds)
-		o.msgs = 100; /* as check_hosts: a run without --time ends when its ranks are done */
-	return "";
+	return check_hosts(o);
 }
 
 std::string check_collective(Options &o)

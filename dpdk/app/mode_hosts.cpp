@@ -170,9 +170,11 @@ std::string check_hosts(Options &o)
 		return "hosts mode takes its hosts from --host: --server, --ip, --peer and --peer-mac belong to perf";
 	if (o.impair.active() && o.mode != "collective")
 		return "--impair belongs to pair and collective modes";
-	if (n < 2 || n > kMaxHosts)
-		return "give 2.." + std::to_string(kMaxHosts) + " hosts with --host PORT,IP,GATEWAY_MAC (" +
-		       std::to_string(n) + " given)";
+	/* a process of a collective spread over processes may run one rank */
+	const size_t least = o.mode == "collective" && !o.rank_ips.empty() ? 1 : 2;
+	if (n < least || n > kMaxHosts)
+		return "give " + std::to_string(least) + ".." + std::to_string(kMaxHosts) +
+		       " hosts with --host PORT,IP,GATEWAY_MAC (" + std::to_string(n) + " given)";
 	std::set<uint16_t> ports;
 	std::set<uint32_t> ips;
 	for (const HostSpec &h : o.hosts) {

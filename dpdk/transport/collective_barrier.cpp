@@ -7,22 +7,15 @@
 #include <algorithm>
 #include <cstring>
 
+extern "C" {
+#include <lumen/dp_wire.h>
+}
+
 namespace lumen::dp
 {
 
 namespace
 {
-
-void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 // A control message's user word: the peer and the phase.
 constexpr uint64_t user_of(uint32_t peer, uint32_t phase)
@@ -48,10 +41,10 @@ NetworkBarrier::NetworkBarrier(Engine &engine, uint32_t rank, std::vector<uint32
 std::array<uint8_t, NetworkBarrier::kMsgBytes> NetworkBarrier::message(uint32_t rank, uint32_t phase, uint32_t ranks)
 {
 	std::array<uint8_t, kMsgBytes> m{};
-	put32(m.data(), kMagic);
-	put32(m.data() + 4, rank);
-	put32(m.data() + 8, phase);
-	put32(m.data() + 12, ranks);
+	lumen_dp_put32(m.data(), kMagic);
+	lumen_dp_put32(m.data() + 4, rank);
+	lumen_dp_put32(m.data() + 8, phase);
+	lumen_dp_put32(m.data() + 12, ranks);
 	return m;
 }
 
@@ -153,7 +146,8 @@ bool NetworkBarrier::on_complete(Connection &c, const Completion &d)
 		return true;
 	}
 	const uint8_t *m = rx_.data() + ((size_t)peer * phases_ + phase) * kMsgBytes;
-	const uint32_t magic = get32(m), rank = get32(m + 4), said = get32(m + 8), ranks = get32(m + 12);
+	const uint32_t magic = lumen_dp_get32(m), rank = lumen_dp_get32(m + 4), said = lumen_dp_get32(m + 8),
+		       ranks = lumen_dp_get32(m + 12);
 	if (d.len != kMsgBytes || magic != kMagic || rank != peer || said != phase || ranks != ranks_) {
 		fail("rank " + std::to_string(peer) + "'s control message " + std::to_string(phase) + " should say '" +
 		     phase_name(phase) + "' (" + std::to_string(kMsgBytes) + " bytes: magic, rank " +

@@ -14,7 +14,8 @@
 // NetworkBarrier: the ranks spread over processes (or machines). Each rank
 // has a control connection to every other rank (connection ids above the
 // data connections', control_conn_id) and says on it, in a 16-byte message
-// (magic, its rank, a phase, the rank count), when it reaches a phase:
+// (magic, its rank, a phase, the rank count; 32 bits each in network order,
+// as dp_wire.h writes its fields), when it reaches a phase:
 // phase 0 once it has posted its first receive buffers (open), phase s+1
 // once it has finished step s and posted step s+1's buffers. open() posts
 // one receive buffer per phase on every control connection; the messages of
