@@ -137,6 +137,25 @@ TEST(ExperimentCollective, BytesPerPortOverAShortRun)
 	EXPECT_DOUBLE_EQ(max_over_mean({}), 0.0);
 }
 
+TEST(ExperimentCollective, KeptSamplesBracketTheRun)
+{
+	// the sampler was starved from 12 to 90; the run is [40, 60], margin 2
+	std::vector<QueueTick> t = {tick(0, {0}),   tick(5, {10}),   tick(10, {20}),
+				    tick(12, {30}), tick(90, {500}), tick(95, {510})};
+	std::vector<QueueTick> kept = ticks_around(t, 40, 60, 2);
+	ASSERT_EQ(kept.size(), 2u); // 12 and 90: nothing within, the nearest on each side
+	EXPECT_EQ(kept.front().t_ns, 12u);
+	EXPECT_EQ(kept.back().t_ns, 90u);
+	EXPECT_EQ(port_bytes(kept, {0}, 40, 60), (std::vector<double>{470}));
+	// samples within the margin stay, with the nearest beyond it
+	kept = ticks_around(t, 11, 91, 2);
+	ASSERT_EQ(kept.size(), 5u);
+	EXPECT_EQ(kept.front().t_ns, 5u);
+	EXPECT_EQ(kept.back().t_ns, 95u);
+	EXPECT_EQ(ticks_around(t, 0, 200, 2).size(), t.size());
+	EXPECT_TRUE(ticks_around({}, 0, 10, 2).empty());
+}
+
 TEST(ExperimentCollective, QueuesWithinTheRunAndUtilisation)
 {
 	std::vector<QueueTick> t = {tick(0, {0, 0}, {9000, 0}), tick(10, {0, 0}, {1000, 2000}),

@@ -88,6 +88,19 @@ double max_over_mean(const std::vector<double> &values)
 	return *std::max_element(values.begin(), values.end()) / (sum / double(values.size()));
 }
 
+std::vector<QueueTick> ticks_around(const std::vector<QueueTick> &ticks, std::uint64_t from_ns, std::uint64_t to_ns,
+				    std::uint64_t margin_ns)
+{
+	std::size_t lo = 0, hi = ticks.size();
+	for (std::size_t i = 0; i < ticks.size(); i++) {
+		if (ticks[i].t_ns + margin_ns < from_ns)
+			lo = i;
+		if (ticks[i].t_ns > to_ns + margin_ns && hi == ticks.size())
+			hi = i + 1;
+	}
+	return std::vector<QueueTick>(ticks.begin() + std::ptrdiff_t(lo), ticks.begin() + std::ptrdiff_t(hi));
+}
+
 std::vector<QueueTick> ticks_within(const std::vector<QueueTick> &ticks, std::uint64_t from_ns, std::uint64_t to_ns)
 {
 	std::vector<QueueTick> out;
@@ -287,10 +300,11 @@ void run_one(const DpPlan &plan, const Testbed &tb, QueueSource &queue, CollRun 
 			  (rank_error ? "; " + out.substr(out.find(rank_said) + rank_said.size() - 4, 200) : "");
 	else if (!procs.failures().empty())
 		r.error = procs.failures().front() + ": " + tail_of(log);
-	// keep what the analysis and the plots use: the run and a sample on each side
-	for (const auto &t : ticks)
-		if (t.t_ns + 2 * kCollSampleNs >= r.start_ns && t.t_ns <= r.end_ns + 2 * kCollSampleNs)
-			r.ticks.push_back(t);
+	// the sampler shares two cores with lumen-dp's busy-polling lcore and
+	// the routers' softirqs and can go tens of milliseconds without
+	// running: the bytes a port moved in the last step may only be known
+	// from the sample taken after lumen-dp exited, so that one is kept
+	r.ticks = ticks_around(ticks, r.start_ns, r.end_ns, 2 * kCollSampleNs);
 }
 
 void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &rates,
@@ -348,6 +362,7 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 			continue; // a lumen-dp without step times
 		st.uplink_max_mean = uplinks(st.start_ns, st.end_ns, nullptr);
 		const std::vector<QueueTick> in_step = ticks_within(r.ticks, st.start_ns, st.end_ns);
+		st.samples = in_step.size();
 		st.spine_q = dp_queue(in_step, spine_ports);
 		st.down_q = dp_queue(in_step, lay.downlinks);
 	}

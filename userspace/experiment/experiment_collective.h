@@ -50,6 +50,12 @@ double max_over_mean(const std::vector<double> &values);
 // The samples taken within [from_ns, to_ns].
 std::vector<QueueTick> ticks_within(const std::vector<QueueTick> &ticks, std::uint64_t from_ns, std::uint64_t to_ns);
 
+// What the analysis and the plots keep of a run's samples: those within
+// margin_ns of [from_ns, to_ns] and the nearest one beyond on each side,
+// however far, so that port_bytes() still brackets the run's ends.
+std::vector<QueueTick> ticks_around(const std::vector<QueueTick> &ticks, std::uint64_t from_ns, std::uint64_t to_ns,
+				    std::uint64_t margin_ns);
+
 // The busiest of `ports`: bytes / (rate x time) over [from_ns, to_ns];
 // rates in Mbit/s, one per port.
 double busiest_utilisation(const std::vector<QueueTick> &ticks, const std::vector<std::size_t> &ports,

@@ -143,7 +143,8 @@ json run_json(const CollRun &r)
 			  {"spine_queue_p99_kb", s.spine_q.p99_kb},
 			  {"spine_queue_max_kb", s.spine_q.max_kb},
 			  {"downlink_queue_p99_kb", s.down_q.p99_kb},
-			  {"downlink_queue_max_kb", s.down_q.max_kb}};
+			  {"downlink_queue_max_kb", s.down_q.max_kb},
+			  {"samples", s.samples}};
 		if (s.start_ns && s.start_ns >= r.start_ns)
 			x["start_ms"] = double(s.start_ns - r.start_ns) / 1e6;
 		for (const auto &[k, v] : s.counters)

@@ -31,7 +31,8 @@ struct CollStep {
 	double cct_us = 0;
 	std::uint64_t start_ns = 0, end_ns = 0; // CLOCK_MONOTONIC
 	double uplink_max_mean = 0; // the worst leaf's
-	DpQueue spine_q, down_q;
+	DpQueue spine_q, down_q; // over the samples taken within the step
+	std::size_t samples = 0; // how many: none leaves the queues unknown (0)
 	std::map<std::string, double> counters; // retransmits, nacks_rcvd, timeouts, reroutes
 };
 
