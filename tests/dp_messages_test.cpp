@@ -172,12 +172,22 @@ TEST(DpMessages, AMessageWithoutABufferWaitsForOne)
 	std::vector<uint8_t> first(100), second(50000);
 	ASSERT_EQ(net.b.post_recv(*cb, RecvWr{first.data(), 100, 1}, net.now), PostError::kOk);
 	ASSERT_EQ(net.a.post_send(*ca, SendWr{msg.data(), 100, 0, 0}, net.now), PostError::kOk);
+	for (int i = 0; i < 100 && la.send.empty(); i++)
+		net.step();
+	ASSERT_EQ(la.send.size(), 1u);
+	// the ACK offered the window of the buffers posted: none, the first
+	// was filled (0, which the sender takes as 1: a probe)
+	EXPECT_EQ(ca->peer_rwnd, 1u);
+	const uint64_t sent_before = ca->stats.data_sent;
 	ASSERT_EQ(net.a.post_send(*ca, SendWr{msg.data(), 50000, 0, 0}, net.now), PostError::kOk);
 	for (int i = 0; i < 2000; i++) // 2 ms: the second message finds no buffer
 		net.step();
 	EXPECT_EQ(lb.recv.size(), 1u);
 	EXPECT_EQ(la.send.size(), 1u);
 	EXPECT_GT(cb->stats.rnr_drops, 0u);
+	// one new packet went out, resent at each RTO, instead of a whole
+	// congestion window of the message's 35 packets to be dropped
+	EXPECT_EQ(ca->stats.data_sent - ca->stats.retransmits - sent_before, 1u);
 	EXPECT_EQ(cb->stats.msgs_delivered, 1u);
 	ASSERT_EQ(net.b.post_recv(*cb, RecvWr{second.data(), 50000, 2}, net.now), PostError::kOk);
 	ASSERT_TRUE(net.run(5'000'000'000ull)); // the sender's RTO resends it

@@ -65,12 +65,6 @@ constexpr Mac kBenchPeerMac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
 constexpr uint32_t kFirstConn = 1; /* connection ids are kFirstConn.. */
 constexpr uint32_t kFrameRoom = 128; /* scratch bytes per ACK frame (82 without INT) */
 
-int bench_fail(const std::string &why)
-{
-	std::fprintf(stderr, "lumen-dp bench: %s\n", why.c_str());
-	return 2;
-}
-
 /* What one case measured. */
 struct Result {
 	std::string name; /* "tx" or "rx" */
@@ -534,11 +528,11 @@ int run_bench(Options &o)
 
 	rte_mempool *pool = make_pool("lumen_dp_bench", 8191, frame_bytes(o), &err);
 	if (!pool)
-		return bench_fail(err);
+		return mode_fail("bench", err);
 	if (std::string e = port_setup(o.port, o.queues, pool, o.engine.mtu, &info); !e.empty()) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
-		return bench_fail(e);
+		return mode_fail("bench", e);
 	}
 	if (o.progress)
 		std::fprintf(stderr, "lumen-dp bench: port %u (%s), lcore %u\n", o.port, info.driver.c_str(),
@@ -571,7 +565,7 @@ int run_bench(Options &o)
 	} catch (const std::exception &x) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
-		return bench_fail(x.what());
+		return mode_fail("bench", x.what());
 	}
 	port_stop(o.port, &info);
 	rte_mempool_free(pool);

@@ -75,12 +75,6 @@ namespace
 
 constexpr size_t kMaxHosts = 64;
 
-int hosts_fail(const std::string &why)
-{
-	std::fprintf(stderr, "lumen-dp hosts: %s\n", why.c_str());
-	return 2;
-}
-
 /* The permutation's shift: --shift, or one drawn from --seed. */
 uint32_t shift_of(const Options &o)
 {
@@ -383,7 +377,7 @@ int run_hosts(Options &o)
 	rte_mempool *pool = make_pool("lumen_dp_pool", (unsigned)std::max<size_t>(16384, 4096 * n * queues + 8192),
 				      frame_bytes(o), &err);
 	if (!pool)
-		return hosts_fail(err);
+		return mode_fail("hosts", err);
 	std::vector<PortInfo> info(n);
 	size_t started = 0; /* ports set up, even partly */
 	auto release = [&] {
@@ -395,7 +389,7 @@ int run_hosts(Options &o)
 		started++;
 		if (std::string e = port_setup(o.hosts[i].port, o.queues, pool, o.engine.mtu, &info[i]); !e.empty()) {
 			release();
-			return hosts_fail(e);
+			return mode_fail("hosts", e);
 		}
 	}
 	const std::vector<std::vector<size_t>> dst = destinations(o);
@@ -437,7 +431,7 @@ int run_hosts(Options &o)
 			parse_node_addrs(o.optical_addrs, &nodes);
 			auto page = std::make_unique<OschedPage>();
 			if (std::string e = page->open(o.optical_pages[i]); !e.empty())
-				return hosts_fail(e);
+				return mode_fail("hosts", e);
 			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
 									     o.optical_max_hold_ns, o.optical_slack_ns),
 					       std::move(page), o.optical_coalesce);
@@ -465,7 +459,7 @@ int run_hosts(Options &o)
 									  first_conn_id(o, i, j),
 									  o.demand_mbps[i * n + j] * 1e6);
 				if (!e.empty())
-					return hosts_fail(e);
+					return mode_fail("hosts", e);
 				flows.push_back(
 					{{"src", ip_str(o.hosts[i].ip)}, {"dst", ip_str(to.ip)}, {"conns", o.conns}});
 			}
@@ -474,7 +468,7 @@ int run_hosts(Options &o)
 		std::vector<std::unique_ptr<UplinkPinner>> pinners;
 		if (o.port_map.uplinks && o.engine.path_mode == LUMEN_PATH_ETHEREAL)
 			if (std::string e = pin_uplinks(o, hs, dst, &pinners); !e.empty())
-				return hosts_fail(e);
+				return mode_fail("hosts", e);
 		int rc = run.loop();
 		if (o.port_map.uplinks) /* what the maps became: refreshed by age and by Ethereal's reroutes */
 			run.note("paths_after", paths_json(o, hs, dst, false));

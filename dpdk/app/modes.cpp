@@ -39,12 +39,6 @@ namespace lumen::dp
 namespace
 {
 
-int fail(const char *mode, const std::string &why)
-{
-	std::fprintf(stderr, "lumen-dp %s: %s\n", mode, why.c_str());
-	return 2;
-}
-
 /* Engine configuration of one host. */
 EngineConfig host_cfg(const Options &o, uint32_t ip, const Mac &mac, uint64_t seed_salt)
 {
@@ -75,11 +69,11 @@ int run_perf(Options &o)
 
 	rte_mempool *pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, frame_bytes(o), &err);
 	if (!pool)
-		return fail("perf", err);
+		return mode_fail("perf", err);
 	if (std::string e = port_setup(o.port, o.queues, pool, o.engine.mtu, &info); !e.empty()) {
 		port_stop(o.port, &info);
 		rte_mempool_free(pool);
-		return fail("perf", e);
+		return mode_fail("perf", e);
 	}
 	std::fprintf(stderr, "lumen-dp perf: %s %s on port %u (%s, %s), %s\n", o.server ? "server" : "client",
 		     ip_str(o.local_ip).c_str(), o.port, info.driver.c_str(), mac_str(info.mac).c_str(),
@@ -92,7 +86,7 @@ int run_perf(Options &o)
 		run.note("ports", {port_json(o.port, info)});
 		if (!o.server)
 			if (std::string e = run.start_client(h, o.peer_ip, o.peer_mac); !e.empty())
-				return fail("perf", e);
+				return mode_fail("perf", e);
 		rc = run.loop();
 		rc = std::max(rc, run.report("perf"));
 	}
@@ -182,13 +176,13 @@ int run_pair(Options &o)
 	};
 	auto body = [&]() -> int {
 		if (std::string e = make_ring_ports(o.queues.queues, &rings, &pa, &pb); !e.empty())
-			return fail("pair", e);
+			return mode_fail("pair", e);
 		if (!(pool = make_pool("lumen_dp_pool", 16384u * o.queues.queues, frame_bytes(o), &err)))
-			return fail("pair", err);
+			return mode_fail("pair", err);
 		if (std::string e = port_setup((uint16_t)pa, o.queues, pool, o.engine.mtu, &ia); !e.empty())
-			return fail("pair", e);
+			return mode_fail("pair", e);
 		if (std::string e = port_setup((uint16_t)pb, o.queues, pool, o.engine.mtu, &ib); !e.empty())
-			return fail("pair", e);
+			return mode_fail("pair", e);
 		if (o.queues.queues > 1)
 			std::fprintf(stderr, "lumen-dp pair: %s, %u lcore(s)\n", queues_str(ia).c_str(),
 				     rte_lcore_count());
@@ -199,7 +193,7 @@ int run_pair(Options &o)
 			run.add("server", (uint16_t)pb, ib, pool, host_cfg(o, ip_b, ib.mac, 2), &o.impair);
 		run.note("ports", {port_json((uint16_t)pa, ia), port_json((uint16_t)pb, ib)});
 		if (std::string e = run.start_client(a, ip_b, ib.mac); !e.empty())
-			return fail("pair", e);
+			return mode_fail("pair", e);
 		int rc = run.loop();
 		run.report("pair");
 		return pair_verdict(o, rc, a, b);

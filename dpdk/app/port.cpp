@@ -264,4 +264,30 @@ bool parse_mac(const std::string &s, Mac *m)
 	return true;
 }
 
+PortHealth port_health(uint16_t port)
+{
+	PortHealth h;
+	h.port = port;
+	h.ok = rte_eth_stats_get(port, &h.basic) == 0;
+	int n = rte_eth_xstats_get(port, nullptr, 0);
+	if (n <= 0)
+		return h;
+	std::vector<rte_eth_xstat> values((size_t)n);
+	std::vector<rte_eth_xstat_name> names((size_t)n);
+	if (rte_eth_xstats_get(port, values.data(), (unsigned)n) != n ||
+	    rte_eth_xstats_get_names(port, names.data(), (unsigned)n) != n)
+		return h;
+	for (const rte_eth_xstat &x : values) {
+		if (!x.value || x.id >= (uint64_t)n)
+			continue;
+		std::string name = names[x.id].name;
+		for (const char *word : {"error", "drop", "miss", "nombuf", "discard", "fail"})
+			if (name.find(word) != std::string::npos) {
+				h.losses.emplace_back(name, x.value);
+				break;
+			}
+	}
+	return h;
+}
+
 } // namespace lumen::dp

@@ -80,6 +80,26 @@ std::string port_setup(uint16_t port, const QueueSetup &qs, rte_mempool *pool, u
 /* Stop and close a port set up (even partly) by port_setup; the frames
  * left in its steering rings are freed. */
 void port_stop(uint16_t port, PortInfo *info);
+/* A port's own counters (rte_eth_stats and the extended ones), read after
+ * a run: what the NIC or its driver dropped never reaches lumen-dp's
+ * counters, and a run whose receiver missed frames (imissed: the RX ring
+ * was full; rx_nombuf: the pool was empty) is not measuring the transport.
+ * DPDK's telemetry answers the same live: /ethdev/stats,PORT and
+ * /ethdev/xstats,PORT. */
+struct PortHealth {
+	uint16_t port = 0;
+	bool ok = false; /* the driver answered */
+	rte_eth_stats basic{};
+	/* the extended counters that are not zero and name a loss or an error */
+	std::vector<std::pair<std::string, uint64_t>> losses;
+	/* frames the port or its driver lost: imissed + ierrors + rx_nombuf + oerrors */
+	uint64_t lost() const
+	{
+		return basic.imissed + basic.ierrors + basic.rx_nombuf + basic.oerrors;
+	}
+};
+PortHealth port_health(uint16_t port);
+
 /* "2 queues on UDP ports 4792..4793, steered by rte_flow" */
 std::string queues_str(const PortInfo &info);
 

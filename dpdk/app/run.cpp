@@ -17,7 +17,13 @@ namespace
 {
 
 std::atomic<bool> g_signal{false};
-Run *g_run = nullptr; /* for the telemetry callbacks */
+/* What DPDK's telemetry thread may read: the hosts of the current Run,
+ * each added whole (its endpoint and name set) and all removed before the
+ * Run that owns them goes, under g_tel_mu, which a callback holds for its
+ * whole answer. The lcores never take it; a callback reads a host's
+ * counters from its snapshot, under the host's own snap_mu. */
+std::mutex g_tel_mu;
+std::vector<Host *> g_tel_hosts;
 
 void on_signal(int)
 {
@@ -97,18 +103,19 @@ void tel_add(rte_tel_data *d, const nlohmann::json &j)
 /* /lumen/stats[,HOST]: one host's totals (default: the first) */
 int tel_stats(const char *, const char *params, rte_tel_data *d)
 {
-	if (!g_run || g_run->hosts().empty())
+	std::lock_guard<std::mutex> hosts(g_tel_mu);
+	if (g_tel_hosts.empty())
 		return -1;
 	size_t i = 0;
 	if (params && *params) {
-		i = g_run->hosts().size();
-		for (size_t k = 0; k < g_run->hosts().size(); k++)
-			if (g_run->hosts()[k]->ep->name() == params)
+		i = g_tel_hosts.size();
+		for (size_t k = 0; k < g_tel_hosts.size(); k++)
+			if (g_tel_hosts[k]->ep->name() == params)
 				i = k;
-		if (i == g_run->hosts().size())
+		if (i == g_tel_hosts.size())
 			return -1;
 	}
-	Host &h = *g_run->hosts()[i];
+	Host &h = *g_tel_hosts[i];
 	std::lock_guard<std::mutex> lock(h.snap_mu);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "host", h.ep->name().c_str());
@@ -123,6 +130,14 @@ int tel_stats(const char *, const char *params, rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "steered_in", h.snap.port.steered_in);
 	rte_tel_data_add_dict_u64(d, "steered_out", h.snap.port.steered_out);
 	rte_tel_data_add_dict_u64(d, "steer_drops", h.snap.port.steer_drops);
+	/* the port's own losses (all of them: /ethdev/xstats,PORT) */
+	rte_eth_stats ps{};
+	if (rte_eth_stats_get(h.ep->port(), &ps) == 0) {
+		rte_tel_data_add_dict_u64(d, "port_imissed", ps.imissed);
+		rte_tel_data_add_dict_u64(d, "port_ierrors", ps.ierrors);
+		rte_tel_data_add_dict_u64(d, "port_rx_nombuf", ps.rx_nombuf);
+		rte_tel_data_add_dict_u64(d, "port_oerrors", ps.oerrors);
+	}
 	return 0;
 }
 
@@ -132,11 +147,12 @@ int tel_stats(const char *, const char *params, rte_tel_data *d)
 int tel_gate(const char *, const char *params, rte_tel_data *d)
 {
 	Host *h = nullptr;
-	if (!g_run || !params)
+	if (!params)
 		return -1;
-	for (const auto &x : g_run->hosts())
+	std::lock_guard<std::mutex> hosts(g_tel_mu);
+	for (Host *x : g_tel_hosts)
 		if (x->ep->name() == params && x->ep->gate())
-			h = x.get();
+			h = x;
 	if (!h)
 		return -1;
 	std::lock_guard<std::mutex> lock(h->snap_mu);
@@ -179,10 +195,9 @@ int tel_gate(const char *, const char *params, rte_tel_data *d)
 /* /lumen/hosts: the host names, for /lumen/stats,NAME */
 int tel_hosts(const char *, const char *, rte_tel_data *d)
 {
-	if (!g_run)
-		return -1;
+	std::lock_guard<std::mutex> hosts(g_tel_mu);
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-	for (const auto &h : g_run->hosts())
+	for (const Host *h : g_tel_hosts)
 		rte_tel_data_add_array_string(d, h->ep->name().c_str());
 	return 0;
 }
@@ -207,16 +222,45 @@ uint64_t msgs_total_of(const std::vector<Host *> &host)
 	return n;
 }
 
+nlohmann::json fct_json(const LatencyHistogram &h)
+{
+	return {{"count", h.count()},
+		{"mean", h.mean() / 1e3},
+		{"p50", (double)h.quantile(0.5) / 1e3},
+		{"p99", (double)h.quantile(0.99) / 1e3},
+		{"p999", (double)h.quantile(0.999) / 1e3},
+		{"max", (double)h.max() / 1e3}};
+}
+
 nlohmann::json fct_json(const std::vector<Host *> &host)
 {
-	std::vector<uint64_t> v;
+	LatencyHistogram all;
 
 	for (const Host *h : host)
-		v.insert(v.end(), h->fct_ns.begin(), h->fct_ns.end());
-	return {{"count", v.size()},
-		{"p50", percentile(v, 0.5) / 1e3},
-		{"p99", percentile(v, 0.99) / 1e3},
-		{"max", percentile(v, 1.0) / 1e3}};
+		all.merge(h->fct);
+	return fct_json(all);
+}
+
+int mode_fail(const char *mode, const std::string &why)
+{
+	std::fprintf(stderr, "lumen-dp %s: %s\n", mode, why.c_str());
+	return 2;
+}
+
+static nlohmann::json port_health_json(const PortHealth &h)
+{
+	nlohmann::json losses = nlohmann::json::object();
+	for (const auto &[name, value] : h.losses)
+		losses[name] = value;
+	return {{"id", h.port},
+		{"stats_read", h.ok},
+		{"ipackets", h.basic.ipackets},
+		{"opackets", h.basic.opackets},
+		{"imissed", h.basic.imissed},
+		{"ierrors", h.basic.ierrors},
+		{"oerrors", h.basic.oerrors},
+		{"rx_nombuf", h.basic.rx_nombuf},
+		{"xstats_losses", losses}};
 }
 
 nlohmann::json port_json(uint16_t port, const PortInfo &info)
@@ -275,13 +319,14 @@ void Host::publish(uint64_t now_ns)
 
 Run::Run(Options &o) : o_(o)
 {
-	g_run = this;
 	register_telemetry();
 }
 
 Run::~Run()
 {
-	g_run = nullptr;
+	/* before hosts_ goes: a callback under way finishes first */
+	std::lock_guard<std::mutex> lock(g_tel_mu);
+	g_tel_hosts.clear();
 }
 
 void Run::register_telemetry()
@@ -311,6 +356,8 @@ std::vector<Host *> Run::add(const std::string &name, uint16_t port, const PortI
 						   pool, c, impair, info.soft.get());
 		hosts_.push_back(std::move(h));
 		queues.push_back(hosts_.back().get());
+		std::lock_guard<std::mutex> lock(g_tel_mu);
+		g_tel_hosts.push_back(queues.back());
 	}
 	return queues;
 }
@@ -390,7 +437,7 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 		if (d.kind != Completion::kSend)
 			return;
 		uint64_t now_ns = d.done_ns;
-		hp->fct_ns.push_back(now_ns - d.posted_ns);
+		hp->fct.record(now_ns - d.posted_ns);
 		if (record)
 			hp->done.push_back({c.conn_id, d.msg_id, d.len, d.posted_ns, now_ns});
 		hp->msgs_done.fetch_add(1, std::memory_order_relaxed);
@@ -586,11 +633,14 @@ int Run::loop()
 nlohmann::json Run::summary() const
 {
 	nlohmann::json hosts = nlohmann::json::array();
-	std::vector<uint64_t> all_fct;
+	LatencyHistogram all_fct;
 	ConnStats total;
+	std::vector<uint16_t> ports; /* each once, in the hosts' order */
 
 	for (const auto &h : hosts_) {
 		Engine &e = h->ep->engine();
+		if (std::find(ports.begin(), ports.end(), h->ep->port()) == ports.end())
+			ports.push_back(h->ep->port());
 		ConnStats t = e.totals();
 		total.add(t);
 		nlohmann::json paths = nlohmann::json::array();
@@ -636,15 +686,15 @@ nlohmann::json Run::summary() const
 				{"frames", im->stats().frames},		{"dropped", im->stats().dropped},
 				{"duplicated", im->stats().duplicated}, {"marked", im->stats().marked},
 				{"reordered", im->stats().reordered},	{"blackholed", im->stats().blackholed}};
-		if (h->msgs_total || !h->fct_ns.empty()) {
-			j["fct_us"] = {{"count", h->fct_ns.size()},
-				       {"p50", percentile(h->fct_ns, 0.5) / 1e3},
-				       {"p99", percentile(h->fct_ns, 0.99) / 1e3},
-				       {"max", percentile(h->fct_ns, 1.0) / 1e3}};
-			all_fct.insert(all_fct.end(), h->fct_ns.begin(), h->fct_ns.end());
+		if (h->msgs_total || h->fct.count()) {
+			j["fct_us"] = fct_json(h->fct);
+			all_fct.merge(h->fct);
 		}
 		hosts.push_back(j);
 	}
+	nlohmann::json port_health = nlohmann::json::array();
+	for (uint16_t p : ports)
+		port_health.push_back(port_health_json(lumen::dp::port_health(p)));
 	const EngineConfig &c = o_.engine;
 	nlohmann::json s = {
 		{"mode", o_.mode},
@@ -670,11 +720,8 @@ nlohmann::json Run::summary() const
 		  {"path_state_bytes", sizeof(lumen_path)}}},
 		{"totals", conn_json(total)},
 		{"goodput_gbps", elapsed_s_ > 0 ? (double)total.bytes_delivered * 8 / elapsed_s_ / 1e9 : 0.0},
-		{"fct_us",
-		 {{"count", all_fct.size()},
-		  {"p50", percentile(all_fct, 0.5) / 1e3},
-		  {"p99", percentile(all_fct, 0.99) / 1e3},
-		  {"max", percentile(all_fct, 1.0) / 1e3}}},
+		{"fct_us", fct_json(all_fct)},
+		{"port_health", port_health},
 		{"hosts", hosts}};
 	s.update(notes_);
 	return s;
@@ -693,9 +740,25 @@ int Run::report(const char *mode) const
 		(unsigned long long)t["retransmits"].get<uint64_t>(), (unsigned long long)t["timeouts"].get<uint64_t>(),
 		(unsigned long long)t["ecn_echoes"].get<uint64_t>(), (unsigned long long)t["corrupt"].get<uint64_t>());
 	if (s["fct_us"]["count"].get<size_t>())
-		std::printf("  message completion: p50 %.1f us, p99 %.1f us, max %.1f us over %zu messages\n",
+		std::printf("  message completion: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us over %zu "
+			    "messages\n",
 			    s["fct_us"]["p50"].get<double>(), s["fct_us"]["p99"].get<double>(),
-			    s["fct_us"]["max"].get<double>(), s["fct_us"]["count"].get<size_t>());
+			    s["fct_us"]["p999"].get<double>(), s["fct_us"]["max"].get<double>(),
+			    s["fct_us"]["count"].get<size_t>());
+	for (const auto &p : s["port_health"]) {
+		uint64_t lost = 0;
+		for (const char *k : {"imissed", "ierrors", "oerrors", "rx_nombuf"})
+			lost += p[k].get<uint64_t>();
+		if (lost)
+			std::fprintf(stderr,
+				     "lumen-dp: port %u lost %llu frames below lumen-dp (imissed %llu, ierrors %llu, "
+				     "rx_nombuf %llu, oerrors %llu): the transport's counters do not see them\n",
+				     p["id"].get<unsigned>(), (unsigned long long)lost,
+				     (unsigned long long)p["imissed"].get<uint64_t>(),
+				     (unsigned long long)p["ierrors"].get<uint64_t>(),
+				     (unsigned long long)p["rx_nombuf"].get<uint64_t>(),
+				     (unsigned long long)p["oerrors"].get<uint64_t>());
+	}
 	int rc = 0;
 	for (const auto &h : hosts_) {
 		const EngineStats &e = h->ep->engine().stats();

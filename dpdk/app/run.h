@@ -19,6 +19,7 @@
 
 #include "app/endpoint.h"
 #include "app/options.h"
+#include "transport/latency_histogram.h"
 
 namespace lumen::dp
 {
@@ -30,7 +31,7 @@ struct Host {
 	uint32_t msgs_per_conn = 0; /* client: 0 = unlimited */
 	uint32_t msg_size = 0;
 	std::vector<uint32_t> left; /* client: messages still to post, per connection */
-	std::vector<uint64_t> fct_ns; /* client: completion time of each message */
+	LatencyHistogram fct; /* client: the messages' completion times, in fixed memory */
 	struct Done {
 		uint32_t conn, msg, len;
 		uint64_t posted_ns, done_ns; /* Clock's */
@@ -147,10 +148,15 @@ class Run
 /* The counters of a host's queues added up, and its messages to send. */
 ConnStats totals_of(const std::vector<Host *> &host);
 uint64_t msgs_total_of(const std::vector<Host *> &host);
-/* The message completion times of a host's queues: count, p50, p99, max (us). */
+/* Completion times in us: count, mean, p50, p99, p99.9, max (a histogram's, to 1.6 %). */
+nlohmann::json fct_json(const LatencyHistogram &h);
+/* The message completion times of a host's queues, merged. */
 nlohmann::json fct_json(const std::vector<Host *> &host);
 /* A port's queues and steering, for the JSON summary. */
 nlohmann::json port_json(uint16_t port, const PortInfo &info);
+
+/* A mode that cannot start: "lumen-dp MODE: why" on stderr, exit status 2. */
+int mode_fail(const char *mode, const std::string &why);
 
 /* The summary to path ("-": stdout); false, said on stderr as `who`, when
  * it cannot be written. */

@@ -14,11 +14,11 @@ namespace
  * too short or not IPv4/UDP. lumen_dp_ack_fold checks the rest. */
 bool key_of(const uint8_t *f, uint32_t len, uint64_t *key, uint8_t *type)
 {
-	const uint32_t conn = LUMEN_DP_HDR_OFF + 4;
-	if (len < LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN || lumen_dp_ip_check(f, len) || f[LUMEN_DP_IP_OFF + 9] != 17)
+	if (len < LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN || lumen_dp_ip_check(f, len) ||
+	    f[LUMEN_DP_IP_PROTO_AT] != LUMEN_DP_IP_PROTO_UDP)
 		return false;
-	*type = f[LUMEN_DP_HDR_OFF + 1];
-	*key = (uint64_t)lumen_dp_get32(f + LUMEN_DP_IP_OFF + 16) << 32 | lumen_dp_get32(f + conn);
+	*type = f[LUMEN_DP_TYPE_AT];
+	*key = (uint64_t)lumen_dp_get32(f + LUMEN_DP_IP_DST_AT) << 32 | lumen_dp_get32(f + LUMEN_DP_CONN_AT);
 	return true;
 }
 
@@ -33,7 +33,7 @@ bool AckCoalescer::fold(const uint8_t *f, uint32_t len)
 	auto it = q_.find(key);
 	if (it == q_.end())
 		return false;
-	uint16_t dport = lumen_dp_get16(it->second.frame + LUMEN_DP_UDP_OFF + 2);
+	uint16_t dport = lumen_dp_get16(it->second.frame + LUMEN_DP_UDP_DPORT_AT);
 	return lumen_dp_ack_fold(it->second.frame, it->second.len, f, len, dport) == LUMEN_DP_FOLDED;
 }
 

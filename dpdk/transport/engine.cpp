@@ -231,6 +231,7 @@ PostError Engine::post_recv(Connection &c, const RecvWr &wr, uint64_t now_ns)
 		return PostError::kBadLength;
 	c.rx_wrs.push_back(RecvSlot{wr, now_ns});
 	c.rx_app = true;
+	c.rx_room = (uint32_t)std::min<uint64_t>((uint64_t)c.rx_room + psns_of(wr.cap), UINT32_MAX);
 	return PostError::kOk;
 }
 
@@ -253,6 +254,7 @@ void Engine::fail(Connection &c, MsgStatus status, uint64_t now_ns)
 	}
 	c.cut = 0;
 	uint32_t id = c.rx_next_msg;
+	c.rx_room = 0;
 	while (!c.rx_wrs.empty()) {
 		RecvSlot r = c.rx_wrs.front();
 		c.rx_wrs.pop_front();
@@ -294,7 +296,7 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 			/* the parser got past IPv4, UDP and the common header's length */
 			stats_.bad_version++;
 			stats_.peer_version = frame[LUMEN_DP_HDR_OFF];
-			stats_.peer_version_ip = lumen_dp_get32(frame + LUMEN_DP_IP_OFF + 12);
+			stats_.peer_version_ip = lumen_dp_get32(frame + LUMEN_DP_IP_SRC_AT);
 		} else
 			stats_.malformed++;
 		return;
@@ -333,7 +335,7 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32_t n, uint64_t now_ns)
 {
 	constexpr uint32_t kAhead = 2; /* frames ahead whose state beyond the connection is fetched */
-	constexpr uint32_t kKeyEnd = LUMEN_DP_HDR_OFF + 8; /* the connection id's last byte + 1 */
+	constexpr uint32_t kKeyEnd = LUMEN_DP_CONN_AT + 4; /* the connection id's last byte + 1 */
 	uint64_t keys[kMaxBurst];
 
 	if (conns_.size() <= kFewConns) { /* their state stays in the cache */
@@ -354,22 +356,22 @@ void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32
 	 * beyond the connection (found by then) fetched a few frames ahead. */
 	const Connection *conns[kMaxBurst];
 	for (uint32_t i = 0; i < n; i++) {
-		keys[i] = lens[i] >= kKeyEnd ? key_of(lumen_dp_get32(frames[i] + LUMEN_DP_IP_OFF + 12),
-						      lumen_dp_get32(frames[i] + LUMEN_DP_HDR_OFF + 4))
+		keys[i] = lens[i] >= kKeyEnd ? key_of(lumen_dp_get32(frames[i] + LUMEN_DP_IP_SRC_AT),
+						      lumen_dp_get32(frames[i] + LUMEN_DP_CONN_AT))
 					     : 0;
 		__builtin_prefetch(by_key_.home(keys[i]));
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		conns[i] = lens[i] >= kKeyEnd ? by_key_.find(keys[i]) : nullptr;
 		if (conns[i] && (i == 0 || conns[i] != conns[i - 1]))
-			prefetch_role(conns[i], frames[i][LUMEN_DP_HDR_OFF + 1] != LUMEN_DP_DATA);
+			prefetch_role(conns[i], frames[i][LUMEN_DP_TYPE_AT] != LUMEN_DP_DATA);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k = i + kAhead;
 		if (k < n && conns[k] && lens[k] >= LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN) {
 			const Connection &c = *conns[k];
-			uint32_t psn = lumen_dp_get32(frames[k] + LUMEN_DP_HDR_OFF + 8);
-			if (frames[k][LUMEN_DP_HDR_OFF + 1] == LUMEN_DP_DATA) {
+			uint32_t psn = lumen_dp_get32(frames[k] + LUMEN_DP_PSN_AT);
+			if (frames[k][LUMEN_DP_TYPE_AT] == LUMEN_DP_DATA) {
 				c.rx.prefetch(psn);
 				if (!c.rx_ends.empty())
 					__builtin_prefetch(&c.rx_ends[psn & (cfg_.rx_window - 1)]);
@@ -537,6 +539,7 @@ void Engine::deliver(Connection &c, uint32_t from, uint32_t to)
 		if (c.rx_app && !c.rx_wrs.empty()) {
 			RecvSlot r = c.rx_wrs.front();
 			c.rx_wrs.pop_front();
+			c.rx_room -= std::min(c.rx_room, psns_of(r.wr.cap));
 			d.user = r.wr.user;
 			d.posted_ns = r.posted_ns;
 			if (done.msg_len > r.wr.cap) {
@@ -867,6 +870,18 @@ inline __attribute__((always_inline)) int Engine::build_data(uint8_t *buf, uint3
 	return (int)(LUMEN_DP_IP_OFF + ip_len);
 }
 
+/* The window an ACK offers: the PSNs beyond the cumulative one that the
+ * receiver will take. The PSN window's whole capacity (a PSN before cum +
+ * capacity is never refused for room), and with receive buffers no more
+ * than they can hold. */
+uint16_t Engine::rwnd_of(const Connection &c) const
+{
+	uint32_t w = cfg_.rx_window;
+	if (c.rx_app)
+		w = std::min(w, c.rx_room);
+	return (uint16_t)std::min<uint32_t>(w, UINT16_MAX);
+}
+
 bool Engine::send_ack(const AckDue &a, FrameSink &sink)
 {
 	Connection &c = *conns_[a.conn];
@@ -893,6 +908,7 @@ bool Engine::send_ack(const AckDue &a, FrameSink &sink)
 	p.sport = a.echo_sport;
 	p.pkts = a.pkts;
 	p.ce_pkts = a.ce_pkts;
+	p.rwnd = rwnd_of(c);
 	p.ext = a.int_len ? a.int_echo.data() : nullptr;
 	p.ext_len = a.int_len;
 	if (a.int_len)

@@ -352,6 +352,12 @@ struct alignas(64) Connection {
 	 * rx_app once one was posted: payloads are placed, not checked. */
 	std::deque<RecvSlot> rx_wrs;
 	bool rx_app = false;
+	/* The PSNs the posted buffers can take, at most: each buffer of cap
+	 * bytes holds a message of at most ceil(cap / max_payload) packets.
+	 * With rx_app, the ACK's rwnd says no more than this (and no more than
+	 * the PSN window): a sender does not send what would only be dropped
+	 * for want of a buffer. */
+	uint32_t rx_room = 0;
 	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
 	/* CE NACKs (ce_nack_threshold_pct): the window counted since
 	 * ce_win_start_ns, and the end of the quiet window after a NACK */
@@ -515,6 +521,11 @@ class Engine
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void deliver(Connection &c, uint32_t from, uint32_t to);
 	bool place(Connection &c, const lumen_dp_pkt &p);
+	uint32_t psns_of(uint32_t bytes) const
+	{
+		return bytes / max_payload_ + (bytes % max_payload_ != 0);
+	}
+	uint16_t rwnd_of(const Connection &c) const;
 	void complete(Connection &c, const Completion &done)
 	{
 		if (on_complete)

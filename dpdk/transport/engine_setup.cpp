@@ -220,7 +220,6 @@ Engine::Engine(const EngineConfig &cfg)
 		data_pkt_.ext = int_request_.data();
 		data_pkt_.ext_len = int_request_len_;
 	}
-	ack_pkt_.rwnd = (uint16_t)std::min<uint32_t>(cfg_.rx_window, UINT16_MAX);
 	data_template();
 }
 

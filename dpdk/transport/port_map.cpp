@@ -213,7 +213,7 @@ uint32_t PortMap::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 bool PortMap::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 {
 	if (len < LUMEN_DP_UDP_OFF || lumen_dp_get16(frame + 12) != LUMEN_DP_ETHERTYPE_IPV4 ||
-	    frame[LUMEN_DP_IP_OFF + 9] != LUMEN_DP_IP_PROTO_ICMP)
+	    frame[LUMEN_DP_IP_PROTO_AT] != LUMEN_DP_IP_PROTO_ICMP)
 		return false;
 	lumen_dp_time_exceeded te{};
 	int rc = lumen_dp_parse_time_exceeded(frame, len, &te);

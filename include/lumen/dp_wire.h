@@ -89,6 +89,16 @@
 #define LUMEN_DP_IP_OFF LUMEN_DP_ETH_HLEN /* 14 */
 #define LUMEN_DP_UDP_OFF (LUMEN_DP_IP_OFF + LUMEN_DP_IP_HLEN) /* 34 */
 #define LUMEN_DP_HDR_OFF (LUMEN_DP_UDP_OFF + LUMEN_DP_UDP_HLEN) /* 42: the lumen header */
+/* Where the fields that dispatch, steering and coalescing peek at lie in a
+ * frame, before (or instead of) lumen_dp_parse: each a frame offset. */
+#define LUMEN_DP_IP_TOS_AT (LUMEN_DP_IP_OFF + 1)
+#define LUMEN_DP_IP_PROTO_AT (LUMEN_DP_IP_OFF + 9)
+#define LUMEN_DP_IP_SRC_AT (LUMEN_DP_IP_OFF + 12)
+#define LUMEN_DP_IP_DST_AT (LUMEN_DP_IP_OFF + 16)
+#define LUMEN_DP_UDP_DPORT_AT (LUMEN_DP_UDP_OFF + 2)
+#define LUMEN_DP_TYPE_AT (LUMEN_DP_HDR_OFF + 1)
+#define LUMEN_DP_CONN_AT (LUMEN_DP_HDR_OFF + 4)
+#define LUMEN_DP_PSN_AT (LUMEN_DP_HDR_OFF + 8)
 #define LUMEN_DP_COMMON_HLEN 12
 #define LUMEN_DP_DATA_HLEN 32 /* common + DATA part */
 #define LUMEN_DP_ACK_HLEN 40 /* common + ACK/NACK part */
