@@ -35,12 +35,12 @@ struct Switch {
 	DelayLine<Frame> line;
 	uint64_t now = 0, latency_ns = 4000;
 
-	Switch(uint32_t n, const ImpairParams &ip, lumen_path_mode mode, bool open_on_data = true)
+	Switch(uint32_t n, const ImpairParams &ip, lumen_path_mode mode, bool open_on_handshake = true)
 	    : imp(ip, LUMEN_DP_UDP_PORT)
 	{
 		for (uint32_t i = 0; i < n; i++) {
 			EngineConfig c = config(kBaseIp + i, Mac{2, 0, 0, 0, 1, (uint8_t)i}, mode);
-			c.open_on_data = open_on_data;
+			c.open_on_handshake = open_on_handshake;
 			c.gbn = mode == LUMEN_PATH_ETHEREAL;
 			c.path.entropies = 16;
 			hosts.push_back(std::make_unique<Engine>(c));
@@ -102,7 +102,7 @@ uint64_t data_packets(const Engine &e, uint32_t base)
 
 struct Outcome {
 	std::vector<RankBuffers> got, want;
-	uint64_t rnr = 0, retransmits = 0, subflow_msgs = 0, data_before_late = 0, unknown_data = 0;
+	uint64_t rnr = 0, retransmits = 0, subflow_msgs = 0, data_before_late = 0, refused = 0;
 	std::string open_late; // the late rank's open()
 	NetworkBarrier::Stats control;
 	size_t steps = 0;
@@ -114,7 +114,7 @@ struct Outcome {
 // network barrier (one per rank); late: rank 1 starts 20 ms after the
 // others; early: rank 1's engine receives from the start (its process polls
 // its port) but the rank opens 20 ms later, as collective mode's engines do
-// (open_on_data off), or with engines that open connections for any DATA.
+// (open_on_handshake off), or with engines that open connections for any handshake.
 enum class Sep {
 	kMemory,
 	kNetwork,
@@ -198,7 +198,7 @@ Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode m
 		o.got.push_back(ranks[r]->buffers());
 		ConnStats t = sw.hosts[r]->totals();
 		o.rnr += t.rnr_drops;
-		o.unknown_data += sw.hosts[r]->stats().unknown_data;
+		o.refused += sw.hosts[r]->stats().conn_refused;
 		o.retransmits += t.retransmits;
 		for (const RankStepStats &st : ranks[r]->step_stats())
 			o.subflow_msgs += st.subflows;
@@ -303,22 +303,22 @@ TEST(DpCollectiveRunner, NetworkBarrierWaitsForALateRank)
 }
 
 // Rank 1's process polls its port from the start but its rank opens 20 ms
-// later (a process still discovering paths): the others' "ready" reaches an
-// engine without those connections. Collective mode's engines drop it
-// (unknown_data) and the others resend it; an engine that opened the
-// connections itself would have taken the messages without their buffers,
-// and the late rank's open() says so.
+// later (a process still discovering paths): the others' handshakes reach
+// an engine without those connections. Collective mode's engines refuse
+// them (conn_refused) and the others try again; an engine that opened the
+// connections itself would take the messages without their buffers, and
+// the late rank's open() says so.
 TEST(DpCollectiveRunner, NetworkBarrierMessagesBeforeARankOpensAreResent)
 {
 	Outcome o = run(params(Collective::kAllToAll, 3, 30'000, 1), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetworkEarly);
 	EXPECT_EQ(o.open_late, "");
 	expect_reference(o, "early messages");
 	EXPECT_EQ(o.data_before_late, 0u);
-	EXPECT_GT(o.unknown_data, 0u) << "nothing reached the late rank's engine early";
+	EXPECT_GT(o.refused, 0u) << "nothing reached the late rank's engine early";
 
 	Outcome opening =
 		run(params(Collective::kAllToAll, 3, 30'000, 1), kLossy, LUMEN_PATH_REPS, 0, Sep::kNetworkEarlyOpening);
-	EXPECT_NE(opening.open_late.find("open_on_data"), std::string::npos) << opening.open_late;
+	EXPECT_NE(opening.open_late.find("open_on_handshake"), std::string::npos) << opening.open_late;
 }
 
 // Rank 1 is a bare engine that sends rank 0 a control message of its own

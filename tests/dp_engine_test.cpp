@@ -84,11 +84,13 @@ TEST(DpEngine, CleanNetworkDeliversEverythingOnce)
 // A clean network with an RTO above the RTT has none.
 TEST(DpEngine, ASpuriousRtoIsDetectedAndTheWindowRestored)
 {
-	EngineConfig ca = config(kIpA, kMacA);
-	ca.rto.initial_ns = 4'000'000;
-	Net net(ca, config(kIpB, kMacB));
-	net.latency_ns = 3'000'000;
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
+	// the handshake's RTT (1 ms) sets the RTO; then the path slows to 6 ms
+	net.latency_ns = 500'000;
 	post(net, 1, 20, 64 * 1024);
+	while (net.a.connections()[0]->state != ConnState::kEstablished)
+		net.step();
+	net.latency_ns = 3'000'000;
 	ASSERT_TRUE(net.run(2'000'000'000ull));
 	expect_delivered(net, 1, 20, 64 * 1024);
 	ConnStats ta = net.a.totals();
@@ -309,7 +311,9 @@ TEST(DpEngine, HostileFramesChangeNothing)
 {
 	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
 	post(net, 1, 5, 30 * 1000);
-	// a's first frame, taken off the network (its loss is recovered)
+	while (net.a.connections()[0]->state != ConnState::kEstablished)
+		net.step();
+	// a's first DATA frame, taken off the network (its loss is recovered)
 	VecSink sink(1514);
 	net.a.tx(sink, net.now, 1);
 	ASSERT_FALSE(sink.frames.empty());
@@ -335,7 +339,7 @@ TEST(DpEngine, HostileFramesChangeNothing)
 	net.a.rx(ack.data(), (uint32_t)n, net.now);
 	EXPECT_EQ(net.a.stats().no_conn, 1u);
 	p.conn_id = 1;
-	p.psn = 0x7FFFFFFF; // far beyond anything sent
+	p.psn = net.a.connections()[0]->isn + 0x40000000; // far beyond anything sent
 	p.pkts = 60000;
 	p.ce_pkts = 60000;
 	n = lumen_dp_build(ack.data(), (uint32_t)ack.size(), &p);
@@ -388,11 +392,13 @@ TEST(DpEngine, ConnectionsTakeTurns)
 	cfg.randomize_order = false;
 	Engine e(cfg);
 	constexpr uint32_t kConns = 100;
+	std::vector<Connection *> conns;
 	for (uint32_t i = 0; i < kConns; i++) {
-		Connection *c = e.connect(kIpB, kMacB, i + 1, 0);
-		ASSERT_NE(c, nullptr);
-		e.post(*c, 8 * e.config().max_payload(), 0);
+		conns.push_back(connect_open(e, kIpB, kMacB, i + 1, 0));
+		ASSERT_NE(conns.back(), nullptr);
 	}
+	for (Connection *c : conns)
+		e.post(*c, 8 * e.config().max_payload(), 0);
 	for (uint32_t call = 0; call < 2 * kConns; call++) {
 		VecSink sink(e.config().mtu + 14);
 		ASSERT_EQ(e.tx(sink, 1000, 4), 4u);
@@ -453,7 +459,7 @@ TEST(DpEngine, ImpairSpecParsing)
 TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
 {
 	Engine a(config(kIpA, kMacA));
-	Connection *c = a.connect(kIpB, kMacB, 1, 0);
+	Connection *c = connect_open(a, kIpB, kMacB, 1, 0);
 	ASSERT_NE(c, nullptr);
 	for (int i = 0; i < 4; i++)
 		a.post(*c, 100, 0);
@@ -468,8 +474,8 @@ TEST(DpEngine, RtoRestartsWithEachAckAndFiresAtItsDeadline)
 	p.rwnd = 1024;
 	auto ack = [&](uint32_t cum, uint64_t now) {
 		Frame f(256);
-		p.psn = cum;
-		p.echo_psn = cum - 1;
+		p.psn = c->isn + cum;
+		p.echo_psn = c->isn + cum - 1;
 		p.echo_ts = 0; // every packet went at 0
 		int n = lumen_dp_build(f.data(), (uint32_t)f.size(), &p);
 		ASSERT_GT(n, 0);

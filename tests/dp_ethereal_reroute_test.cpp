@@ -184,17 +184,22 @@ TEST(DpEthereal, ADeadPinnedPathIsLeftOnTimeout)
 // see the real RTT and do not fire.
 TEST(DpEthereal, ASpuriousTimeoutsMoveIsUndone)
 {
-	EngineConfig ca = ethereal(kIpA, kMacA);
-	ca.rto.initial_ns = 4'000'000;
-	Net net(ca, ethereal(kIpB, kMacB));
-	net.latency_ns = 3'000'000;
+	Net net(ethereal(kIpA, kMacA), ethereal(kIpB, kMacB));
 	Order order;
 	order.watch(net.b);
 	std::vector<std::pair<uint16_t, uint16_t>> undone;
 	net.a.on_reroute_undone = [&](Connection &, uint16_t from, uint16_t to) { undone.emplace_back(from, to); };
-	uint16_t port = 0;
-	Connection *c = run_one(net, "", 20, 64 * 1024, &port);
+	// the handshake's RTT (1 ms) sets the RTO; then the path slows to 6 ms
+	net.latency_ns = 500'000;
+	Connection *c = net.a.connect(kIpB, kMacB, 1, net.now);
 	ASSERT_NE(c, nullptr);
+	uint16_t port = (uint16_t)(net.a.config().sport_base + c->path.next);
+	for (uint32_t k = 0; k < 20; k++)
+		net.a.post(*c, 64 * 1024, net.now);
+	while (c->state != ConnState::kEstablished)
+		net.step();
+	net.latency_ns = 3'000'000;
+	ASSERT_TRUE(net.run(20'000'000'000ull));
 	expect_delivered(net, 1, 20, 64 * 1024);
 	EXPECT_EQ(order.wrong, 0u);
 	ConnStats ta = net.a.totals();
@@ -391,6 +396,7 @@ struct Receiver {
 
 	explicit Receiver(uint32_t threshold, uint64_t window_ns = 100'000) : b(make(threshold, window_ns))
 	{
+		EXPECT_NE(accept_open(b, kIpA, kMacA, 1, 0, now), nullptr); // PSNs from 0
 	}
 	static EngineConfig make(uint32_t threshold, uint64_t window_ns)
 	{

@@ -46,11 +46,13 @@ uint32_t conn_of(const test::Frame &f)
 // connection of each turn over `turns` tx calls of one quantum's worth.
 std::vector<uint32_t> turns(Engine &e, uint32_t n, uint32_t pkts, uint32_t calls)
 {
+	std::vector<Connection *> conns;
 	for (uint32_t i = 0; i < n; i++) {
-		Connection *c = e.connect(kIpB, kMacB, i + 1, 0);
-		EXPECT_NE(c, nullptr);
-		e.post(*c, pkts * e.config().max_payload(), 0);
+		conns.push_back(test::connect_open(e, kIpB, kMacB, i + 1, 0));
+		EXPECT_NE(conns.back(), nullptr);
 	}
+	for (Connection *c : conns)
+		e.post(*c, pkts * e.config().max_payload(), 0);
 	std::vector<uint32_t> order;
 	for (uint32_t call = 0; call < calls; call++) {
 		VecSink sink(e.config().mtu + 14);
@@ -124,8 +126,11 @@ TEST(DpQpOrder, StartJitterIsUniformAndHeld)
 	constexpr uint64_t kJ = 100'000;
 	constexpr uint32_t n = 400;
 	Engine e(config(5, true, kJ));
+	std::vector<Connection *> conns;
 	for (uint32_t i = 0; i < n; i++)
-		e.post(*e.connect(kIpB, kMacB, i + 1, 0), 2 * e.config().max_payload(), 0);
+		conns.push_back(test::connect_open(e, kIpB, kMacB, i + 1, 0));
+	for (Connection *c : conns)
+		e.post(*c, 2 * e.config().max_payload(), 0);
 	std::vector<uint64_t> first(n + 1, UINT64_MAX);
 	for (uint64_t now = 0; now <= kJ + 1000; now += 500) {
 		VecSink sink(e.config().mtu + 14);

@@ -83,7 +83,7 @@ struct Net {
 			}
 			lumen_dp_pkt p{};
 			if (!record && lumen_dp_parse(f.data(), (uint32_t)f.size(), LUMEN_DP_UDP_PORT, &p) == 0 &&
-			    p.type != LUMEN_DP_DATA)
+			    (p.type == LUMEN_DP_ACK || p.type == LUMEN_DP_NACK))
 				acks_ba.emplace_back(p.sport, p.echo_sport);
 			if (record && on_wire_ab)
 				on_wire_ab(f, now);

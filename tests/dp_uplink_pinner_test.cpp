@@ -140,7 +140,7 @@ TEST(DpUplinkPinner, AnEngineMovesItsConnectionWhereThePinnerSays)
 	c.gbn = true;
 	c.cc.mss = c.max_payload();
 	Engine e(c);
-	Connection *conn = e.connect(kDsts[0], kGw, 1, 0);
+	Connection *conn = test::connect_open(e, kDsts[0], kGw, 1, 0);
 	ASSERT_NE(conn, nullptr);
 	uint16_t first;
 	ASSERT_TRUE(p.pin(kDsts[0], 2, &first));

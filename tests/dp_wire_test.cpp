@@ -184,7 +184,10 @@ TEST(DpWireLayout, Sizes)
 	EXPECT_EQ(lumen_dp_hdr_len(LUMEN_DP_DATA, 11), 0u);
 	EXPECT_EQ(lumen_dp_hdr_len(LUMEN_DP_PROBE, 0), 62u);
 	EXPECT_EQ(lumen_dp_hdr_len(0, 0), 0u);
-	EXPECT_EQ(lumen_dp_hdr_len(5, 0), 0u);
+	EXPECT_EQ(lumen_dp_hdr_len(LUMEN_DP_SYN, 0), 66u);
+	EXPECT_EQ(lumen_dp_hdr_len(LUMEN_DP_SYNACK, 0), 66u);
+	EXPECT_EQ(lumen_dp_hdr_len(LUMEN_DP_FIN, 0), 66u);
+	EXPECT_EQ(lumen_dp_hdr_len(8, 0), 0u);
 	EXPECT_GE(LUMEN_DP_EXT_MAX, LUMEN_INT_MAX_LEN);
 }
 
@@ -551,7 +554,7 @@ TEST_F(DpWireRefuse, EveryParseError)
 	refuse(with(data, 42, 0), LUMEN_DP_EVERSION, "version 0");
 	refuse(with(resized(data, -35), 42, 2), LUMEN_DP_EVERSION, "version 2, 1 byte header");
 	refuse(with(data, 43, 0), LUMEN_DP_ETYPE, "type 0");
-	refuse(with(data, 43, 5), LUMEN_DP_ETYPE, "type 5");
+	refuse(with(data, 43, 8), LUMEN_DP_ETYPE, "type 8");
 	refuse(with(data, 44, LUMEN_DP_F_ECE), LUMEN_DP_EFLAGS, "ECE on DATA");
 	refuse(with(data, 44, 0x80), LUMEN_DP_EFLAGS, "undefined flag on DATA");
 	refuse(with(ack, 44, LUMEN_DP_F_RETX), LUMEN_DP_EFLAGS, "RETX on ACK");
@@ -619,8 +622,8 @@ TEST_F(DpWireRefuse, EveryBuildError)
 	q = p;
 	q.type = 0;
 	refuse_build(q, LUMEN_DP_ETYPE, "type 0");
-	q.type = 5;
-	refuse_build(q, LUMEN_DP_ETYPE, "type 5");
+	q.type = 8;
+	refuse_build(q, LUMEN_DP_ETYPE, "type 8");
 	q = p;
 	q.flags = LUMEN_DP_F_ECE;
 	refuse_build(q, LUMEN_DP_EFLAGS, "ECE on DATA");

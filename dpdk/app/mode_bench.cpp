@@ -298,7 +298,8 @@ Result run_tx(const Options &o, const EngineConfig &cfg, rte_mempool *pool, uint
 	};
 	uint64_t now = clock.now_ns();
 	for (uint32_t i = 0; i < conns; i++) {
-		Connection *c = e.connect(kBenchPeerIp, kBenchPeerMac, kFirstConn + i, now);
+		/* set up out of band: the bench is the peer, its PSNs from 0 */
+		Connection *c = e.open_established(kBenchPeerIp, kBenchPeerMac, kFirstConn + i, true, 0, now);
 		for (uint32_t k = 0; c && k < depth; k++)
 			e.post(*c, msg_size, now);
 	}
@@ -420,6 +421,10 @@ Result run_rx(const Options &o, const EngineConfig &cfg, rte_mempool *pool, uint
 
 	r.name = "rx";
 	r.conns = conns;
+	/* the bench writes the peer's DATA, its PSNs from 0: set up out of band */
+	for (uint32_t i = 0; i < conns; i++)
+		if (!e.open_established(kBenchPeerIp, kBenchPeerMac, kFirstConn + i, false, 0, clock.now_ns()))
+			throw std::runtime_error("cannot open the bench's connection " + std::to_string(i));
 	BurstSink sink(pool);
 	Meter meter(o, clock, "rx", conns);
 	rte_mbuf *rx[kBurst];

@@ -123,7 +123,7 @@ std::string check_collective(Options &o)
 	 * DATA for another one came early (a peer process that started
 	 * sooner) and is dropped for its sender to resend, not taken without
 	 * its receive buffer */
-	o.engine.open_on_data = false;
+	o.engine.open_on_handshake = false;
 	return "";
 }
 

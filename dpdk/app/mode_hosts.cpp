@@ -351,7 +351,7 @@ std::string pin_uplinks(const Options &o, const std::vector<std::vector<Host *>>
 		for (size_t j : dst[i]) {
 			uint32_t k = 0;
 			for (const auto &c : ep.engine().connections()) {
-				if (!c->client || c->peer_ip != o.hosts[j].ip)
+				if (!c || !c->client || c->peer_ip != o.hosts[j].ip)
 					continue;
 				uint16_t e;
 				uint32_t u = (uint32_t)((k++ + i) % s);

@@ -67,6 +67,7 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"reroutes", s.reroutes},
 		{"zero_copy_pkts", s.zero_copy_pkts},
 		{"rnr_drops", s.rnr_drops},
+		{"handshake_retries", s.handshake_retries},
 		{"msgs_sent", s.msgs_sent},
 		{"msgs_acked", s.msgs_acked},
 		{"msgs_delivered", s.msgs_delivered},
@@ -304,7 +305,7 @@ void Host::publish(uint64_t now_ns)
 	snap.totals = ep->engine().totals();
 	snap.engine = ep->engine().stats();
 	snap.port = ep->stats();
-	snap.conns = (uint32_t)ep->engine().connections().size();
+	snap.conns = (uint32_t)ep->engine().live_connections();
 	snap.at_ns = now_ns;
 	if (const OpticalGate *g = ep->gate()) {
 		timespec ts{};
@@ -651,7 +652,11 @@ nlohmann::json Run::summary() const
 			if (e.stats().refused[k])
 				refused[lumen_dp_strerror(-(int)k)] = e.stats().refused[k];
 		nlohmann::json j = {{"name", h->ep->name()},
-				    {"conns", e.connections().size()},
+				    {"conns", e.live_connections()},
+				    {"conns_opened", e.stats().conns_opened},
+				    {"conns_closed", e.stats().conns_closed},
+				    {"conns_expired", e.stats().conns_expired},
+				    {"reincarnations", e.stats().reincarnations},
 				    {"arrivals", e.stats().arrivals},
 				    {"totals", conn_json(t)},
 				    {"frames",
@@ -664,6 +669,13 @@ nlohmann::json Run::summary() const
 				      {"conn_refused", e.stats().conn_refused},
 				      {"probes", e.stats().probes_rcvd},
 				      {"bad_path_choices", e.stats().bad_path_choices},
+				      {"syns", e.stats().syns_rcvd},
+				      {"cookies_sent", e.stats().cookies_sent},
+				      {"bad_cookies", e.stats().bad_cookies},
+				      {"resets_sent", e.stats().resets_sent},
+				      {"resets_rcvd", e.stats().resets_rcvd},
+				      {"stale_ctrl", e.stats().stale_ctrl},
+				      {"ctrl_dropped", e.stats().ctrl_dropped},
 				      {"refused", refused}}},
 				    {"port", endpoint_json(*h->ep)},
 				    {"paths", {{"columns", {"sent", "good", "ecn", "lost"}}, {"rows", paths}}}};
@@ -671,6 +683,8 @@ nlohmann::json Run::summary() const
 		for (const auto &c : e.connections()) {
 			if (conns.size() == kConnsInJson)
 				break;
+			if (!c)
+				continue;
 			conns.push_back({{"conn_id", c->conn_id},
 					 {"peer", ip_str(c->peer_ip)},
 					 {"client", c->client},

@@ -65,8 +65,8 @@ std::string NetworkBarrier::open(uint64_t now_ns)
 		in_[j] = engine_.accept(ips_[j], gateway_, control_conn_id(first_id_, ranks_, j, rank_), now_ns);
 		if (!out_[j] || !in_[j])
 			return "barrier: no control connection with rank " + std::to_string(j) +
-			       " (max_conns, or its frames arrived before this rank was set up and the engine "
-			       "took them: EngineConfig::open_on_data must be off)";
+			       " (max_conns, or its handshake came before this rank was set up and the engine "
+			       "opened the connection itself: EngineConfig::open_on_handshake must be off)";
 		for (uint32_t k = 0; k < phases_; k++) {
 			uint8_t *at = rx_.data() + ((size_t)j * phases_ + k) * kMsgBytes;
 			PostError e = engine_.post_recv(*in_[j], RecvWr{at, kMsgBytes, user_of(j, k)}, now_ns);

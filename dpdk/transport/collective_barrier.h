@@ -28,11 +28,12 @@
 // acknowledged or kLingerNs passed (the last ACK may be lost after the
 // peer left: a rank cannot know that its peer knows).
 //
-// A peer's message may arrive before this rank's open() (a process that
+// A peer's handshake may arrive before this rank's open() (a process that
 // polls its port earlier, as --discover-paths does): the engine must then
-// drop it (EngineConfig::open_on_data off, as collective mode sets), and the
-// peer resends it. An engine that opened the connection itself would have
-// taken the message without a buffer: open() fails then, saying so.
+// refuse it (EngineConfig::open_on_handshake off, as collective mode sets),
+// and the peer tries again; no message moves before the connection is
+// accept()ed and its buffers posted. An engine that opened the connection
+// itself would take messages without a buffer: open() fails then, saying so.
 #pragma once
 
 #include <array>

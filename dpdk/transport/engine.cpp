@@ -18,7 +18,7 @@ constexpr size_t kMaxAcksDue = 4096; /* ACKs waiting for a transmit buffer */
 
 uint64_t key_of(uint32_t peer_ip, uint32_t conn_id)
 {
-	return (uint64_t)peer_ip << 32 | conn_id;
+	return ConnIndex::key(peer_ip, conn_id);
 }
 
 uint64_t pattern_word(uint32_t conn_id, uint32_t msg, uint32_t word)
@@ -145,27 +145,42 @@ Connection *Engine::find(uint32_t peer_ip, uint32_t conn_id)
 
 Connection *Engine::open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns)
 {
-	if (conns_.size() >= cfg_.max_conns || find(peer_ip, conn_id)) {
+	if (live_connections() >= cfg_.max_conns || find(peer_ip, conn_id)) {
 		stats_.conn_refused++;
 		return nullptr;
 	}
-	auto idx = (uint32_t)conns_.size();
+	uint32_t idx = (uint32_t)conns_.size();
+	if (!free_slots_.empty()) {
+		idx = free_slots_.back();
+		free_slots_.pop_back();
+	} else {
+		conns_.emplace_back();
+	}
 	auto c = std::make_unique<Connection>(cfg_, idx);
 	c->conn_id = conn_id;
 	c->peer_ip = peer_ip;
 	c->peer_mac = mac;
 	c->client = client;
+	c->last_rx_ns = now_ns;
 	lumen_path_init(&c->path, &cfg_.path, cfg_.path_mode, &rng_);
 	c->next_tx_ns = now_ns;
 	by_key_.insert(key_of(peer_ip, conn_id), c.get());
-	conns_.push_back(std::move(c));
+	conns_[idx] = std::move(c);
 	stats_.conns_opened++;
-	return conns_.back().get();
+	return conns_[idx].get();
 }
 
 Connection *Engine::connect(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns)
 {
-	return open(peer_ip, peer_mac, conn_id, true, now_ns);
+	Connection *c = open(peer_ip, peer_mac, conn_id, true, now_ns);
+	if (!c)
+		return nullptr;
+	c->state = ConnState::kSynSent;
+	c->isn = cookies_.initial_psn(); /* both directions' PSNs start there */
+	c->tx.reset(c->isn);
+	c->rx.reset(c->isn);
+	send_syn(*c, now_ns);
+	return c;
 }
 
 void Engine::mark_ready(Connection &c)
@@ -197,7 +212,10 @@ void Engine::arrive(Connection &c, uint64_t now_ns)
 
 Connection *Engine::accept(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns)
 {
-	return open(peer_ip, peer_mac, conn_id, false, now_ns);
+	Connection *c = open(peer_ip, peer_mac, conn_id, false, now_ns);
+	if (c)
+		c->state = ConnState::kListen;
+	return c;
 }
 
 PostError Engine::post_send(Connection &c, const SendWr &wr, uint64_t now_ns, uint32_t *msg_id)
@@ -310,26 +328,30 @@ void Engine::rx(const uint8_t *frame, uint32_t len, uint64_t now_ns)
 		return;
 	}
 	Connection *c = find(p.ip_src, p.conn_id);
-	if (p.type == LUMEN_DP_DATA) {
-		if (!c && !cfg_.open_on_data) {
+	if (p.type >= LUMEN_DP_SYN) {
+		on_ctrl(c, p, now_ns);
+		return;
+	}
+	if (!c || c->state < ConnState::kEstablished) {
+		/* nothing opens on DATA (a handshake does): a forged stream
+		 * allocates nothing; a sender that lost its peer's state hears so */
+		if (p.type == LUMEN_DP_DATA) {
 			stats_.unknown_data++;
-			return;
+			if (!c) {
+				stats_.resets_sent++;
+				queue_ctrl(p.ip_src, p.eth_src, p.conn_id, LUMEN_DP_FIN, LUMEN_DP_F_RST, p.psn, now_ns,
+					   0, p.sport);
+			}
+		} else {
+			stats_.no_conn++;
 		}
-		if (!c) {
-			Mac mac;
-			std::memcpy(mac.data(), p.eth_src, mac.size());
-			c = open(p.ip_src, mac, p.conn_id, false, now_ns);
-			if (!c)
-				return;
-		}
+		return;
+	}
+	c->last_rx_ns = now_ns;
+	if (p.type == LUMEN_DP_DATA)
 		on_data(*c, p, now_ns);
-		return;
-	}
-	if (!c) {
-		stats_.no_conn++;
-		return;
-	}
-	on_ack(*c, p, now_ns);
+	else
+		on_ack(*c, p, now_ns);
 }
 
 void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32_t n, uint64_t now_ns)
@@ -719,6 +741,8 @@ void Engine::ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns)
 			return; /* the completion failed it */
 	}
 	c.has_msgs = !c.msgs.empty(); /* on_acked may have posted more */
+	if (c.closing && !c.has_msgs && c.state == ConnState::kEstablished)
+		send_fin(c, now_ns);
 }
 
 /* The RTO restarts when the cumulative ACK moves; with nothing in flight
@@ -737,6 +761,10 @@ void Engine::rearm_rto(Connection &c, uint64_t now_ns)
 
 void Engine::on_rto(Connection &c, uint64_t now_ns)
 {
+	if (c.state != ConnState::kEstablished) {
+		on_ctrl_timer(c, now_ns); /* a SYN or FIN unanswered */
+		return;
+	}
 	if (c.tx.una() == c.tx.nxt() || c.failed)
 		return;
 	c.rto_streak++;
@@ -821,7 +849,12 @@ void Engine::spurious_rto(Connection &c, uint64_t now_ns)
 
 void Engine::timers(uint64_t now_ns)
 {
-	wheel_.advance(now_ns, [&](TimerNode &n) { on_rto(*conns_[n.owner], now_ns); });
+	wheel_.advance(now_ns, [&](TimerNode &n) {
+		if (conns_[n.owner]) /* always: a connection's timer goes with it */
+			on_rto(*conns_[n.owner], now_ns);
+	});
+	if (cfg_.idle_timeout_ns && now_ns >= next_sweep_ns_)
+		expire_idle(now_ns);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -987,6 +1020,8 @@ Engine::Send Engine::send_data(Connection &c, FrameSink &sink, uint64_t now_ns)
 {
 	uint32_t psn;
 
+	if (c.state != ConnState::kEstablished)
+		return Send::kBlocked; /* established() makes it ready */
 	if (c.tx.next_lost(&psn)) {
 		if (!can_send(c, c.tx.at(psn).len, now_ns))
 			return Send::kBlocked;
@@ -1065,6 +1100,11 @@ uint32_t Engine::tx(FrameSink &sink, uint64_t now_ns, uint32_t budget)
 		if (!send_ack(acks_[i], sink))
 			break;
 	acks_.erase(acks_.begin(), acks_.begin() + (ptrdiff_t)i);
+	/* then the handshakes' and closes' frames, as small */
+	for (i = 0; i < ctrl_.size() && sent < budget; i++, sent++)
+		if (!send_ctrl(ctrl_[i], sink))
+			break;
+	ctrl_.erase(ctrl_.begin(), ctrl_.begin() + (ptrdiff_t)i);
 
 	/* Connections take turns in a FIFO: one served goes to the back while
 	 * it has more to send, those not reached keep their place at the

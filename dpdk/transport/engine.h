@@ -63,6 +63,28 @@
  * sender and checked by the receiver when verify is on, so tests and
  * experiments check integrity end to end without keeping copies.
  *
+ * Lifecycle (engine_lifecycle.cpp). A connection is established before a
+ * byte moves: connect() sends a SYN naming the connection id and a random
+ * initial PSN; the server answers with a SYNACK that carries a cookie
+ * (conn_cookie.h) and keeps nothing; the client echoes it in a second SYN,
+ * and only then does the server hold the connection (one accept()ed for
+ * that peer and id, or, with open_on_handshake, a new one) and say so
+ * (SYNACK REPLY). Messages posted meanwhile wait. Both sides' PSNs start
+ * at the initial one, so a client run again with the same ids is another
+ * incarnation: its valid SYN resets the server's old state in place (what
+ * the old one held completes kReset), and the old one's stray packets fall
+ * outside the new window. DATA for no connection is answered by a FIN RST
+ * naming its PSN; the sender fails the connection (kReset) when that PSN
+ * is one it has in flight, so a restarted or expired server is noticed
+ * without trusting a forger who cannot see the PSNs. close() sends a FIN
+ * once every message was acknowledged; its PSN is the end of what was
+ * sent, and the peer frees the connection when it has received all of it
+ * (FIN REPLY, also the answer for a connection already gone). Connections
+ * the engine opened itself (open_on_handshake) are freed after
+ * idle_timeout_ns without a frame. SYN and FIN are resent on the RTO timer
+ * with backoff. A freed connection's counters stay in totals(); its slot
+ * and memory are reused.
+ *
  * Nothing a peer sends is trusted: frames the wire parser refuses, ACKs for
  * connections we do not have, cumulative ACKs outside what was sent, echoes
  * of entropies we never used, counts beyond what was received and
@@ -97,6 +119,7 @@ extern "C" {
 }
 
 #include "transport/cc.h"
+#include "transport/conn_cookie.h"
 #include "transport/messages.h"
 #include "transport/rto.h"
 #include "transport/rx_window.h"
@@ -143,13 +166,18 @@ struct EngineConfig {
 	bool verify = true; /* write and check payload patterns */
 	uint32_t int_slots = 0; /* >0: DATA asks switches for INT (hop records, 1..5) */
 	uint32_t max_conns = 16384;
-	/* A DATA frame for a connection this engine does not have opens it (a
-	 * server's way: perf, pair, hosts). Off, it is dropped and counted
-	 * (EngineStats::unknown_data), and its sender resends: for
-	 * applications that open every connection themselves (accept) before
-	 * a byte may arrive, as collectives do; a message that came early then
-	 * waits for its receive buffer instead of being taken without one. */
-	bool open_on_data = true;
+	/* A valid handshake (cookie echoed) for a connection this engine has
+	 * not accept()ed opens it (a server's way: perf, pair, hosts). Off, it
+	 * is refused (conn_refused) and the client keeps trying: for
+	 * applications that accept every connection themselves before a byte
+	 * may arrive, as collectives do, so no message comes before its
+	 * receive buffer could be posted. */
+	bool open_on_handshake = true;
+	/* A connection opened by open_on_handshake is freed after this long
+	 * without a frame from its peer and with nothing of its own to send
+	 * (the peer vanished without a FIN); 0: never. accept()ed and
+	 * connect()ed ones belong to the application and are never expired. */
+	uint64_t idle_timeout_ns = 60'000'000'000ull;
 	/* A connection fails (its messages complete kTimedOut) after this many
 	 * RTOs in a row without the cumulative ACK moving; 0: never (it keeps
 	 * trying, as the datapath's studies want). */
@@ -189,6 +217,7 @@ struct ConnStats {
 	uint64_t ce_nacks_sent = 0; /* NACKs for a window mostly CE-marked (also in nacks_sent) */
 	uint64_t ooo_ignored = 0; /* out-of-order DATA not NACKed in the window after one of those */
 	uint64_t rnr_drops = 0; /* DATA of a message no receive buffer was posted for (not taken) */
+	uint64_t handshake_retries = 0; /* SYNs and FINs resent on the timer */
 	uint32_t reorder_max = 0;
 
 	void add(const ConnStats &o);
@@ -205,7 +234,12 @@ struct EngineStats {
 	uint64_t arrivals = 0; /* messages posted to idle connections (flow arrivals) */
 	uint64_t probes_rcvd = 0; /* path probes (dp_probe.h) that reached us: ignored */
 	uint64_t malformed = 0, bad_version = 0, no_conn = 0, conn_refused = 0, conns_opened = 0, acks_dropped = 0;
-	uint64_t unknown_data = 0; /* DATA for no connection, with open_on_data off: dropped */
+	uint64_t unknown_data = 0; /* DATA for no established connection: dropped (and a FIN RST sent back) */
+	uint64_t syns_rcvd = 0, cookies_sent = 0, bad_cookies = 0; /* handshakes (lifecycle) */
+	uint64_t conns_closed = 0, conns_expired = 0, reincarnations = 0; /* freed; idle; reset by a new SYN */
+	uint64_t resets_sent = 0, resets_rcvd = 0; /* FIN RST: DATA for no connection; ours in flight */
+	uint64_t ctrl_dropped = 0; /* SYN/SYNACK/FIN replies beyond the queue's bound */
+	uint64_t stale_ctrl = 0; /* answers to a SYN or FIN already answered (ignored) */
 	uint64_t bad_path_choices = 0; /* choose_path answers outside the entropies (the default chose) */
 	std::array<uint64_t, LUMEN_DP_E_COUNT> refused{}; /* by lumen_dp_error */
 	uint8_t peer_version = 0; /* the version of the latest frame refused for it */
@@ -296,6 +330,25 @@ struct AckDue {
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_echo;
 };
 
+/* Where a connection is in its lifecycle (engine.h's header). Ordered: DATA
+ * and ACKs are taken from kEstablished on. */
+enum class ConnState : uint8_t {
+	kListen, /* accept()ed: waiting for the client's handshake */
+	kSynSent, /* connect()ed: SYN sent (cookie 0) or echoed (cookie set) */
+	kEstablished,
+	kFinSent, /* close()d: FIN sent, waiting for its REPLY */
+};
+
+/* A SYN, SYNACK or FIN to send: answers need no connection. */
+struct CtrlDue {
+	uint32_t peer_ip;
+	Mac peer_mac;
+	uint32_t conn_id, psn, cookie;
+	uint16_t sport;
+	uint8_t type, flags;
+	uint64_t ts_ns;
+};
+
 /* One connection. The fields are grouped by who touches them per packet
  * (the engine fetches a connection's lines ahead of use, by role): what
  * both roles read, the sender's state and counters, the receiver's. */
@@ -308,6 +361,13 @@ struct alignas(64) Connection {
 	bool ready = false; /* in the engine's ready list */
 	bool has_msgs = false; /* sender: !msgs.empty() */
 	bool failed = false; /* fail(): nothing is sent or posted any more */
+	ConnState state = ConnState::kEstablished;
+	bool engine_owned = false; /* opened by open_on_handshake: the engine frees it */
+	bool closing = false; /* close(): a FIN once every message is acknowledged */
+	uint8_t ctrl_tries = 0; /* SYNs or FINs sent for the current step */
+	uint32_t isn = 0; /* the incarnation's initial PSN */
+	uint32_t cookie = 0; /* client: the server's cookie to echo; 0: none yet */
+	uint64_t last_rx_ns = 0; /* the latest frame of the peer (idle expiry) */
 	uint32_t unacked = 0; /* receiver: DATA packets not yet answered */
 
 	/* sender */
@@ -369,11 +429,16 @@ struct alignas(64) Connection {
 
 /* Connections by (peer address, connection id): an open-addressing table
  * (linear probing, at most half full, keys mixed with a salt), so a lookup
- * is one cache line and no division. Connections are never removed. */
+ * is one cache line and no division. */
 class ConnIndex
 {
       public:
 	explicit ConnIndex(uint64_t salt);
+	/* a connection's key: its peer and id */
+	static uint64_t key(uint32_t peer_ip, uint32_t conn_id)
+	{
+		return (uint64_t)peer_ip << 32 | conn_id;
+	}
 	Connection *find(uint64_t key) const
 	{
 		for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
@@ -384,6 +449,8 @@ class ConnIndex
 	}
 	/* key must not be there yet */
 	void insert(uint64_t key, Connection *conn);
+	/* key's entry gone (backward shift: no tombstones); nothing when absent */
+	void erase(uint64_t key);
 	/* where find(key) looks first, for a prefetch */
 	const void *home(uint64_t key) const
 	{
@@ -432,6 +499,11 @@ class Engine
 	/* The server's side of peer's connect, before its first DATA (so that
 	 * receive buffers can be posted); nullptr when full or taken. */
 	Connection *accept(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, uint64_t now_ns);
+	/* A connection both ends set up out of band, as RDMA's queue pairs
+	 * exchange their PSNs: established at once, PSNs from isn, no
+	 * handshake (lumen-dp bench, whose peer is itself). */
+	Connection *open_established(uint32_t peer_ip, const Mac &peer_mac, uint32_t conn_id, bool client, uint32_t isn,
+				     uint64_t now_ns);
 
 	/* The application interface (messages.h). A message to send; its id
 	 * (the connection's count of messages posted) in *msg_id. */
@@ -441,6 +513,12 @@ class Engine
 	/* The connection fails: every message it holds completes with status
 	 * (sends first, then receives), later posts are refused. */
 	void fail(Connection &c, MsgStatus status, uint64_t now_ns);
+	/* Close: once every message posted was acknowledged, a FIN; the
+	 * connection is freed when the peer answers (or after the retries),
+	 * on_closed first. One not yet established is freed now. The
+	 * Connection must not be used after on_closed. */
+	void close(Connection &c, uint64_t now_ns);
+	std::function<void(Connection &)> on_closed;
 	/* A message of len bytes (1..2^31) of the pattern; returns its id. */
 	uint32_t post(Connection &c, uint32_t len, uint64_t now_ns)
 	{
@@ -477,6 +555,8 @@ class Engine
 	/* An ethereal connection went back from `from` to `to`, the entropy a
 	 * spurious RTO's reroute had left (the shell's loads follow). */
 	std::function<void(Connection &, uint16_t from, uint16_t to)> on_reroute_undone;
+	static constexpr size_t kMaxCtrlDue = 1024; /* SYN/SYNACK/FIN waiting for tx; more are dropped */
+	static constexpr uint8_t kMaxFinTries = 8; /* then a closing connection is freed anyway */
 	static constexpr uint16_t kNoPathChoice = UINT16_MAX; /* never an entropy: sport_base + it > 65535 */
 	/* Pin an ethereal or ECMP connection to an entropy (the shell's plan,
 	 * before it sends); false, and nothing changed, for another policy or
@@ -501,9 +581,15 @@ class Engine
 	{
 		return paths_;
 	}
+	/* Every slot: nullptr where a connection was freed (and not reused yet). */
 	const std::vector<std::unique_ptr<Connection>> &connections() const
 	{
 		return conns_;
+	}
+	/* Connections held now. */
+	size_t live_connections() const
+	{
+		return conns_.size() - free_slots_.size();
 	}
 	ConnStats totals() const;
 	Connection *find(uint32_t peer_ip, uint32_t conn_id);
@@ -540,6 +626,23 @@ class Engine
 	void spurious_rto(Connection &c, uint64_t now_ns);
 	bool ce_nack_due(Connection &c, bool ce, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
+	/* lifecycle (engine_lifecycle.cpp) */
+	void on_ctrl(Connection *c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void on_syn(Connection *c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void on_synack(Connection *c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void on_fin(Connection *c, const lumen_dp_pkt &p, uint64_t now_ns);
+	void on_ctrl_timer(Connection &c, uint64_t now_ns);
+	void send_syn(Connection &c, uint64_t now_ns);
+	void send_fin(Connection &c, uint64_t now_ns);
+	void established(Connection &c, uint64_t now_ns);
+	void reincarnate(Connection &c, uint32_t isn, uint64_t now_ns);
+	void free_conn(Connection &c, uint64_t now_ns);
+	void expire_idle(uint64_t now_ns);
+	void queue_ctrl(uint32_t peer_ip, const uint8_t *peer_mac, uint32_t conn_id, uint8_t type, uint8_t flags,
+			uint32_t psn, uint64_t ts_ns, uint32_t cookie, uint16_t sport);
+	uint16_t ctrl_sport(const Connection &c) const;
+	bool send_ctrl(const CtrlDue &d, FrameSink &sink);
+
 	enum class Send {
 		kSent,
 		kBlocked,
@@ -574,6 +677,11 @@ class Engine
 	std::vector<uint32_t> ready_; /* connections with something to send, a FIFO from ready_head_ */
 	size_t ready_head_ = 0;
 	std::vector<AckDue> acks_; /* ACKs due now, in arrival order */
+	std::vector<CtrlDue> ctrl_; /* SYN, SYNACK, FIN due now */
+	CookieJar cookies_;
+	std::vector<uint32_t> free_slots_; /* conns_ indexes of freed connections */
+	ConnStats closed_; /* the counters of freed connections (totals) */
+	uint64_t next_sweep_ns_ = 0; /* idle expiry's next look */
 	std::vector<PathStats> paths_;
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_request_{};
 	uint32_t int_request_len_ = 0;

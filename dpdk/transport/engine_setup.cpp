@@ -110,6 +110,7 @@ void ConnStats::add(const ConnStats &o)
 	ce_nacks_sent += o.ce_nacks_sent;
 	ooo_ignored += o.ooo_ignored;
 	rnr_drops += o.rnr_drops;
+	handshake_retries += o.handshake_retries;
 	zero_copy_pkts += o.zero_copy_pkts;
 	msgs_sent += o.msgs_sent;
 	msgs_acked += o.msgs_acked;
@@ -168,20 +169,43 @@ void ConnIndex::insert(uint64_t key, Connection *conn)
 	size_++;
 }
 
+void ConnIndex::erase(uint64_t key)
+{
+	size_t i = slot_of(key);
+	while (slots_[i].conn && slots_[i].key != key)
+		i = (i + 1) & mask_;
+	if (!slots_[i].conn)
+		return;
+	/* backward shift: an entry after the hole moves into it unless its
+	 * home lies cyclically in (hole, its slot], where a lookup that
+	 * starts at its home reaches it without passing the hole */
+	for (size_t j = (i + 1) & mask_; slots_[j].conn; j = (j + 1) & mask_) {
+		size_t home = slot_of(slots_[j].key);
+		bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+		if (!stays) {
+			slots_[i] = slots_[j];
+			i = j;
+		}
+	}
+	slots_[i] = Slot{0, nullptr};
+	size_--;
+}
+
 bool Engine::idle() const
 {
 	for (const auto &c : conns_)
-		if (!c->msgs.empty())
+		if (c && !c->msgs.empty())
 			return false;
 	return true;
 }
 
 ConnStats Engine::totals() const
 {
-	ConnStats t;
+	ConnStats t = closed_;
 
 	for (const auto &c : conns_)
-		t.add(c->stats);
+		if (c)
+			t.add(c->stats);
 	return t;
 }
 

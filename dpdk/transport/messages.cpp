@@ -17,6 +17,8 @@ const char *msg_status_name(MsgStatus s)
 		return "timed out";
 	case MsgStatus::kAborted:
 		return "aborted";
+	case MsgStatus::kReset:
+		return "reset";
 	}
 	return "?";
 }

@@ -55,6 +55,8 @@ enum class MsgStatus : uint8_t {
 	kTruncated, // receive: the message was longer than the buffer (filled)
 	kTimedOut, // the connection saw max_timeouts RTOs in a row without progress
 	kAborted, // Engine::fail() (the application's choice)
+	kReset, // the connection ended under it: the peer has it no more (FIN RST), a new
+		// incarnation replaced it, it was closed by the peer or expired idle
 };
 
 // Why a post was refused (nothing was queued).

@@ -31,9 +31,12 @@
  * lumen header (offsets from its first byte)
  * ------------
  *    0  1  version     LUMEN_DP_VERSION (1)
- *    1  1  type        DATA 1, ACK 2, NACK 3, PROBE 4 (dp_probe.h)
+ *    1  1  type        DATA 1, ACK 2, NACK 3, PROBE 4 (dp_probe.h),
+ *                      SYN 5, SYNACK 6, FIN 7 (a connection's lifecycle)
  *    2  1  flags       DATA: RETX 0x01, ACK_NOW 0x02, MSG_LAST 0x04, INT 0x08
  *                      ACK/NACK: INT 0x08, ECE 0x10 (trigger carried CE)
+ *                      SYN: COOKIE 0x20; SYNACK: REPLY 0x40;
+ *                      FIN: REPLY 0x40, RST 0x80
  *    3  1  ext_words   0..10
  *    4  4  conn_id     chosen by the client; both directions carry it
  *    8  4  psn         DATA: this packet's PSN; ACK/NACK: next PSN expected
@@ -44,6 +47,11 @@
  *   28  4  msg_len     message length: msg_off + payload_len <= msg_len
  *   PROBE (a path probe with a small TTL: conn_id 0, psn the probe's number)
  *   12  8  ts_ns       sender's clock at send time
+ *   SYN / SYNACK / FIN (psn: SYN, SYNACK the client's initial PSN; FIN the
+ *   PSN after the last one its sender sent; FIN RST the PSN of the DATA
+ *   that found no connection)
+ *   12  8  ts_ns       sender's clock at send time (SYNACK: the SYN's, echoed)
+ *   20  4  cookie      SYNACK: the server's cookie; SYN with COOKIE: echoed
  *   ACK / NACK (NACK: psn is missing, Go-Back-N resends from it)
  *   12  8  echo_ts     ts_ns of the triggering DATA packet
  *   20  8  sack        bit i: PSN psn + 1 + i was received
@@ -103,6 +111,7 @@
 #define LUMEN_DP_DATA_HLEN 32 /* common + DATA part */
 #define LUMEN_DP_ACK_HLEN 40 /* common + ACK/NACK part */
 #define LUMEN_DP_PROBE_HLEN 20 /* common + PROBE part */
+#define LUMEN_DP_CTRL_HLEN 24 /* common + SYN/SYNACK/FIN part */
 #define LUMEN_DP_EXT_WORDS_MAX 10
 #define LUMEN_DP_EXT_MAX (4 * LUMEN_DP_EXT_WORDS_MAX) /* 40 B, >= LUMEN_INT_MAX_LEN */
 #define LUMEN_DP_IP_LEN_MAX 0xFFFFu
@@ -118,6 +127,9 @@ enum lumen_dp_type {
 	LUMEN_DP_ACK = 2,
 	LUMEN_DP_NACK = 3,
 	LUMEN_DP_PROBE = 4,
+	LUMEN_DP_SYN = 5, /* client: open (again, with COOKIE) connection conn_id at PSN psn */
+	LUMEN_DP_SYNACK = 6, /* server: a cookie to echo, or (REPLY) the connection is open */
+	LUMEN_DP_FIN = 7, /* close; REPLY: closed; RST: no such connection */
 };
 
 #define LUMEN_DP_F_RETX 0x01 /* DATA: a retransmission */
@@ -125,8 +137,14 @@ enum lumen_dp_type {
 #define LUMEN_DP_F_MSG_LAST 0x04 /* DATA: last packet of its message */
 #define LUMEN_DP_F_INT 0x08 /* the extension holds an INT request (DATA) / echo (ACK, NACK) */
 #define LUMEN_DP_F_ECE 0x10 /* ACK/NACK: the triggering packet carried CE */
+#define LUMEN_DP_F_COOKIE 0x20 /* SYN: echoes the server's cookie */
+#define LUMEN_DP_F_REPLY 0x40 /* SYNACK: the server holds the connection; FIN: it is closed */
+#define LUMEN_DP_F_RST 0x80 /* FIN: the receiver has no such connection */
 #define LUMEN_DP_DATA_FLAGS (LUMEN_DP_F_RETX | LUMEN_DP_F_ACK_NOW | LUMEN_DP_F_MSG_LAST | LUMEN_DP_F_INT)
 #define LUMEN_DP_ACK_FLAGS (LUMEN_DP_F_INT | LUMEN_DP_F_ECE)
+#define LUMEN_DP_SYN_FLAGS LUMEN_DP_F_COOKIE
+#define LUMEN_DP_SYNACK_FLAGS LUMEN_DP_F_REPLY
+#define LUMEN_DP_FIN_FLAGS (LUMEN_DP_F_REPLY | LUMEN_DP_F_RST)
 
 /* The ECN field, the low 2 bits of the IPv4 TOS byte (RFC 3168). */
 #define LUMEN_DP_ECN_NOT_ECT 0
@@ -199,6 +217,8 @@ struct lumen_dp_pkt {
 	__u16 pkts;
 	__u16 ce_pkts;
 	__u16 rwnd;
+	/* SYN / SYNACK / FIN (ts_ns too) */
+	__u32 cookie;
 	/*
 	 * INT extension. Parsed: ext_len = ext_words * 4, padding included.
 	 * Builder: ext holds an INT option and at least ext_len >= its length
@@ -267,6 +287,12 @@ LUMEN_INLINE __u32 lumen_dp_type_info(__u32 type, int want_flags)
 		return want_flags ? LUMEN_DP_ACK_FLAGS : LUMEN_DP_ACK_HLEN;
 	if (type == LUMEN_DP_PROBE)
 		return want_flags ? 0 : LUMEN_DP_PROBE_HLEN;
+	if (type == LUMEN_DP_SYN)
+		return want_flags ? LUMEN_DP_SYN_FLAGS : LUMEN_DP_CTRL_HLEN;
+	if (type == LUMEN_DP_SYNACK)
+		return want_flags ? LUMEN_DP_SYNACK_FLAGS : LUMEN_DP_CTRL_HLEN;
+	if (type == LUMEN_DP_FIN)
+		return want_flags ? LUMEN_DP_FIN_FLAGS : LUMEN_DP_CTRL_HLEN;
 	return 0;
 }
 
@@ -484,7 +510,15 @@ LUMEN_INLINE int lumen_dp_parse(const __u8 *frame, __u32 len, __u16 udp_dport, s
 	out->ext = ext_len ? h + hlen : 0;
 	out->payload_len = payload_len;
 	out->payload = payload_len ? h + hlen + ext_len : 0;
-	if (h[1] == LUMEN_DP_DATA || h[1] == LUMEN_DP_PROBE) {
+	out->cookie = 0;
+	if (h[1] >= LUMEN_DP_SYN) { /* SYN, SYNACK, FIN: lumen_dp_type_hlen knew the type */
+		out->ts_ns = lumen_dp_get64(h + 12);
+		out->cookie = lumen_dp_get32(h + 20);
+		out->msg_id = out->msg_off = out->msg_len = 0;
+		out->echo_ts = out->sack = 0;
+		out->echo_psn = 0;
+		out->echo_sport = out->pkts = out->ce_pkts = out->rwnd = 0;
+	} else if (h[1] == LUMEN_DP_DATA || h[1] == LUMEN_DP_PROBE) {
 		out->ts_ns = lumen_dp_get64(h + 12);
 		out->msg_id = h[1] == LUMEN_DP_DATA ? lumen_dp_get32(h + 20) : 0;
 		out->msg_off = h[1] == LUMEN_DP_DATA ? lumen_dp_get32(h + 24) : 0;
@@ -592,6 +626,9 @@ LUMEN_INLINE int lumen_dp_build(__u8 *buf, __u32 room, const struct lumen_dp_pkt
 		lumen_dp_put32(h + 28, p->msg_len);
 	} else if (t == LUMEN_DP_PROBE) {
 		lumen_dp_put64(h + 12, p->ts_ns);
+	} else if (t >= LUMEN_DP_SYN) {
+		lumen_dp_put64(h + 12, p->ts_ns);
+		lumen_dp_put32(h + 20, p->cookie);
 	} else {
 		lumen_dp_put64(h + 12, p->echo_ts);
 		lumen_dp_put64(h + 20, p->sack);

@@ -60,6 +60,7 @@ static void check_same(const struct lumen_dp_pkt *a, const struct lumen_dp_pkt *
 	CHECK(a->ts_ns == b->ts_ns && a->msg_id == b->msg_id && a->msg_off == b->msg_off && a->msg_len == b->msg_len);
 	CHECK(a->echo_ts == b->echo_ts && a->sack == b->sack && a->echo_psn == b->echo_psn);
 	CHECK(a->echo_sport == b->echo_sport && a->pkts == b->pkts && a->ce_pkts == b->ce_pkts && a->rwnd == b->rwnd);
+	CHECK(a->cookie == b->cookie);
 	CHECK(a->ext_len == b->ext_len && a->payload_len == b->payload_len);
 	CHECK(a->ext_len == 0 || memcmp(a->ext, b->ext, a->ext_len) == 0);
 	CHECK(a->payload_len == 0 || memcmp(a->payload, b->payload, a->payload_len) == 0);
@@ -265,8 +266,11 @@ static void check_accepted(const uint8_t *f, size_t size, uint16_t port, const s
 	} else if (p->type == LUMEN_DP_PROBE) {
 		CHECK(p->payload_len == 0 && p->msg_len == 0 && p->msg_id == 0 && p->flags == 0);
 		CHECK(p->echo_ts == 0 && p->sack == 0 && p->rwnd == 0 && p->echo_psn == 0);
+	} else if (p->type >= LUMEN_DP_SYN) {
+		CHECK(p->type <= LUMEN_DP_FIN && p->payload_len == 0 && p->ext_len == 0 && p->msg_len == 0);
+		CHECK(p->echo_ts == 0 && p->sack == 0 && p->rwnd == 0 && p->echo_psn == 0);
 	} else {
-		CHECK(p->payload_len == 0 && p->ts_ns == 0 && p->msg_len == 0);
+		CHECK(p->payload_len == 0 && p->ts_ns == 0 && p->msg_len == 0 && p->cookie == 0);
 	}
 
 	/* the rebuild, in a block of exactly its size */

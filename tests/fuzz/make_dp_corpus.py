@@ -16,8 +16,9 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ next to the sources
 from make_corpus import ECHO, G10, G25, hop, option
 
-DATA, ACK, NACK, PROBE = 1, 2, 3, 4
+DATA, ACK, NACK, PROBE, SYN, SYNACK, FIN = 1, 2, 3, 4, 5, 6, 7
 RETX, ACK_NOW, MSG_LAST, INT, ECE = 0x01, 0x02, 0x04, 0x08, 0x10
+COOKIE, REPLY, RST = 0x20, 0x40, 0x80
 ECT0, CE = 2, 3
 PORT = 4792
 
@@ -62,6 +63,11 @@ def probe(probe_id, ts):
     return struct.pack("!BBBBII", 1, PROBE, 0, 0, 0, probe_id) + struct.pack("!Q", ts)
 
 
+def ctrl(kind, flags, conn, psn, ts, cookie):
+    """A connection's SYN, SYNACK or FIN."""
+    return struct.pack("!BBBBII", 1, kind, flags, 0, conn, psn) + struct.pack("!QI", ts, cookie)
+
+
 def icmp_sum(b):
     b += bytes(len(b) % 2)
     total = sum(struct.unpack(f"!{len(b) // 2}H", b))
@@ -97,6 +103,11 @@ SEEDS = {
     # a NIC's trailer after the IP packet: ignored
     "nack_trailer": frame(ack(NACK, ECE, 1, 0, 0, 0, 0, 0, 0, 0, 0), 49151, 0, trailer=bytes(6)),
     "probe": frame(probe(17, 5000), 49160, 0),
+    # a connection's handshake and close
+    "syn": frame(ctrl(SYN, 0, 7, 0x9E3779B9, 1000, 0), 49152, 0),
+    "syn_cookie": frame(ctrl(SYN, COOKIE, 7, 0x9E3779B9, 1500, 0xC0FFEE11), 49152, 0),
+    "synack_reply": frame(ctrl(SYNACK, REPLY, 7, 0x9E3779B9, 1500, 0), 49151, 0),
+    "fin_rst": frame(ctrl(FIN, RST, 7, 41, 2500, 0), 49151, 0),
     # the Time Exceeded a spine sends for it: RFC 792's 8 bytes, and the whole probe
     "time_exceeded_8": time_exceeded(frame(probe(17, 5000), 49160, 0)),
     "time_exceeded_full": time_exceeded(frame(probe(18, 6000), 49161, 0), quote_len=48),
