@@ -19,7 +19,16 @@
  *      matching connects the source to on that uplink (rotor_match);
  *   4. forwarded (bpf_redirect out of the destination's port on the same
  *      uplink) only if that node is its destination and the slot is outside
- *      its guard; dropped otherwise.
+ *      its guard, from the frame's head to its tail; dropped otherwise.
+ *
+ * A veth has no rate: a frame arrives whole at the instant its head would
+ * reach a real switch. With the links' rate set (lumen rotor rate), the
+ * switch puts its tail where the link would, its wire time later
+ * (preamble, FCS and gap included; a TSO burst as its segments back to
+ * back, lumen_burst_wire_ns), and a frame whose tail would reach the guard
+ * is dropped and counted as guard: a real switch loses that light too, and
+ * a gate books head and tail inside the window, so a gated sender commits
+ * none. Without a rate (0), only the head is judged.
  *
  * Every frame is counted in rotor_stats under its source port by verdict
  * (forwarded, guard, wrong slot, before t0, unknown destination, not IPv4,
@@ -43,11 +52,13 @@
  * departure to the switch.
  */
 #include "lumen_bpf.h"
+#include "lumen/optical_wire.h"
 
 #define TC_ACT_SHOT 2
 #define ETH_P_IP_BE 0x0008 /* htons(0x0800) on a little-endian host */
 #define ROTOR_ETH_HLEN 14
 #define SKB_TSTAMP_MONO 1 /* BPF_SKB_TSTAMP_DELIVERY_MONO (BPF_SKB_CLOCK_MONOTONIC since 6.11) */
+#define ROTOR_MIN_HDRS (ROTOR_ETH_HLEN + 20 + 20) /* Ethernet, IPv4 and TCP without options */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -101,10 +112,32 @@ static __always_inline int verdict(struct lumen_rotor_stats *st, __u32 counter, 
 	return action;
 }
 
-/* What the schedule says of a frame from port to dst at TAI time t: a
- * LUMEN_ROTOR_CNT_* verdict (FORWARDED when the slot connects them). */
+/* Bytes each segment of a GSO skb repeats (Ethernet, IPv4, TCP or UDP),
+ * parsed as the gate does (optical_gate.bpf.c): a veth carries a TSO
+ * burst into the switch as one skb, which a real link would carry as
+ * gso_segs frames back to back. */
+static __always_inline __u32 gso_hdr_len(struct __sk_buff *skb)
+{
+	__u8 vihl, l4, doff;
+	__u32 ihl;
+
+	if (bpf_skb_load_bytes(skb, ROTOR_ETH_HLEN, &vihl, 1) || bpf_skb_load_bytes(skb, ROTOR_ETH_HLEN + 9, &l4, 1))
+		return ROTOR_MIN_HDRS;
+	ihl = (__u32)(vihl & 0xf) * 4;
+	if (ihl < 20)
+		return ROTOR_MIN_HDRS;
+	if (l4 == IPPROTO_UDP)
+		return ROTOR_ETH_HLEN + ihl + 8;
+	if (l4 != IPPROTO_TCP || bpf_skb_load_bytes(skb, ROTOR_ETH_HLEN + ihl + 12, &doff, 1) || (doff >> 4) < 5)
+		return ROTOR_MIN_HDRS;
+	return ROTOR_ETH_HLEN + ihl + (__u32)(doff >> 4) * 4;
+}
+
+/* What the schedule says of a frame from port to dst whose head is at TAI
+ * time t and that takes wire_ns on the wire: a LUMEN_ROTOR_CNT_* verdict
+ * (FORWARDED when the slot connects them from head to tail). */
 static __always_inline __u32 verdict_at(const struct lumen_rotor_cfg *cfg, const struct lumen_sched_change *change,
-					const struct lumen_rotor_port *port, __u32 dst, __u64 t)
+					const struct lumen_rotor_port *port, __u32 dst, __u64 t, __u64 wire_ns)
 {
 	struct lumen_slot_pos pos;
 	__u32 key, *dst_now;
@@ -121,6 +154,11 @@ static __always_inline __u32 verdict_at(const struct lumen_rotor_cfg *cfg, const
 		return LUMEN_ROTOR_CNT_NO_PORT;
 	switch (lumen_rotor_check(&pos, port->node, dst, *dst_now)) {
 	case LUMEN_ROTOR_FORWARD:
+		/* the light of its tail arrives while the mirrors move: the
+		 * frame is lost as if its head had (a gate books head and
+		 * tail inside the window, lumen_slot_departure) */
+		if (!lumen_slot_tail_fits(&cfg->banks[bank & 1].timing, &pos, wire_ns))
+			return LUMEN_ROTOR_CNT_GUARD;
 		return LUMEN_ROTOR_CNT_FORWARDED;
 	case LUMEN_ROTOR_GUARD:
 		return LUMEN_ROTOR_CNT_GUARD;
@@ -137,7 +175,7 @@ int lumen_rotor_ingress(struct __sk_buff *skb)
 	struct lumen_rotor_cfg *cfg = bpf_map_lookup_elem(&rotor_cfg, &zero);
 	struct lumen_rotor_stats *st = NULL;
 	struct lumen_sched_change change;
-	__u64 now, mono, stamp = 0;
+	__u64 now, mono, stamp = 0, wire_ns;
 	__u16 proto;
 
 	if (!port || !cfg || port->node >= cfg->nodes || port->uplink >= cfg->uplinks)
@@ -166,10 +204,16 @@ int lumen_rotor_ingress(struct __sk_buff *skb)
 				st->delay_max_ns = mono - stamp;
 		}
 	}
-	c = verdict_at(cfg, &change, port, *dst_node, now);
+	/* A veth delivers a frame at once: it arrives here when its head
+	 * would reach a real switch, and its tail follows at the links' rate
+	 * (0: unknown, no tail). */
+	wire_ns = cfg->rate_mbps ? lumen_burst_wire_ns(skb->len, skb->gso_segs > 1 ? skb->gso_size : 0,
+						       skb->gso_segs > 1 ? gso_hdr_len(skb) : 0, cfg->rate_mbps)
+				 : 0;
+	c = verdict_at(cfg, &change, port, *dst_node, now, wire_ns);
 	if ((c == LUMEN_ROTOR_CNT_GUARD || c == LUMEN_ROTOR_CNT_WRONG_SLOT) && stamp && stamp < mono &&
 	    mono - stamp <= now &&
-	    verdict_at(cfg, &change, port, *dst_node, now - (mono - stamp)) == LUMEN_ROTOR_CNT_FORWARDED)
+	    verdict_at(cfg, &change, port, *dst_node, now - (mono - stamp), wire_ns) == LUMEN_ROTOR_CNT_FORWARDED)
 		c = LUMEN_ROTOR_CNT_LATE;
 	if (c != LUMEN_ROTOR_CNT_FORWARDED)
 		return verdict(st, c, TC_ACT_SHOT, skb->len);

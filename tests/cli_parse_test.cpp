@@ -11,6 +11,7 @@
 #include "base/args.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/list.h"
 #include "base/ping.h"
 #include "base/system.h"
 #include "base/units.h"
@@ -100,6 +101,40 @@ TEST(Parse, Q16Fractions)
 	for (const char *bad : {"", "2", "0", "0.001", "0.9x", "abc"})
 		EXPECT_NE(usage_error([&] { parse_q16(bad, "gamma", 0.01, 1.0); }).find("gamma"), std::string::npos)
 			<< bad;
+}
+
+// base/list.h: the one comma-list parser every option list goes through
+TEST(Parse, CommaLists)
+{
+	using V = std::vector<std::string>;
+	EXPECT_EQ(split_list("a", "--x", "name"), V{"a"});
+	EXPECT_EQ(split_list("a,b,a", "--x", "name"), (V{"a", "b", "a"})); // kAllow: order and repeats kept
+	EXPECT_EQ(split_list(" a,b ", "--x", "name"), (V{" a", "b "})); // verbatim: the item's parser judges
+	EXPECT_EQ(usage_error([] { split_list("", "--x", "name"); }), "--x: an empty name in ''");
+	EXPECT_EQ(usage_error([] { split_list("a,,b", "--x", "name"); }), "--x: an empty name in 'a,,b'");
+	EXPECT_EQ(usage_error([] { split_list(",a", "--x", "name"); }), "--x: an empty name in ',a'");
+	EXPECT_EQ(usage_error([] { split_list("a,", "--x", "name"); }), "--x: an empty name in 'a,'");
+	EXPECT_EQ(usage_error([] { split_list("a,b,a", "--x", "name", Duplicates::kRefuse); }),
+		  "--x: name 'a' is listed twice");
+
+	using U = std::vector<std::uint64_t>;
+	EXPECT_EQ(parse_uint_list("32,256", "--nodes", "node count", 2, 4096), (U{32, 256}));
+	EXPECT_EQ(usage_error([] { parse_uint_list("32,256,32", "--nodes", "node count", 2, 4096); }),
+		  "--nodes: node count 32 is listed twice");
+	EXPECT_EQ(usage_error([] { parse_uint_list("8,08", "--nodes", "node count", 2, 4096); }),
+		  "--nodes: node count 8 is listed twice"); // the numbers compare
+	EXPECT_EQ(parse_uint_list("8,8", "--x", "count", 1, 9, Duplicates::kAllow), (U{8, 8}));
+	EXPECT_EQ(usage_error([] { parse_uint_list("32,x", "--nodes", "node count", 2, 4096); }),
+		  "--nodes: 'x' is not a non-negative integer");
+	EXPECT_EQ(usage_error([] { parse_uint_list("32,1", "--nodes", "node count", 2, 4096); }),
+		  "--nodes: 1 is outside [2, 4096]");
+	EXPECT_EQ(usage_error([] { parse_uint_list("32,", "--nodes", "node count", 2, 4096); }),
+		  "--nodes: an empty node count in '32,'");
+
+	// Args::list is the same splitter
+	Args a = Args::parse({"x", "--lumend", "a,,b"});
+	EXPECT_EQ(usage_error([&] { a.list("--lumend", "socket"); }), "--lumend: an empty socket in 'a,,b'");
+	EXPECT_TRUE(Args::parse({"x"}).list("--lumend", "socket").empty());
 }
 
 TEST(Output, JsonIsWellFormed)

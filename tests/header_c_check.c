@@ -9,6 +9,7 @@
 #include "lumen/dp_ack_coalesce.h"
 #include "lumen/dp_wire.h"
 #include "lumen/optical.h"
+#include "lumen/optical_wire.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
 #include "lumen/rng.h"

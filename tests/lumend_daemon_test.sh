@@ -402,24 +402,63 @@ for n in 0 1; do
 	tpids+=($!)
 done
 e2e_on_exit 'kill -9 "${tpids[@]}" 2>/dev/null'
-tstatus() { "$LUMEN_BIN" sched status --control "127.0.0.1:$1" --token "$tmp/token" --json; }
+tstatus() { "$LUMEN_BIN" sched status --control "127.0.0.1:$1" --control-token "$tmp/token" --json; }
 tstatus_ok() { tstatus "$p1" >/dev/null && tstatus "$p2" >/dev/null; }
 e2e_check "sched status over TCP with the token" e2e_wait_until 50 0.1 tstatus_ok
 e2e_check "... node and version; the TCP endpoint in status" \
 	test "$(tstatus "$p2" | e2e_json "d['node'], d['version'], d['control_tcp']")" == "(1, 1, '127.0.0.1:$p2')"
-e2e_check "sched status over TCP without --token: exit 2" e2e_fails 2 "--token FILE" \
+e2e_check "sched status over TCP without --control-token: exit 2" e2e_fails 2 "--control-token FILE" \
 	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1"
-e2e_check "... with another token: refused by lumend" e2e_fails 1 "needs this lumend's token" \
-	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1" --token "$tmp/wrong-token"
+e2e_check "... with another token: refused by lumend" e2e_fails 1 "MAC does not match" \
+	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1" --control-token "$tmp/wrong-token"
+# tcp_raw PORT LINE: one line to lumend's TCP socket signed as docs/lumend.md
+# says (Python's own HMAC: the format, not just our client), its answer
+tcp_raw() {
+	python3 - "$1" "$2" "$tmp/token" <<'EOF'
+import hashlib, hmac, os, socket, sys, time
+port, body, key = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip().encode()
+head = "LUMEN-HMAC1 %d %s " % (time.time_ns() // 1000000, os.urandom(16).hex())
+mac = hmac.new(key, (head + body).encode(), hashlib.sha256).hexdigest()
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+s.sendall((head + mac + " " + body + "\n").encode())
+print(s.makefile().readline().strip())
+EOF
+}
+e2e_check "a request signed by the documented format (Python's hmac)" \
+	grep -q '"node":0' <(tcp_raw "$p1" '{"cmd":"status"}')
+e2e_check "over TCP a schedule file is refused: inline only" \
+	grep -q 'refused over TCP' <(tcp_raw "$p1" '{"cmd":"stage","file":"/dev/zero","at":1}')
+# local_raw LINE: one line to lumend t0's Unix socket, its answer (5 s at most)
+local_raw() {
+	timeout 5 python3 - "$tmp/sock-t0" "$1" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall((sys.argv[2] + "\n").encode())
+print(s.makefile().readline().strip())
+EOF
+}
+e2e_check "stage /dev/zero on the local socket: refused at once (a regular file only)" \
+	grep -q 'no regular file' <(local_raw '{"cmd":"stage","file":"/dev/zero","at":1}')
+# 40 idle TCP connections (the network's) leave the owner's Unix socket alone
+python3 -c 'import socket, sys, time
+c = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(40)]
+time.sleep(4)' "$p1" &
+idle_pid=$!
+sleep 1
+local_status() { "$LUMEN_BIN" sched status --control "$tmp/sock-t0" --json >/dev/null; }
+e2e_check "40 idle TCP connections: sched status on the Unix socket still answers" local_status
+wait "$idle_pid" 2>/dev/null || true
 both=(--lumend "127.0.0.1:$p1,127.0.0.1:$p2" --dir "$tmp/changes")
-e2e_check "sched change to a TCP lumend without --lumend-token: exit 2" e2e_fails 2 "--lumend-token" \
+e2e_check "sched change to a TCP lumend without --control-token: exit 2" e2e_fails 2 "--control-token" \
 	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}"
-e2e_check "... with another token: refused" e2e_fails 1 "needs this lumend's token" \
-	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/wrong-token"
+e2e_check "... with another token: refused" e2e_fails 1 "MAC does not match" \
+	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --control-token "$tmp/wrong-token"
 e2e_check "... both still on version 1, no change under way" \
 	test "$(tstatus "$p1" | e2e_json "d['version'], d['change']"),$(tstatus "$p2" | e2e_json "d['version'], d['change']")" \
 	== "(1, None),(1, None)"
-out="$("$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --lumend-token "$tmp/token" --lead "${lead_ms}ms" --json)"
+out="$("$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}" --control-token "$tmp/token" --lead "${lead_ms}ms" --json)"
 at="$(e2e_json "d['switch_ns']" <<<"$out")"
 e2e_check "sched change over TCP: both lumends, committed" \
 	test "$(e2e_json "d['version'], d['commit_failures'], len(d['parties'])" <<<"$out")" == "(2, [], 2)"

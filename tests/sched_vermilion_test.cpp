@@ -2,9 +2,10 @@
 //
 // tests/sched_vermilion_test.cpp - Vermilion's traffic-aware schedule
 // (userspace/sched/vermilion.h): consistent matrix rounding, the shape and
-// validity of the schedules, and the paper's guarantee (Theorem 3, with the
-// thesis' l): every demand in the hose model gets a single-hop throughput of
-// at least ((k - l) / k) * duty.
+// validity of the schedules, and the guarantee (paper Theorem 3, thesis
+// Thm 24 with l): every demand in the hose model gets a single-hop
+// throughput of at least ((k - l) / k) * duty when 2l <= k, and of
+// duty / n when 2l > k (the complete graph, where (k - l) / k fails).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -313,6 +314,62 @@ TEST(Vermilion, SingleHopThroughputBound)
 			}
 		}
 	}
+}
+
+TEST(Vermilion, GuaranteeFollowsTheTrust)
+{
+	EXPECT_DOUBLE_EQ(vermilion_guarantee(4, params(3, 1, 1)).fraction, 2.0 / 3);
+	EXPECT_STREQ(vermilion_guarantee(4, params(3, 1, 1)).rule, "(k-l)/k");
+	EXPECT_DOUBLE_EQ(vermilion_guarantee(8, params(4, 2, 1)).fraction, 0.5); // 2l = k: still trusted
+	EXPECT_DOUBLE_EQ(vermilion_guarantee(4, params(3, 2, 1)).fraction, 0.25);
+	EXPECT_STREQ(vermilion_guarantee(4, params(3, 2, 1)).rule, "1/n");
+	EXPECT_DOUBLE_EQ(vermilion_guarantee(16, params(5, 3, 1)).fraction, 1.0 / 16);
+	EXPECT_DOUBLE_EQ(vermilion_guarantee(6, params(2, 2, 1)).fraction, 1.0 / 6);
+	EXPECT_THROW(vermilion_guarantee(4, params(2, 3, 1)), UsageError);
+	EXPECT_THROW(vermilion_guarantee(1, params(3, 1, 1)), UsageError);
+}
+
+// Every (n, k, l), trusted or not: the computed schedule meets the stated
+// guarantee on every demand shape, and a ring (a permutation: every row
+// one pair) meets it exactly when there is no trust. With k = 3, l = 2,
+// n = 4 the ring gets duty / 4, under the (k - l) / k = 1/3 once claimed.
+TEST(Vermilion, SingleHopGuaranteeForEveryTrust)
+{
+	struct Case {
+		uint32_t n, k, l;
+	};
+	const Case cases[] = {{4, 3, 2}, {4, 3, 1},  {4, 2, 2},	 {5, 5, 3}, {6, 3, 2}, {8, 4, 3},
+			      {8, 4, 2}, {16, 5, 3}, {16, 6, 2}, {3, 1, 1}, {12, 7, 4}};
+	for (const Case &c : cases) {
+		for (uint32_t d : {1u, 2u}) {
+			if ((c.k * c.n) % d)
+				continue;
+			for (int kind = 0; kind < 5; kind++) {
+				SCOPED_TRACE("n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+					     " l=" + std::to_string(c.l) + " d=" + std::to_string(d) + " demand " +
+					     std::to_string(kind));
+				uint64_t seed = 7 + kind + c.n;
+				std::vector<double> m = kind == 0   ? random_demand(c.n, seed)
+							: kind == 1 ? zipf(c.n, seed)
+							: kind == 2 ? hot_row(c.n)
+							: kind == 3 ? permutation(c.n, seed)
+								    : ring(c.n);
+				VermilionParams p = params(c.k, c.l, d, seed);
+				p.timing.guard_ns = 10'000; // duty 0.9
+				Schedule s = vermilion(m, c.n, p);
+				VermilionGuarantee g = vermilion_guarantee(c.n, p);
+				double theta = single_hop_throughput(s, m);
+				EXPECT_GE(theta, g.fraction * s.duty() - 1e-9);
+				if (2 * c.l > c.k && kind == 4) {
+					EXPECT_NEAR(theta, s.duty() / c.n, 1e-12);
+				}
+			}
+		}
+	}
+	Schedule s = vermilion(ring(4), 4, params(3, 2, 1));
+	double theta = single_hop_throughput(s, ring(4));
+	EXPECT_NEAR(theta, s.duty() / 4, 1e-12);
+	EXPECT_LT(theta, double(3 - 2) / 3 * s.duty() - 0.05); // the old claim fails here
 }
 
 // optical.md's toy check: ring pairs get 2 * 4 rounded circuits plus the

@@ -3,6 +3,8 @@
 
 #include <unordered_map>
 
+#include "base/error.h"
+#include "base/list.h"
 #include "transport/optical_gate.h"
 
 #include <arpa/inet.h>
@@ -245,6 +247,19 @@ std::string parse_host(const char *s, HostSpec *h)
 	return "";
 }
 
+/* lumen's one comma-list splitter (base/list.h) throws; lumen-dp's option
+ * parsers answer with the message instead */
+std::string split_items(const char *s, const char *opt, const char *item, Duplicates duplicates,
+			std::vector<std::string> *out)
+{
+	try {
+		*out = split_list(s, opt, item, duplicates);
+	} catch (const UsageError &e) {
+		return e.what();
+	}
+	return "";
+}
+
 std::string range_error(const char *opt, const char *v, uint64_t lo, uint64_t hi)
 {
 	return std::string("--") + opt + ": '" + v + "' is not a whole number in " + std::to_string(lo) + ".." +
@@ -254,19 +269,19 @@ std::string range_error(const char *opt, const char *v, uint64_t lo, uint64_t hi
 /* --conns N, or N,M,... (bench runs each) */
 std::string parse_conns(const char *s, Options *o)
 {
-	std::string v = s;
+	std::vector<std::string> items;
 	uint64_t n;
 
 	o->conns_list.clear();
-	for (size_t at = 0;;) {
-		size_t end = v.find(',', at);
-		std::string one = v.substr(at, end == std::string::npos ? end : end - at);
+	/* a count given twice would only be run twice */
+	if (std::string e = split_items(s, "--conns", "count", Duplicates::kRefuse, &items); !e.empty())
+		return e;
+	for (const std::string &one : items) {
 		if (!parse_u64(one.c_str(), 1, 1 << 20, &n))
 			return range_error("conns", one.c_str(), 1, 1 << 20);
+		if (std::find(o->conns_list.begin(), o->conns_list.end(), (uint32_t)n) != o->conns_list.end())
+			return "--conns: count " + std::to_string(n) + " is listed twice";
 		o->conns_list.push_back((uint32_t)n);
-		if (end == std::string::npos)
-			break;
-		at = end + 1;
 	}
 	if (o->conns_list.size() > 1 && o->mode != "bench")
 		return std::string("--conns: a list (") + s + ") is for bench; give one number";
@@ -489,17 +504,18 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		case kRankIps: {
 			/* every rank's address in rank order (checked by check_collective) */
-			std::string list = a;
+			std::vector<std::string> items;
 			o->rank_ips.clear();
-			for (size_t start = 0; start <= list.size();) {
-				size_t comma = std::min(list.find(',', start), list.size());
+			/* repeats: check_rank_ips names the two ranks */
+			if (std::string e = split_items(a, "--rank-ips", "address", Duplicates::kAllow, &items);
+			    !e.empty())
+				return e;
+			for (const std::string &one : items) {
 				uint32_t ip;
-				std::string one = list.substr(start, comma - start);
 				if (!parse_ip(one.c_str(), &ip))
 					return "--rank-ips: '" + one +
 					       "' is not an IPv4 address (give IP,IP,... in rank order)";
 				o->rank_ips.push_back(ip);
-				start = comma + 1;
 			}
 			break;
 		}
@@ -540,15 +556,12 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		}
 		case kOpticalPages: {
-			std::string list = a;
-			o->optical_pages.clear();
-			for (size_t start = 0; start <= list.size();) {
-				size_t comma = std::min(list.find(',', start), list.size());
-				if (comma == start)
-					return "--optical-pages: an empty path in '" + list + "'";
-				o->optical_pages.push_back(list.substr(start, comma - start));
-				start = comma + 1;
-			}
+			/* one page per --host, in order: two hosts reading one page
+			 * would both claim its node */
+			if (std::string e =
+				    split_items(a, "--optical-pages", "path", Duplicates::kRefuse, &o->optical_pages);
+			    !e.empty())
+				return e;
 			break;
 		}
 		case kOpticalAddrs: {

@@ -274,6 +274,11 @@ struct lumen_rotor_cfg {
 	__u32 nodes;
 	__u32 uplinks;
 	__u32 table_period; /* rotor_match's room per bank: the longest period it takes */
+	/* The links' rate: a frame occupies [arrival, arrival + its wire time
+	 * at this rate) and is forwarded only if all of it is in the window
+	 * (its tail too). 0: unknown, the head alone is judged. */
+	__u32 rate_mbps;
+	__u32 pad;
 	struct lumen_sched_change change;
 	struct lumen_sched_bank banks[2];
 };
@@ -287,7 +292,7 @@ struct lumen_rotor_port {
  * help). */
 #define LUMEN_ROTOR_COUNTERS(X)                                                                                        \
 	X(FORWARDED, "forwarded", "frames the current slot connected: sent on to their destination")                   \
-	X(GUARD, "guard", "frames in the guard band (the switch reconfigures): dropped")                               \
+	X(GUARD, "guard", "frames in the guard band, head or tail (the switch reconfigures): dropped")                 \
 	X(WRONG_SLOT, "wrong_slot", "frames whose destination the current slot does not connect: dropped")             \
 	X(NOT_STARTED, "not_started", "frames before the schedule's t0: dropped")                                      \
 	X(UNKNOWN_DST, "unknown_dst", "IPv4 frames to an address no port has: dropped")                                \
@@ -375,24 +380,35 @@ struct lumen_gate_cfg {
 	__u32 rate_mbps; /* the link's rate, for wire times (> 0) */
 	__u32 table_period; /* gate_waits' room per bank */
 	__u64 max_hold_ns; /* a packet that would wait longer is dropped: the VOQ's bound in time */
+	/* --lumend: gate_osched is lumend's, and a boundary_ns older than this
+	 * (TAI) means lumend stopped without its last word: dropped as stale
+	 * (lumen_osched_stale). 0: no lumend, never stale. */
+	__u64 stale_ns;
 	struct lumen_sched_change change;
 	struct lumen_sched_bank banks[2];
 };
 
+/* Updated by compare-and-exchange on free_tai_ns (no lock): a CPU books
+ * from the value it read and publishes its booking only if no other CPU
+ * booked in between, else it books again from the newer value. */
 struct lumen_gate_clock {
-	struct bpf_spin_lock lock;
-	__u32 pad;
 	__u64 free_tai_ns; /* when the wire to this destination is free again */
+	__u64 pad;
 };
 
 #define LUMEN_GATE_COUNTERS(X)                                                                                         \
 	X(NOW, "now", "packets sent at once: their window was open and had room")                                      \
 	X(HELD, "held", "packets given a later departure (a later window, or later in this one)")                      \
-	X(NEVER, "never", "packets no window can carry (no circuit to the node, or longer than a window): dropped")    \
+	X(NEVER, "never",                                                                                              \
+	  "packets no window can carry (no circuit to the node, or a frame longer than a window): dropped")            \
 	X(QUIET, "quiet",                                                                                              \
 	  "packets while the gate is quiet (clock or schedule not trusted, a change not committed): dropped")          \
 	X(OVERFLOW, "overflow", "packets that would wait longer than max_hold (a full VOQ): dropped")                  \
-	X(OTHER, "other", "packets not to a node of the schedule (not IPv4, another address): passed untouched")
+	X(OTHER, "other", "packets not to a node of the schedule (not IPv4, another address): passed untouched")       \
+	X(TOO_LONG, "too_long",                                                                                        \
+	  "GSO/TSO bursts longer than any window of their pair: dropped (the gate cannot split)")                      \
+	X(STALE, "stale", "packets while lumend's state is older than its stale limit (lumend died): dropped")         \
+	X(CONTENDED, "contended", "packets whose booking lost the wire clock to other CPUs too often: dropped")
 
 #define LUMEN_GATE_COUNTER_ENUM(id, name, help) LUMEN_GATE_CNT_##id,
 enum lumen_gate_counter {

@@ -23,7 +23,8 @@
 #   - a gate attached with --lumend sends while that lumend gates, drops
 #     what comes while lumend is quiet after a step of the (guest's) clock,
 #     sends again once lumend trusts the clock, and drops everything once
-#     lumend has stopped.
+#     lumend has stopped; and once a lumend SIGKILLed (no last word) has
+#     published nothing for --stale (counted as stale).
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
@@ -109,6 +110,9 @@ for h in h1 h2 h3 h4; do
 	"$LUMEN_BIN" gate attach --testbed "$TB" --host "$h" --rate 8mbit --margin 10ms >/dev/null
 	e2e_on_exit "'$LUMEN_BIN' gate detach --testbed '$TB' --host '$h'"
 done
+# the rotor judges each frame's tail at the gates' rate: a gate books head
+# and tail inside the window, so none may reach a guard
+"$LUMEN_BIN" rotor rate 8mbit >/dev/null
 e2e_rotor_snap "$TMPD/r2"
 ADDRS=10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4
 for i in 0 1 2 3; do
@@ -291,4 +295,32 @@ q0="$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['des
 e2e_check "... and drops h4's datagrams (quiet), none received" test "$(send_h4)" -eq 0
 e2e_check "... all 50 counted as quiet" \
 	test $(($("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['quiet']") - q0)) -eq 50
+
+# A lumend SIGKILLed has no last word: its state says "gating" for ever,
+# but its boundaries stop. The gate (--stale 1s: 20 slots, room for an
+# emulated guest's stalls) drops everything once the last is older.
+e2e_log "h4's gate and a lumend killed without its last word (SIGKILL)"
+"$LUMEN_BIN" gate detach eth0 --netns "lt-$TB-h4" >/dev/null
+PIN2="gk$$"
+"$LUMEND" --schedule "$TMPD/v3b.json" --node 3 --clock-error 0 --margin 10ms --shm "$TMPD/lumend2.page" \
+	--control "$TMPD/lumend2.sock" --pin "$PIN2" 2>"$TMPD/lumend2.log" &
+LPID2=$!
+e2e_on_exit "kill $LPID2 2>/dev/null"
+e2e_on_exit "rm -rf '/sys/fs/bpf/lumen/osched/$PIN2'" # a SIGKILLed lumend leaves its pins
+e2e_check "lumend gates" e2e_wait_until 100 0.1 grep -q "gating:" "$TMPD/lumend2.log"
+e2e_check "--stale without --lumend refused" e2e_fails 2 "needs --lumend" \
+	"$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h4" --schedule "$TMPD/v3b.json" --node 3 --addrs "$ADDRS" \
+	--rate 8mbit --stale 1s
+e2e_check "gate --lumend --stale 1s attached" "$LUMEN_BIN" gate attach eth0 --netns "lt-$TB-h4" \
+	--schedule "$TMPD/v3b.json" --node 3 --addrs "$ADDRS" --rate 8mbit --margin 10ms --lumend "$PIN2" --stale 1s
+e2e_check "lumend gating: h4's 50 datagrams all received" test "$(send_h4)" -eq 50
+kill -KILL "$LPID2"
+wait "$LPID2" 2>/dev/null || true
+e2e_check "the killed lumend's last word is still 'gating'" \
+	test "$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['lumend_quiet']")" = "[]"
+sleep 1.5
+s0="$("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['stale']")"
+e2e_check "... yet h4's 50 datagrams dropped once it is stale, none received" test "$(send_h4)" -eq 0
+e2e_check "... all 50 counted as stale" \
+	test $(($("$LUMEN_BIN" gate stats eth0 --netns "lt-$TB-h4" --json | e2e_json "d['destinations'][0]['stale']") - s0)) -eq 50
 e2e_finish

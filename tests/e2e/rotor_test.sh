@@ -10,6 +10,9 @@
 #     and h2 receives exactly what was forwarded;
 #   - a sender that follows the schedule on CLOCK_TAI (rotor_traffic.py
 #     gated) commits no violation and loses nothing;
+#   - with the links' rate set (lumen rotor rate), a frame whose tail
+#     reaches the guard is dropped as guard, though its head left inside
+#     the window;
 #   - frames stamped with their departure (SO_TXTIME) are told apart:
 #     released late, booked into a wrong slot, forwarded;
 #   - `lumen rotor load` refuses a schedule of another shape; `testbed down`
@@ -81,6 +84,29 @@ wait $RX
 e2e_check "no violation by a sender that follows the schedule" \
 	test "$(stat_of 2 guard)" -eq 0 -a "$(stat_of 2 wrong_slot)" -eq 0
 e2e_check "all 400 forwarded and received" test "$(stat_of 2 forwarded)" -eq 400 -a "$(cat "$TMPD/rx2")" -eq 400
+
+# The frame's tail: at 1 Mbit/s a 1400-byte datagram (1466 bytes on the
+# wire) takes 11.7 ms, so one whose head leaves in the last 11.7 ms of
+# h4 -> h1's window (heads in [1, 17) ms of the 18 ms) reaches the guard
+# with its tail: a real switch loses it, the rotor counts it as guard:
+# 2/3 of a window's datagrams, but 200 of them span three windows, the
+# first and last partly (148 measured): a bound of 1/4 to 9/10 and some
+# forwarded. Without a rate (before the rotor judged tails) none. From h4:
+# h3's port is checked for no guard drop at all further on.
+e2e_log "h4 sends 200 datagrams of 1400 bytes inside its windows, the rotor's links at 1 Mbit/s"
+e2e_check "lumen rotor rate 1mbit" "$LUMEN_BIN" rotor rate 1mbit
+e2e_check "... shown by stats" test "$("$LUMEN_BIN" rotor stats --json | e2e_json "d['rate_mbps']")" -eq 1
+e2e_rotor_snap "$TMPD/snap-tail"
+rx_start "lt-$TB-h1" "$TMPD/rx-tail"
+ip netns exec "lt-$TB-h4" python3 "$TRAFFIC" gated "$SCHED" 3 10.0.0.1 200 0.001 1400
+wait $RX
+read -r fwd guard wrong late <<<"$(e2e_rotor_since "$TMPD/snap-tail" 3)"
+e2e_log "  forwarded $fwd, guard (tail in the guard) $guard, wrong slot $wrong; h1 received $(cat "$TMPD/rx-tail")"
+e2e_check "every datagram counted once, none in a wrong slot" test $((fwd + guard)) -eq 200 -a "$wrong" -eq 0
+e2e_check "tails reaching the guard dropped as guard: ~2/3 ($guard of 200)" within "$guard" 50 180
+e2e_check "heads early enough forwarded ($fwd)" test "$fwd" -gt 0
+e2e_check "h1 received exactly what was forwarded" test "$(cat "$TMPD/rx-tail")" -eq "$fwd"
+e2e_check "lumen rotor rate 0: heads only again" "$LUMEN_BIN" rotor rate 0
 
 e2e_log "h1 sends h2 frames stamped with their departure (SO_TXTIME)"
 # One stamped inside h1 -> h2's last window but sent later (late), one

@@ -4,13 +4,14 @@
 
   send DST N GAP_S                 N datagrams to DST:9999, one every GAP_S,
                                    whatever the schedule (violations expected)
-  gated SCHEDULE SELF DST N MARGIN_S
+  gated SCHEDULE SELF DST N MARGIN_S [SIZE]
                                    N datagrams to DST, each sent only inside a
                                    usable window of a slot whose matching
                                    connects node SELF to DST's node (DST =
                                    10.0.0.<node+1>), MARGIN_S from its edges:
                                    a sender that follows the schedule on
-                                   CLOCK_TAI, as lumend's gating will
+                                   CLOCK_TAI, as lumend's gating will; SIZE
+                                   bytes of payload each (64)
   stamped SCHEDULE SELF DST        five datagrams to DST carrying departure
                                    stamps, for the rotor's late and wrong-slot
                                    verdicts (see stamped() below); prints what
@@ -66,7 +67,7 @@ def send(dst, n, gap):
             time.sleep(d)
 
 
-def gated(path, me, dst, n, margin):
+def gated(path, me, dst, n, margin, size=64):
     with open(path) as f:
         sch = json.load(f)
     node = int(dst.split(".")[3]) - 1
@@ -84,7 +85,7 @@ def gated(path, me, dst, n, margin):
         off = now - t0 - k * slot
         lo, hi = (guard, slot) if start_guard else (0, slot - guard)
         if k % period in open_slots and lo + m <= off < hi - m:
-            s.sendto(b"x" * 64, (dst, 9999))
+            s.sendto(b"x" * size, (dst, 9999))
             sent += 1
             time.sleep(0.0002)
         else:
@@ -245,7 +246,8 @@ def main():
     if cmd == "send":
         send(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
     elif cmd == "gated":
-        gated(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+        gated(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
+              int(sys.argv[7]) if len(sys.argv) > 7 else 64)
     elif cmd == "mesh":
         mesh(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
              float(sys.argv[7]), float(sys.argv[8]) if len(sys.argv) > 8 else 0.0,

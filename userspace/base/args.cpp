@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #include "base/args.h"
 
+#include "base/list.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -51,18 +53,10 @@ std::optional<std::string> Args::get(const std::string &opt) const
 
 std::vector<std::string> Args::list(const std::string &opt, const std::string &what) const
 {
-	std::vector<std::string> out;
 	std::optional<std::string> text = get(opt);
 	if (!text)
-		return out;
-	for (size_t start = 0; start <= text->size();) {
-		size_t comma = std::min(text->find(',', start), text->size());
-		if (comma == start)
-			throw UsageError(opt + ": an empty " + what + " in '" + *text + "'");
-		out.push_back(text->substr(start, comma - start));
-		start = comma + 1;
-	}
-	return out;
+		return {};
+	return split_list(*text, opt, what);
 }
 
 void Args::allow_only(const std::vector<std::string> &known) const

@@ -10,9 +10,11 @@
 #include <sys/un.h>
 #include <fcntl.h>
 
+#include <ctime>
 #include <cerrno>
 #include <cstring>
 
+#include "base/control_auth.h"
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/system.h"
@@ -84,6 +86,13 @@ bool tokens_equal(const std::string &a, const std::string &b)
 namespace
 {
 
+uint64_t realtime_ms()
+{
+	timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1'000'000;
+}
+
 Fd connect_unix(const std::string &path, const std::string &who)
 {
 	sockaddr_un sa = {};
@@ -136,11 +145,10 @@ nlohmann::json json_request(const std::string &endpoint, const nlohmann::json &r
 	timeval tv = {5, 0};
 	setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	nlohmann::json req = request;
-	if (!token.empty())
-		req["token"] = token;
+	// over TCP the token signs the request and never travels (control_auth.h)
+	const std::string out =
+		(token.empty() ? request.dump() : sign_control_request(token, request.dump(), realtime_ms())) + "\n";
 	// send, not write: a daemon that closes early must not kill us by SIGPIPE
-	const std::string out = req.dump() + "\n";
 	for (size_t done = 0; done < out.size();) {
 		ssize_t n = send(fd.get(), out.data() + done, out.size() - done, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)

@@ -6,8 +6,9 @@
 //
 // An endpoint is a Unix socket's path (it has a '/') or HOST:PORT for TCP
 // (a name, an IPv4 address, or [IPv6]:PORT). Over TCP a daemon answers only
-// requests that carry its token: a secret shared through a file that only
-// its owner may read (read_token_file), sent as the request's "token".
+// requests signed with its token: a secret shared through a file that only
+// its owner may read (read_token_file), which keys an HMAC over each request,
+// a timestamp and a nonce (control_auth.h) and is never sent itself.
 #pragma once
 
 #include <string>
@@ -33,8 +34,8 @@ std::string read_token_file(const std::string &path, const std::string &what);
 // a secret).
 bool tokens_equal(const std::string &a, const std::string &b);
 
-// Sends request (with "token" added when token is not empty), returns the
-// answer object. Error when the endpoint cannot be reached, nothing or no
+// Sends request (signed with token when token is not empty: control_auth.h),
+// returns the answer object. Error when the endpoint cannot be reached, nothing or no
 // JSON object comes back within 5 s, or the answer is {"error": ...} (its
 // text, after `who`). UsageError for an endpoint that is neither a Unix
 // socket's path nor HOST:PORT.

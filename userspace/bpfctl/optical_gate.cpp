@@ -11,18 +11,24 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
 
 #include "base/error.h"
 #include "base/netns.h"
+#include "base/process.h"
 #include "base/rollback.h"
 #include "base/system.h"
 #include "bpfctl/bpf_util.h"
 #include "bpfctl/osched_state.h"
 #include "bpfctl/tc.h"
 #include "sched/change.h"
+extern "C" {
+#include "lumen/optical_wire.h"
+}
 #include "optical_gate.skel.h"
 
 namespace lumen
@@ -33,6 +39,45 @@ namespace
 
 /* fq's own horizon: beyond it, fq drops what the gate booked */
 constexpr std::uint64_t kDefaultMaxHoldNs = 10'000'000'000ull;
+
+// lumend publishes a boundary every slot (every kMinPublishNs of slots at
+// most: slot_engine.h); a gate calls its state stale after 4 slots
+// without one, and never sooner than 100 ms: a slot engine late by a
+// scheduling hiccup on a shared host is not a dead lumend, while one
+// SIGKILLed stops its gate within a tenth of a second.
+std::uint64_t default_stale_ns(const sched::Schedule &s)
+{
+	return std::max<std::uint64_t>(4 * s.slot_ns, 100'000'000ull);
+}
+
+// Keeps TCP's TSO bursts (and UDP's GSO) within a window: lowers DEV's
+// gso_max_size to what the schedule's window carries, when it is above
+// (ip link; TCP reads it when a connection starts). Left so by detach:
+// smaller bursts change nothing but the CPU cost of a send. A kernel that
+// does not let it change (before 5.19) is said, not
+// refused: such a burst is then dropped and counted as too_long.
+void cap_gso(const Netns &ns, const std::string &dev, const lumen_gate_cfg &cfg)
+{
+	ProcessOptions opts;
+	opts.netns_fd = ns.fd.get();
+	ProcessResult r = run_process({"ip", "-d", "-o", "link", "show", "dev", dev}, opts);
+	auto field = [&r](const std::string &name) -> std::uint64_t {
+		std::size_t at = r.output.find(" " + name + " ");
+		return at == std::string::npos ? 0
+					       : std::strtoull(r.output.c_str() + at + name.size() + 2, nullptr, 10);
+	};
+	std::uint64_t mtu = field("mtu"), now = field("gso_max_size");
+	std::uint64_t window = lumen_window_ns(&cfg.banks[0].timing, cfg.margin_ns);
+	std::uint64_t cap = std::max<std::uint64_t>(lumen_gso_cap_bytes(window, cfg.rate_mbps, (__u32)mtu), mtu);
+	if (r.status != 0 || !mtu || !now || now <= cap)
+		return;
+	ProcessResult set = run_process({"ip", "link", "set", "dev", dev, "gso_max_size", std::to_string(cap)}, opts);
+	if (set.status != 0)
+		std::fprintf(stderr,
+			     "lumen gate: cannot lower %s's gso_max_size from %llu to %llu bytes (%s): TSO bursts "
+			     "longer than a window will be dropped (too_long)\n",
+			     dev.c_str(), (unsigned long long)now, (unsigned long long)cap, set.output.c_str());
+}
 
 struct SkelDeleter {
 	void operator()(optical_gate *s) const
@@ -101,7 +146,7 @@ struct Attached {
 		std::uint64_t until = 0;
 		for (std::uint32_t k = 0; k < cfg.nodes; k++) {
 			lumen_gate_clock c{};
-			if (bpf_map_lookup_elem_flags(clock.get(), &k, &c, BPF_F_LOCK) != 0)
+			if (bpf_map_lookup_elem(clock.get(), &k, &c) != 0)
 				throw Error(std::string("gate: cannot read its wire clocks: ") + std::strerror(errno));
 			until = std::max<std::uint64_t>(until, c.free_tai_ns);
 		}
@@ -204,6 +249,8 @@ void attach_gate(const GateRequest &req)
 	cfg.rate_mbps = req.rate_mbps;
 	cfg.table_period = table_period;
 	cfg.max_hold_ns = req.max_hold_ns ? req.max_hold_ns : kDefaultMaxHoldNs;
+	if (!req.lumend.empty())
+		cfg.stale_ns = req.stale_ns ? req.stale_ns : default_stale_ns(s);
 	write_cfg(bpf_map__fd(skel->maps.gate_cfg), cfg);
 	write_waits(bpf_map__fd(skel->maps.gate_waits), s, req.self, 0, table_period);
 	for (std::uint32_t i = 0; i < s.nodes; i++) {
@@ -231,6 +278,7 @@ void attach_gate(const GateRequest &req)
 				NetnsGuard g2(ns);
 				destroy_clsact(ifx);
 			});
+		cap_gso(ns, dev, cfg);
 		TcFilter f = attach_filter(ifx, BPF_TC_EGRESS, bpf_program__fd(skel->progs.lumen_gate_egress), dev);
 		undo.add("detach the gate from " + dev, [&ns, ifx, f, dev]() {
 			NetnsGuard g2(ns);

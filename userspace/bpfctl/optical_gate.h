@@ -35,6 +35,9 @@ struct GateRequest {
 	std::uint64_t max_hold_ns = 0; // longest wait before a packet is dropped (0: 10 s)
 	std::uint32_t max_period = 0; // slots per bank the tables make room for (0: sched::table_period's)
 	std::string lumend; // follow the quiet word of the lumend pinned under this name ("": none)
+	// with lumend: its state older than this is stale (lumend died): drop
+	// everything (0: 4 slots, at least 100 ms)
+	std::uint64_t stale_ns = 0;
 };
 
 // UsageError for a request that cannot work: self not a node, addresses

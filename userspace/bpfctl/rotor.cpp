@@ -242,6 +242,14 @@ void stage_rotor(const sched::Schedule &s, std::uint64_t switch_ns)
 	a.write(&s, next.change.bank ^ 1, next);
 }
 
+void set_rotor_rate(std::uint32_t rate_mbps)
+{
+	Attached a;
+	lumen_rotor_cfg c = a.cfg;
+	c.rate_mbps = rate_mbps;
+	write_cfg(a.cfg_fd.get(), c);
+}
+
 void commit_rotor(std::uint64_t version)
 {
 	Attached a;

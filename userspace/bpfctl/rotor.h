@@ -54,6 +54,9 @@ void load_rotor_schedule(const sched::Schedule &s);
 // UsageError for a step the rotor's state refuses; nothing changes then.
 void stage_rotor(const sched::Schedule &s, std::uint64_t switch_ns);
 void commit_rotor(std::uint64_t version);
+// The links' rate (0: unknown): with it the switch judges a frame from its
+// head to its tail, its wire time later (rotor_switch.bpf.c).
+void set_rotor_rate(std::uint32_t rate_mbps);
 void abort_rotor(std::uint64_t version);
 bool rotor_attached();
 // Unpins the maps (the filters go with the rotor's devices); false when no

@@ -4,6 +4,7 @@
 // kernel traffic on a reconfigurable network (bpfctl/optical_gate.h).
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -11,6 +12,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/list.h"
 #include "base/system.h"
 #include "base/units.h"
 #include "bpfctl/optical_gate.h"
@@ -38,8 +40,11 @@ a tc egress program gives every IPv4 packet to a node of the schedule the
 departure time of the next window in which this host (--node I) reaches its
 destination and the packet fits (windows shrunk by --margin on each side,
 filled at the link's --rate: their byte budget). Packets wait; none is
-dropped for want of a circuit. Needs sch_fq (Debian's kernels have it; this
-machine's host kernel may not: use tools/vm-run).
+dropped for want of a circuit. A TSO/GSO burst is booked as its segments
+back to back, whole in one window; the gate lowers DEV's gso_max_size to
+what a window carries, and drops a burst longer than any window (too_long).
+Needs sch_fq (Debian's kernels have it; this machine's host kernel may not:
+use tools/vm-run).
 
   --addrs A,B,...   the IPv4 address of node 0, 1, ... (one per node)
   --rate R          the link's rate, e.g. 1gbit (wire times and budgets)
@@ -54,6 +59,11 @@ GATE:
                     (lumend --pin NAME, same node): while it says quiet
                     (clock not trusted, a change missed, stopped), every
                     packet to a node is dropped (counted as quiet)
+  --stale D         with --lumend: lumend's state older than D (no slot
+                    boundary published: lumend killed or stuck) makes the
+                    gate drop every packet to a node (counted as stale)
+                    until lumend publishes again (default 4 slots, at
+                    least 100 ms)
   --testbed NAME --host H   a host of a rotor testbed: its eth0 and
                     namespace, its node, the testbed's addresses and schedule
 
@@ -122,13 +132,13 @@ Target target_of(const Args &a, bool need_schedule)
 		throw UsageError("attach DEV needs --schedule FILE, --node I and --addrs A,B,...");
 	t.schedule = *a.get("--schedule");
 	t.node = (std::uint32_t)parse_uint(*a.get("--node"), "--node", 0, LUMEN_GATE_MAX_NODES - 1);
-	std::string list = *a.get("--addrs");
-	for (size_t start = 0; start <= list.size();) {
-		size_t comma = list.find(',', start);
-		t.addrs.push_back(parse_addr(list.substr(start, comma == std::string::npos ? comma : comma - start)));
-		if (comma == std::string::npos)
-			break;
-		start = comma + 1;
+	// node i's address is the i-th item: an empty one would shift the rest,
+	// and one address for two nodes would leave the gate guessing
+	for (const std::string &one : split_list(*a.get("--addrs"), "--addrs", "address", Duplicates::kRefuse)) {
+		std::uint32_t addr = parse_addr(one);
+		if (std::find(t.addrs.begin(), t.addrs.end(), addr) != t.addrs.end())
+			throw UsageError("--addrs: address '" + one + "' is listed twice");
+		t.addrs.push_back(addr);
 	}
 	return t;
 }
@@ -136,7 +146,7 @@ Target target_of(const Args &a, bool need_schedule)
 int cmd_attach(const Args &a)
 {
 	a.allow_only({"--netns", "--schedule", "--node", "--addrs", "--rate", "--margin", "--max-hold", "--max-period",
-		      "--lumend", "--testbed", "--host"});
+		      "--lumend", "--stale", "--testbed", "--host"});
 	Target t = target_of(a, true);
 	if (!a.has("--rate"))
 		throw UsageError("attach needs --rate R (the link's rate)");
@@ -155,6 +165,11 @@ int cmd_attach(const Args &a)
 		req.max_period =
 			(std::uint32_t)parse_uint(*a.get("--max-period"), "--max-period", 1, LUMEN_SLOT_MAX_PERIOD);
 	req.lumend = a.get("--lumend").value_or("");
+	if (a.has("--stale")) {
+		if (req.lumend.empty())
+			throw UsageError("--stale needs --lumend (it is the age of lumend's state)");
+		req.stale_ns = parse_duration_ns(*a.get("--stale"), "--stale", 3600 * kSec);
+	}
 	attach_gate(req);
 	std::printf("gate on %s%s: node %u of %u, schedule version %llu, %s, margin %llu ns\n", t.dev.c_str(),
 		    t.netns.empty() ? "" : (" in " + t.netns).c_str(), t.node, req.schedule.nodes,

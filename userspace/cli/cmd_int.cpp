@@ -6,6 +6,7 @@
 #include "base/args.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/list.h"
 #include "base/system.h"
 #include "base/units.h"
 #include "bpfctl/int_sockops.h"
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,18 +103,15 @@ IntEnableRequest parse_enable(const std::vector<std::string> &args)
 		throw UsageError("--ipv4 and --ipv6 exclude each other (give neither for both families)");
 	o.families = a.has("--ipv4") ? LUMEN_INT_FAMILY_IPV4 : a.has("--ipv6") ? LUMEN_INT_FAMILY_IPV6 : 0;
 
+	// --port A,B and --port A --port B alike; a port named twice is a
+	// mistake in one list or across several
 	for (const auto &w : port_words) {
-		std::string item;
-		std::istringstream in(w);
-		bool any = false;
-		while (std::getline(in, item, ',')) {
-			any = true;
-			auto p = static_cast<std::uint16_t>(parse_uint(item, "--port", 1, 65535));
-			if (std::find(o.ports.begin(), o.ports.end(), p) == o.ports.end())
-				o.ports.push_back(p);
+		for (std::uint64_t v : parse_uint_list(w, "--port", "port", 1, 65535)) {
+			auto p = static_cast<std::uint16_t>(v);
+			if (std::find(o.ports.begin(), o.ports.end(), p) != o.ports.end())
+				throw UsageError("--port: port " + std::to_string(p) + " is listed twice");
+			o.ports.push_back(p);
 		}
-		if (!any)
-			throw UsageError("--port: '' is not a port");
 	}
 	int_config(o); // the range checks, before anything is touched
 	return o;

@@ -27,6 +27,7 @@ const char kUsage[] =
        lumen rotor load SCHEDULE
        lumen rotor stage SCHEDULE --at NS
        lumen rotor commit|abort VERSION
+       lumen rotor rate R|0
 
 The rotor switch of a rotor testbed ('lumen testbed up --topology rotor',
 docs/optical.md): one eBPF program on every port that forwards a frame
@@ -50,6 +51,11 @@ stage    the rotor's part in a schedule change at an instant (what 'lumen
 commit   the change to VERSION happens at its instant; until a change is
 abort    committed, the rotor forwards nothing after the instant (counted as
          changing); abort keeps the schedule in force
+rate     the links' rate, e.g. 1gbit: a veth delivers a frame at once, a
+         link in its wire time; with a rate the switch puts the frame's
+         tail where the link would and drops (as guard) a frame whose tail
+         reaches the guard, as a real switch loses that light; 0 (the
+         default): the head alone is judged
 )";
 
 nlohmann::json stats_json(const lumen_rotor_stats &st)
@@ -89,6 +95,7 @@ int cmd_stats(const Args &a)
 				    {"guard_ns", t.guard_ns},
 				    {"t0_ns", t.t0_ns},
 				    {"table_period", st.cfg.table_period},
+				    {"rate_mbps", st.cfg.rate_mbps},
 				    {"total", stats_json(st.total)},
 				    {"ports", ports}};
 		std::printf("%s\n", j.dump(2).c_str());
@@ -111,6 +118,17 @@ int cmd_stats(const Args &a)
 			std::printf(" %12llu", (unsigned long long)p.frames[i]);
 		std::printf(" %12llu %12.1f\n", (unsigned long long)p.stamped, (double)p.delay_max_ns / 1e3);
 	}
+	return 0;
+}
+
+int cmd_rate(const Args &a)
+{
+	a.allow_only({});
+	if (a.positional.size() != 2)
+		throw UsageError("rate takes one rate (e.g. 1gbit, or 0: none)");
+	std::uint32_t mbps = a.positional[1] == "0" ? 0 : parse_rate_mbps(a.positional[1], "rate");
+	set_rotor_rate(mbps);
+	std::printf("rotor switch: links at %s\n", mbps ? format_rate_mbps(mbps).c_str() : "no rate (heads only)");
 	return 0;
 }
 
@@ -170,7 +188,8 @@ int run(const std::vector<std::string> &argv)
 				     {"load", cmd_load},
 				     {"stage", cmd_stage},
 				     {"commit", cmd_commit},
-				     {"abort", cmd_abort}},
+				     {"abort", cmd_abort},
+				     {"rate", cmd_rate}},
 				    a);
 }
 

@@ -19,6 +19,7 @@
 #include "base/system.h"
 #include "base/interrupt.h"
 #include "base/json_socket.h"
+#include "base/list.h"
 #include "base/units.h"
 #include "cli/commands.h"
 #include "experiment/report_plot.h"
@@ -41,13 +42,13 @@ const char kUsage[] =
        lumen sched validate FILE [--json]
        lumen sched show FILE [--demand FILE] [--slots N] [--png FILE] [--json]
        lumen sched bench [--nodes N,M...] [--k K] [--l L] [--uplinks D] [--shape S] [--rounds R] [--json]
-       lumen sched status [--control PATH | --control HOST:PORT --token FILE] [--json]
-       lumen sched change FILE [--testbed NAME] [--lumend SOCK|HOST:PORT,... [--lumend-token FILE]]
+       lumen sched status [--control PATH | --control HOST:PORT --control-token FILE] [--json]
+       lumen sched change FILE [--testbed NAME] [--lumend SOCK|HOST:PORT,... [--control-token FILE]]
                          [--lead D | --at NS] [--dir DIR] [--json]
        lumen sched adapt --testbed NAME [--window D] [--rounds N] [--alpha A] [--min-gain G] [--k K] [--l L]
-                         [--seed S] [--lumend SOCK|HOST:PORT,... [--lumend-token FILE]]
+                         [--seed S] [--lumend SOCK|HOST:PORT,... [--control-token FILE]]
                          [--dp-telemetry PREFIX,...] [--lead D] [--dir DIR] [--json]
-       lumen sched adapt --lumend SOCK|HOST:PORT,... [--lumend-token FILE] [...]
+       lumen sched adapt --lumend SOCK|HOST:PORT,... [--control-token FILE] [...]
 
 Periodic optical circuit schedules (RotorNet, Sirius, Vermilion): in every
 slot each circuit switch (one per uplink) connects the nodes by one
@@ -61,11 +62,16 @@ generate ebs           Shale's Elementary Basis Schedule: nodes as H
                        coordinates in base m (m^H >= N), a round robin per
                        coordinate, period ceil(H(m-1)/D); a node reaches the
                        nodes that differ from it in one coordinate (Shale
-                       routes over up to 2H hops); H 1 is round robin
+                       routes over up to 2H hops); H 1 is round robin.
+                       N below m^H: M - N of Shale's dummy nodes, a circuit
+                       Shale leaves idle closed to the next node on its
+                       cycle; Shale's routing keeps Lemma 5's guarantee
 generate vermilion     Vermilion's traffic-aware schedule for a demand matrix
                        (N lines of N numbers, row = source): K*N matchings
                        over D uplinks, period K*N/D; every pair at least L
                        circuits; single-hop throughput >= (K-L)/K x duty
+                       when 2L <= K; with 2L > K (no trust) the schedule is
+                       K rounds of round robin and only 1/N x duty holds
   --k K (3), --l L (1), --seed S (1), --uplinks D (1, must divide K*N)
 validate FILE          check a schedule file; prints what it gives its pairs
 show FILE              the summary, a table per uplink of each node's
@@ -77,11 +83,12 @@ bench                  how long Vermilion takes on one core: per node count
                        skewed, permutation, ring, hot-row; random) made
                        from seeds 1..R, each timed; prints the median and
                        the worst, and the lowest single-hop throughput next
-                       to the bound (K-L)/K x duty
+                       to the guarantee: (K-L)/K x duty when 2L <= K, else
+                       1/N x duty (the complete graph)
 status                 what lumend, the schedule's daemon on this host, says
                        on its control socket (--control, /run/lumen/lumend.sock;
                        or a lumend on another host, HOST:PORT of its
-                       --control-tcp, with --token FILE, its token):
+                       --control-tcp, with --control-token FILE, its token):
                        the schedule in force, the clock, whether senders may
                        send, the slot boundary errors (docs/lumend.md)
 change FILE            the schedule becomes FILE at one instant for every
@@ -89,7 +96,7 @@ change FILE            the schedule becomes FILE at one instant for every
                        gates (--testbed), lumends by their control sockets
                        (--lumend; HOST:PORT for one on another host, which
                        gets the schedule in the request and wants the token
-                       of --lumend-token FILE); the instant is the first period boundary
+                       of --control-token FILE); the instant is the first period boundary
                        --lead (1s) from now, or --at NS (CLOCK_TAI). Two
                        phases: every party takes the new schedule for that
                        instant, then every party commits; if one refuses,
@@ -201,6 +208,10 @@ int cmd_generate(const Args &a)
 		sched::Schedule s = sched::ebs(n, d, h, parse_timing(a));
 		sched::save(s, path);
 		std::printf("wrote %s\n%s", path.c_str(), sched::summary_text(s, nullptr).c_str());
+		// what Shale proves, for its own routing: not what direct hops get
+		std::printf("Shale's routing (up to 2H hops) guarantees %.4f of the hose%s\n",
+			    sched::ebs_shale_guarantee(n, h),
+			    s.generator.find("dummy") != std::string::npos ? " (Lemma 5)" : "");
 		return 0;
 	}
 	if (kind == "vermilion") {
@@ -278,18 +289,12 @@ int cmd_show(const Args &a)
 	return 0;
 }
 
+// bench --nodes: a size given twice would only be timed twice
 std::vector<uint32_t> parse_node_list(const std::string &text)
 {
 	std::vector<uint32_t> out;
-	size_t start = 0;
-	while (start <= text.size()) {
-		size_t comma = text.find(',', start);
-		std::string word = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-		out.push_back((uint32_t)parse_uint(word, "--nodes", 2, sched::kMaxNodes));
-		if (comma == std::string::npos)
-			break;
-		start = comma + 1;
-	}
+	for (uint64_t n : parse_uint_list(text, "--nodes", "node count", 2, sched::kMaxNodes))
+		out.push_back((uint32_t)n);
 	return out;
 }
 
@@ -309,8 +314,8 @@ int cmd_bench(const Args &a)
 	nlohmann::json results = nlohmann::json::array();
 
 	if (!json)
-		std::printf("%6s %8s %12s %12s %10s %8s\n", "nodes", "period", "median ms", "worst ms", "theta min",
-			    "bound");
+		std::printf("%6s %8s %12s %12s %10s %8s %s\n", "nodes", "period", "median ms", "worst ms", "theta min",
+			    "bound", "rule");
 	for (uint32_t n : sizes) {
 		std::vector<double> ms;
 		double theta = 1e300;
@@ -331,9 +336,10 @@ int cmd_bench(const Args &a)
 					     rounds, ms.back());
 		}
 		std::sort(ms.begin(), ms.end());
-		/* Theorem 3's bound; with k / l < 2 (no trust) the schedule is the
-		 * complete graph and the bound (k - l) / k still holds for it */
-		double median = ms[ms.size() / 2], bound = (double)(p.k - p.l) / p.k * duty;
+		/* Theorem 3's (k - l) / k needs 2l <= k; with 2l > k (no trust)
+		 * the schedule is the complete graph, which guarantees 1 / n */
+		sched::VermilionGuarantee g = sched::vermilion_guarantee(n, p);
+		double median = ms[ms.size() / 2], bound = g.fraction * duty;
 		if (json)
 			results.push_back({{"nodes", n},
 					   {"period", period},
@@ -341,10 +347,12 @@ int cmd_bench(const Args &a)
 					   {"worst_ms", ms.back()},
 					   {"theta_min", theta},
 					   {"bound", bound},
+					   {"bound_rule", g.rule},
 					   {"rounds", rounds},
 					   {"shape", sched::demand_shape_name(shape)}});
 		else
-			std::printf("%6u %8u %12.3f %12.3f %10.4f %8.4f\n", n, period, median, ms.back(), theta, bound);
+			std::printf("%6u %8u %12.3f %12.3f %10.4f %8.4f %s\n", n, period, median, ms.back(), theta,
+				    bound, g.rule);
 	}
 	if (json)
 		std::printf("%s\n", results.dump(2).c_str());
@@ -393,11 +401,12 @@ std::string ns_words(const nlohmann::json &v)
 
 int cmd_status(const Args &a)
 {
-	a.allow_only({"--control", "--token", "--json"});
+	a.allow_only({"--control", "--control-token", "--json"});
 	if (a.positional.size() != 1)
 		throw UsageError("status takes no file");
 	const std::string control = a.get("--control").value_or(kLumendSocket);
-	nlohmann::json j = json_request(control, {{"cmd", "status"}}, "lumend", lumend_token(a, {control}, "--token"));
+	nlohmann::json j =
+		json_request(control, {{"cmd", "status"}}, "lumend", lumend_token(a, {control}, "--control-token"));
 	if (a.has("--json")) {
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
@@ -437,13 +446,13 @@ int cmd_status(const Args &a)
 
 int cmd_change(const Args &a)
 {
-	a.allow_only({"--testbed", "--lumend", "--lumend-token", "--lead", "--at", "--dir", "--json"});
+	a.allow_only({"--testbed", "--lumend", "--control-token", "--lead", "--at", "--dir", "--json"});
 	if (a.positional.size() != 2 || (!a.has("--testbed") && !a.has("--lumend")))
 		throw UsageError("change takes one schedule file, and --testbed NAME or --lumend SOCK,... (or both)");
 	ChangeTargets targets;
 	targets.testbed = a.get("--testbed").value_or("");
 	targets.lumends = a.list("--lumend", "socket");
-	targets.lumend_token = lumend_token(a, targets.lumends, "--lumend-token");
+	targets.lumend_token = lumend_token(a, targets.lumends, "--control-token");
 	if (a.has("--lead") && a.has("--at"))
 		throw UsageError("give --lead or --at, not both");
 	TestbedChange how;
@@ -480,7 +489,7 @@ int cmd_change(const Args &a)
 int cmd_adapt(const Args &a)
 {
 	a.allow_only({"--testbed", "--window", "--rounds", "--alpha", "--min-gain", "--k", "--l", "--seed", "--lumend",
-		      "--lumend-token", "--lead", "--dir", "--json", "--dp-telemetry"});
+		      "--control-token", "--lead", "--dir", "--json", "--dp-telemetry"});
 	if (a.positional.size() != 1 || (!a.has("--testbed") && !a.has("--lumend")))
 		throw UsageError("adapt takes --testbed NAME or --lumend ENDPOINT,... (or both), and no file");
 	AdaptOptions o;
@@ -505,7 +514,7 @@ int cmd_adapt(const Args &a)
 	if (a.has("--dir"))
 		o.how.dir = *a.get("--dir");
 	o.lumends = a.list("--lumend", "socket");
-	o.lumend_token = lumend_token(a, o.lumends, "--lumend-token");
+	o.lumend_token = lumend_token(a, o.lumends, "--control-token");
 	o.dp_telemetry = a.list("--dp-telemetry", "socket");
 	bool json = a.has("--json");
 	install_interrupt_handlers();

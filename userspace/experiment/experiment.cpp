@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/json_fields.h"
+#include "base/list.h"
 #include "base/units.h"
 #include "experiment/experiment_fields.h"
 #include "testbed/testbed.h"
@@ -410,19 +411,9 @@ void check_algorithm_name(const std::string &name, const std::string &what)
 static std::vector<std::string>
 parse_name_list(const std::string &text, const std::function<void(const std::string &)> &check, const std::string &what)
 {
-	std::vector<std::string> out;
-	std::size_t pos = 0;
-	while (true) {
-		std::size_t comma = text.find(',', pos);
-		std::string a = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+	std::vector<std::string> out = split_list(text, what, "name", Duplicates::kRefuse);
+	for (const std::string &a : out)
 		check(a);
-		if (std::find(out.begin(), out.end(), a) != out.end())
-			throw UsageError(what + ": '" + a + "' is listed twice");
-		out.push_back(a);
-		if (comma == std::string::npos)
-			break;
-		pos = comma + 1;
-	}
 	return out;
 }
 

@@ -5,6 +5,7 @@
 #include "lumend/control.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -15,7 +16,9 @@
 #include <algorithm>
 #include <memory>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "base/error.h"
 #include "base/json_socket.h"
@@ -35,25 +38,56 @@ enum Op : uint8_t {
 	kTick,
 	kRecv,
 	kSend,
+	kSweep,
 };
-constexpr uint32_t kMaxConns = 32;
+constexpr uint64_t kDrainMs = 1000; // how long a refused client's remaining bytes are read and dropped
 
 uint64_t tag(Op op, uint32_t id = 0)
 {
 	return ((uint64_t)id << 8) | op;
 }
 
-nlohmann::json error_json(const std::string &what)
+// {"error": what} as one line (what's bytes that are not UTF-8 replaced:
+// dump() would throw on them)
+std::string error_json(const std::string &what)
 {
-	return nlohmann::json{{"error", what}};
+	return nlohmann::json{{"error", what}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string names(const Handlers &h)
+uint64_t clock_ms(clockid_t id)
 {
-	std::string out;
-	for (const auto &[name, f] : h)
-		out += (out.empty() ? "" : ", ") + name;
-	return out;
+	timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1'000'000;
+}
+
+// An address without its port: what the per-address limits count.
+std::string peer_address(int fd)
+{
+	sockaddr_storage ss = {};
+	socklen_t len = sizeof(ss);
+	char host[NI_MAXHOST] = "?";
+	if (getpeername(fd, (sockaddr *)&ss, &len) == 0)
+		getnameinfo((sockaddr *)&ss, len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST);
+	return host;
+}
+
+bool wildcard(const sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
+// A refusal a client can read before the close (best effort: never waits).
+void tell(int fd, const std::string &why)
+{
+	const std::string line = error_json(why) + "\n";
+	if (send(fd, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		// the client is gone or its buffer full: the close says enough
+	}
 }
 
 sockaddr_un unix_addr(const std::string &path)
@@ -69,49 +103,14 @@ sockaddr_un unix_addr(const std::string &path)
 
 } // namespace
 
-std::string answer_line(std::string_view line, const Handlers &handlers, bool *ok, const std::string &token)
-{
-	if (ok)
-		*ok = false;
-	nlohmann::json req;
-	try {
-		req = nlohmann::json::parse(line);
-	} catch (const nlohmann::json::exception &e) {
-		return error_json(std::string("not JSON: ") + e.what()).dump();
-	}
-	if (!token.empty()) {
-		// before anything else is looked at: without the token, nothing
-		if (!req.is_object() || !req.contains("token") || !req["token"].is_string() ||
-		    !tokens_equal(req["token"].get<std::string>(), token))
-			return error_json("over TCP a request needs this lumend's token (\"token\", the line of "
-					  "its --control-token file)")
-				.dump();
-		req.erase("token");
-	}
-	if (!req.is_object() || !req.contains("cmd") || !req["cmd"].is_string())
-		return error_json("a request is a JSON object with a string \"cmd\" (" + names(handlers) + ")").dump();
-	std::string cmd = req["cmd"].get<std::string>();
-	auto it = handlers.find(cmd);
-	if (it == handlers.end())
-		return error_json("unknown command '" + cmd + "' (" + names(handlers) + ")").dump();
-	const std::vector<std::string> &keys = it->second.keys;
-	for (const auto &[key, value] : req.items())
-		if (key != "cmd" && std::find(keys.begin(), keys.end(), key) == keys.end())
-			return error_json("unknown key '" + key + "' in the request").dump();
-	if (ok)
-		*ok = true;
-	try {
-		return it->second.run(req).dump();
-	} catch (const std::exception &e) {
-		return error_json(cmd + ": " + e.what()).dump();
-	}
-}
-
-ControlLoop::ControlLoop(const std::string &path, int signal_fd, const std::string &tcp, const std::string &token)
-    : path_(path), token_(token), signal_fd_(signal_fd)
+ControlLoop::ControlLoop(const std::string &path, int signal_fd, const std::string &tcp, const std::string &token,
+			 const ControlLimits &limits)
+    : path_(path), limits_(limits), signal_fd_(signal_fd)
 {
 	if (!tcp.empty() && token.empty())
 		throw UsageError("a TCP control socket needs a token");
+	if (!tcp.empty())
+		auth_ = std::make_unique<ControlAuth>(token);
 	wake_.reset(eventfd(0, EFD_CLOEXEC));
 	if (!wake_.valid())
 		throw Error("eventfd: " + errno_text(errno));
@@ -175,6 +174,11 @@ void ControlLoop::listen_tcp(const std::string &tcp)
 	setsockopt(listen_tcp_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(listen_tcp_.get(), res->ai_addr, res->ai_addrlen) != 0)
 		throw Error("cannot bind the TCP control socket to " + tcp + ": " + errno_text(errno));
+	if (wildcard(res->ai_addr))
+		std::fprintf(stderr,
+			     "lumend: warning: --control-tcp %s listens on every address of this host; give the "
+			     "address of the interface the coordinator uses\n",
+			     tcp.c_str());
 	if (listen(listen_tcp_.get(), 16) != 0)
 		throw Error("cannot listen on " + tcp + ": " + errno_text(errno));
 }
@@ -241,9 +245,74 @@ void ControlLoop::arm_send(uint32_t id)
 	io_uring_prep_send(sqe(tag(kSend, id)), c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
 }
 
+void ControlLoop::arm_sweep()
+{
+	sweep_ts_.tv_sec = (long long)(limits_.sweep_ms / 1000);
+	sweep_ts_.tv_nsec = (long long)(limits_.sweep_ms % 1000) * 1'000'000;
+	io_uring_prep_timeout(sqe(tag(kSweep)), &sweep_ts_, 0, 0);
+	io_uring_submit(&ring_); // the kernel reads sweep_ts_ now
+}
+
 void ControlLoop::close_conn(uint32_t id)
 {
+	Conn &c = *conns_[id];
+	if (c.tcp) {
+		tcp_conns_--;
+		auto it = peers_.find(c.peer);
+		if (it != peers_.end() && it->second.conns)
+			it->second.conns--;
+	} else {
+		local_conns_--;
+	}
 	conns_[id].reset();
+}
+
+// Shuts a connection down: its recv or send in flight ends (the kernel
+// must not be left writing into a buffer we free), and that completion
+// closes it.
+void ControlLoop::kill(Conn &c)
+{
+	c.dead = true;
+	shutdown(c.fd.get(), SHUT_RDWR);
+}
+
+// Whether a new connection may stay: within its budget, its address's, and
+// not from an address that failed to authenticate too often.
+bool ControlLoop::admit(int fd, bool tcp, std::string *peer)
+{
+	if (!tcp) {
+		if (local_conns_ < limits_.max_local)
+			return true;
+		tell(fd, "lumend has " + std::to_string(local_conns_) +
+				 " local control connections open, its most: try again when one closes");
+		return false;
+	}
+	*peer = peer_address(fd);
+	const uint64_t now = clock_ms(CLOCK_MONOTONIC);
+	auto it = peers_.find(*peer);
+	if (it != peers_.end() && it->second.blocked_until_ms > now) {
+		tell(fd, "too many failed authentications from " + *peer + ": refused for " +
+				 std::to_string((it->second.blocked_until_ms - now + 999) / 1000) + " s");
+		return false;
+	}
+	if (tcp_conns_ >= limits_.max_tcp) {
+		tell(fd, "lumend has " + std::to_string(tcp_conns_) + " TCP control connections open, its most");
+		return false;
+	}
+	if (it == peers_.end()) {
+		if (peers_.size() >= limits_.max_peers) {
+			tell(fd, "lumend serves too many addresses at once");
+			return false;
+		}
+		it = peers_.emplace(*peer, Peer{}).first;
+	}
+	if (it->second.conns >= limits_.max_per_peer) {
+		tell(fd, "lumend has " + std::to_string(it->second.conns) + " control connections from " + *peer +
+				 " open, the most one address may have");
+		return false;
+	}
+	it->second.conns++;
+	return true;
 }
 
 void ControlLoop::on_accept(int res, bool tcp)
@@ -253,75 +322,199 @@ void ControlLoop::on_accept(int res, bool tcp)
 		return; // EINTR, ECONNABORTED, EMFILE: the next accept may do better
 	accepted_++;
 	Fd fd(res);
+	std::string peer;
+	if (!admit(fd.get(), tcp, &peer)) {
+		refused_++;
+		return; // closed at once
+	}
 	uint32_t id = 0;
 	while (id < conns_.size() && conns_[id])
 		id++;
-	if (id >= kMaxConns)
-		return; // too many at once: closed at once
 	if (id == conns_.size())
 		conns_.emplace_back();
 	conns_[id] = std::make_unique<Conn>();
-	conns_[id]->fd = std::move(fd);
-	conns_[id]->tcp = tcp;
+	Conn &c = *conns_[id];
+	c.fd = std::move(fd);
+	c.tcp = tcp;
+	c.peer = std::move(peer);
+	c.last_ms = clock_ms(CLOCK_MONOTONIC);
+	(tcp ? tcp_conns_ : local_conns_)++;
 	arm_recv(id);
 }
 
-void ControlLoop::on_recv(uint32_t id, int res, const Handlers &h)
+void ControlLoop::auth_failure(Conn &c, const std::string &why)
+{
+	auth_failed_++;
+	const uint64_t now = clock_ms(CLOCK_MONOTONIC);
+	auto it = peers_.find(c.peer);
+	if (it != peers_.end()) {
+		Peer &p = it->second;
+		if (!p.failures || now - p.first_failure_ms > limits_.auth_window_ms) {
+			p.failures = 0;
+			p.first_failure_ms = now;
+		}
+		if (++p.failures >= limits_.auth_failures)
+			p.blocked_until_ms = now + limits_.auth_window_ms;
+	}
+	c.out += error_json("authentication failed: " + why) + "\n";
+	c.closing = c.linger = true;
+}
+
+// One line to its answer: over TCP, authenticated first, parsed only then.
+std::string ControlLoop::answer(Conn &c, std::string_view line, const Handlers &h)
+{
+	bool ok = false;
+	std::string out;
+	if (c.tcp) {
+		std::string_view body;
+		std::string why;
+		if (auth_->verify(line, clock_ms(CLOCK_REALTIME), &body, &why) != ControlAuth::kOk) {
+			bad_requests_++;
+			auth_failure(c, why);
+			return "";
+		}
+		out = answer_line(body, h, &ok, true);
+	} else {
+		out = answer_line(line, h, &ok, false);
+	}
+	bad_requests_ += !ok;
+	return out + "\n";
+}
+
+// Answers the whole lines received, as long as their answers do not pile
+// up, then sends or reads on.
+void ControlLoop::serve(uint32_t id, const Handlers &h)
 {
 	Conn &c = *conns_[id];
-	if (res <= 0) { // the client is done (0) or gone
-		if (res < 0 || c.out.empty()) {
-			close_conn(id);
-			return;
-		}
-		c.closing = true;
-		arm_send(id);
-		return;
-	}
-	c.in.append(c.buf, (size_t)res);
 	size_t start = 0, nl;
-	while ((nl = c.in.find('\n', start ? start : c.scanned)) != std::string::npos) {
+	bool finished_one = false;
+	while (!c.closing && c.out.size() < limits_.out_pause &&
+	       (nl = c.in.find('\n', std::max(start, c.scanned))) != std::string::npos) {
 		std::string_view line(c.in.data() + start, nl - start);
 		start = nl + 1;
+		finished_one = true;
 		if (!line.empty() && line.back() == '\r')
 			line.remove_suffix(1);
 		if (line.find_first_not_of(" \t") == std::string_view::npos)
 			continue;
-		bool ok = false;
-		c.out += answer_line(line, h, &ok, c.tcp ? token_ : std::string()) + "\n";
 		requests_++;
-		bad_requests_ += !ok;
+		c.out += answer(c, line, h);
+		if (c.out.size() > limits_.max_out) {
+			close_conn(id); // its answers pile up unread (nothing is in flight here)
+			return;
+		}
 	}
 	c.in.erase(0, start);
-	c.scanned = c.in.size();
-	if (c.in.size() > kMaxRequest) {
-		c.out += error_json("a request is one line of at most " + std::to_string(kMaxRequest) + " bytes")
-				 .dump() +
-			 "\n";
-		requests_++;
-		bad_requests_++;
-		c.closing = true;
+	c.scanned = start ? 0 : c.scanned;
+	const bool whole_line_left = c.in.find('\n', c.scanned) != std::string::npos;
+	if (!whole_line_left)
+		c.scanned = c.in.size();
+	const uint64_t now = clock_ms(CLOCK_MONOTONIC);
+	if (c.in.empty() || whole_line_left)
+		c.line_ms = 0;
+	else if (!c.line_ms || finished_one)
+		c.line_ms = now; // what is left began in this read
+	if (!c.closing && !whole_line_left && !c.in.empty()) {
+		const size_t max = kMaxRequest + (c.tcp ? control_auth::kHeaderMax : 0);
+		std::string why;
+		const ControlAuth::Verdict v =
+			c.tcp ? auth_->check_header(c.in, clock_ms(CLOCK_REALTIME), &why) : ControlAuth::kOk;
+		if (v != ControlAuth::kOk && v != ControlAuth::kIncomplete) {
+			// refused on its first bytes: the rest is not waited for
+			requests_++;
+			bad_requests_++;
+			auth_failure(c, why);
+		} else if (c.in.size() > max) {
+			c.out += error_json("a request is one line of at most " + std::to_string(kMaxRequest) +
+					    " bytes") +
+				 "\n";
+			requests_++;
+			bad_requests_++;
+			c.closing = true;
+		}
 	}
-	if (c.out.empty())
-		arm_recv(id);
-	else
-		arm_send(id);
-}
-
-void ControlLoop::on_send(uint32_t id, int res)
-{
-	Conn &c = *conns_[id];
-	if (res < 0) {
-		close_conn(id);
-		return;
-	}
-	c.out.erase(0, (size_t)res);
 	if (!c.out.empty())
 		arm_send(id);
 	else if (c.closing)
 		close_conn(id);
 	else
 		arm_recv(id);
+}
+
+void ControlLoop::on_recv(uint32_t id, int res, const Handlers &h)
+{
+	Conn &c = *conns_[id];
+	if (c.dead || res < 0 || (c.draining && (res == 0 || (c.drained += (uint64_t)res) > kMaxRequest))) {
+		close_conn(id);
+		return;
+	}
+	if (c.draining) {
+		arm_recv(id);
+		return;
+	}
+	if (res == 0) { // the client is done: answer what it sent, then close
+		c.closing = true;
+		c.in.clear();
+		if (c.out.empty())
+			close_conn(id);
+		else
+			arm_send(id);
+		return;
+	}
+	c.last_ms = clock_ms(CLOCK_MONOTONIC);
+	c.in.append(c.buf, (size_t)res);
+	serve(id, h);
+}
+
+void ControlLoop::on_send(uint32_t id, int res, const Handlers &h)
+{
+	Conn &c = *conns_[id];
+	if (c.dead || res < 0) {
+		close_conn(id);
+		return;
+	}
+	c.last_ms = clock_ms(CLOCK_MONOTONIC);
+	c.out.erase(0, (size_t)res);
+	if (!c.out.empty()) {
+		arm_send(id);
+	} else if (c.closing && c.linger) {
+		// a refusal: closing now, with the client's request still unread,
+		// would reset the connection and might destroy the refusal before
+		// the client reads it. Our end is shut instead, and what the client
+		// still sends is dropped until it closes too (or kDrainMs pass).
+		shutdown(c.fd.get(), SHUT_WR);
+		c.draining = true;
+		c.drain_ms = clock_ms(CLOCK_MONOTONIC);
+		c.line_ms = 0;
+		arm_recv(id);
+	} else if (c.closing) {
+		close_conn(id);
+	} else {
+		serve(id, h); // the requests it read ahead, if any, or the next read
+	}
+}
+
+// Closes connections that have stalled, and forgets addresses that have
+// nothing open and no recent failures.
+void ControlLoop::sweep()
+{
+	const uint64_t now = clock_ms(CLOCK_MONOTONIC);
+	for (auto &c : conns_) {
+		if (!c || c->dead)
+			continue;
+		if (now - c->last_ms > limits_.idle_ms || (c->line_ms && now - c->line_ms > limits_.read_ms) ||
+		    (c->draining && now - c->drain_ms > kDrainMs)) {
+			timed_out_++;
+			kill(*c);
+		}
+	}
+	for (auto it = peers_.begin(); it != peers_.end();) {
+		const Peer &p = it->second;
+		if (!p.conns && p.blocked_until_ms <= now && now - p.first_failure_ms > limits_.auth_window_ms)
+			it = peers_.erase(it);
+		else
+			++it;
+	}
 }
 
 void ControlLoop::run(const ControlHooks &hooks)
@@ -335,6 +528,7 @@ void ControlLoop::run(const ControlHooks &hooks)
 	arm_wake();
 	if (hooks.tick_ns)
 		arm_tick(hooks.tick_ns);
+	arm_sweep();
 	for (;;) {
 		int rc = io_uring_submit_and_wait(&ring_, 1);
 		if (rc < 0 && rc != -EINTR)
@@ -377,7 +571,11 @@ void ControlLoop::run(const ControlHooks &hooks)
 				on_recv(id, res, hooks.handlers);
 				break;
 			case kSend:
-				on_send(id, res);
+				on_send(id, res, hooks.handlers);
+				break;
+			case kSweep:
+				sweep();
+				arm_sweep();
 				break;
 			}
 		}

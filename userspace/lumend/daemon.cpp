@@ -6,7 +6,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fd.h"
+#include "base/json_fields.h"
 #include "base/json_socket.h"
 #include "base/system.h"
 #include "base/units.h"
@@ -79,11 +83,14 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
   --shm PATH          the page (/dev/shm/lumen-osched)
   --control PATH      the control socket (/run/lumen/lumend.sock)
   --control-tcp ADDR:PORT
-                      also answer on TCP (a management address; [IPv6]:PORT),
-                      for a coordinator on another host ('lumen sched change
-                      --lumend ADDR:PORT'): only requests that carry the
-                      token of --control-token FILE (one line of 16-256
-                      printable characters, a file only its owner may read)
+                      also answer on TCP (a management address; [IPv6]:PORT;
+                      a PORT alone: 127.0.0.1; 0.0.0.0 or [::] is warned
+                      about), for a coordinator on another host ('lumen sched
+                      change --lumend ADDR:PORT'): only requests signed with
+                      the token of --control-token FILE (one line of 16-256
+                      printable characters, a file only its owner may read;
+                      an HMAC, the token itself never travels), schedules
+                      inline only
   --gate DEV          answer 'demand' (what this host offered to each node,
                       for 'lumen sched adapt --lumend' on another host) from
                       the kernel gate on DEV ('lumen gate'; --gate-netns NS:
@@ -239,6 +246,11 @@ Options parse_options(const std::vector<std::string> &argv)
 	}
 	if (a.has("--control-tcp")) {
 		o.control_tcp = *a.get("--control-tcp");
+		// a port alone: loopback (a coordinator on this host, or an ssh
+		// tunnel); another host's must be named
+		if (!o.control_tcp.empty() && o.control_tcp.size() <= 5 &&
+		    o.control_tcp.find_first_not_of("0123456789") == std::string::npos)
+			o.control_tcp = "127.0.0.1:" + o.control_tcp;
 		std::string host;
 		unsigned port = 0;
 		split_host_port(o.control_tcp, "--control-tcp", &host, &port);
@@ -285,9 +297,39 @@ Options parse_options(const std::vector<std::string> &argv)
 	return o;
 }
 
+sched::Schedule load_schedule_file(const std::string &path)
+{
+	// O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
+	Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+	if (!fd.valid())
+		throw UsageError("cannot open " + path + ": " + errno_text(errno));
+	struct stat st;
+	if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+		throw UsageError(path + " is no regular file (a schedule is read from one)");
+	if ((uint64_t)st.st_size > kMaxScheduleFile)
+		throw UsageError(path + " has " + std::to_string(st.st_size) + " bytes; a schedule file has at most " +
+				 std::to_string(kMaxScheduleFile));
+	std::string text((size_t)st.st_size + 1, '\0');
+	size_t got = 0;
+	while (got < text.size()) { // one byte more than its size: a file that grows is noticed
+		ssize_t n = read(fd.get(), &text[got], text.size() - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			throw UsageError("cannot read " + path + ": " + errno_text(errno));
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > (size_t)st.st_size)
+		throw UsageError(path + " grew while it was read");
+	text.resize(got);
+	return sched::from_json(json_fields::parse_document(text, path), path);
+}
+
 std::shared_ptr<const Plan> make_plan(const Options &o, const std::string &path, uint64_t t0_ns)
 {
-	return make_plan(o, sched::load(path), path, t0_ns);
+	return make_plan(o, load_schedule_file(path), path, t0_ns);
 }
 
 std::shared_ptr<const Plan> make_plan(const Options &o, sched::Schedule schedule, const std::string &path,
@@ -401,6 +443,9 @@ nlohmann::json stats_json(const Info &info, const EngineStats &st)
 		{"pin_errors", st.pin_errors},
 		{"requests", info.requests},
 		{"bad_requests", info.bad_requests},
+		{"control_refused", info.control_refused},
+		{"control_timed_out", info.control_timed_out},
+		{"control_auth_failed", info.control_auth_failed},
 		{"spin", info.spin_auto ? "auto" : "fixed"},
 		{"spin_ns", st.spin_ns},
 		{"wake_latency_ns", {{"p50", st.wake_p50_ns}, {"p90", st.wake_p90_ns}, {"p99", st.wake_p99_ns}}},
@@ -532,6 +577,9 @@ int run(const Options &o)
 		Info i = info;
 		i.requests = loop.requests();
 		i.bad_requests = loop.bad_requests();
+		i.control_refused = loop.refused();
+		i.control_timed_out = loop.timed_out();
+		i.control_auth_failed = loop.auth_failed();
 		i.now_ns = clock.now();
 		return i;
 	};
@@ -548,26 +596,31 @@ int run(const Options &o)
 		std::shared_ptr<const Plan> p = engine.plan();
 		return status_json(fresh_info(), engine.snapshot(), *p, change_now());
 	};
-	hooks.handlers["stage"] = Handler({"file", "schedule", "at"}, [&](const nlohmann::json &req) {
-		const bool file = req.contains("file") && req["file"].is_string();
-		const bool inline_schedule = req.contains("schedule") && req["schedule"].is_object();
-		if (file == inline_schedule || !req.contains("at") || !req["at"].is_number_unsigned())
-			throw UsageError("stage takes \"file\" (a schedule file's path) or \"schedule\" (the "
-					 "schedule itself, as its file has it), and \"at\" (CLOCK_TAI ns)");
-		uint64_t at = req["at"].get<uint64_t>();
-		std::shared_ptr<const Plan> next =
-			file ? make_plan(o, req["file"].get<std::string>(), at)
-			     : make_plan(o, sched::from_json(req["schedule"], "the staged schedule"), "the request",
-					 at);
-		if (next->schedule.nodes != engine.plan()->schedule.nodes)
-			throw UsageError("a schedule of " + std::to_string(next->schedule.nodes) + " nodes; " +
-					 std::to_string(engine.plan()->schedule.nodes) + " are in force");
-		banks = sched::stage(settled(), next->schedule, at, clock.now());
-		engine.stage(next, at);
-		log("version " + std::to_string(next->schedule.version) + " from " + next->path + " staged for " +
-		    std::to_string(at) + " ns");
-		return nlohmann::json{{"staged", next->schedule.version}, {"at", at}};
-	});
+	// "file" is a path on this host: the local socket's alone (over TCP a
+	// schedule comes inline)
+	hooks.handlers["stage"] = Handler(
+		{"file", "schedule", "at"},
+		[&](const nlohmann::json &req) {
+			const bool file = req.contains("file") && req["file"].is_string();
+			const bool inline_schedule = req.contains("schedule") && req["schedule"].is_object();
+			if (file == inline_schedule || !req.contains("at") || !req["at"].is_number_unsigned())
+				throw UsageError("stage takes \"file\" (a schedule file's path) or \"schedule\" (the "
+						 "schedule itself, as its file has it), and \"at\" (CLOCK_TAI ns)");
+			uint64_t at = req["at"].get<uint64_t>();
+			std::shared_ptr<const Plan> next =
+				file ? make_plan(o, req["file"].get<std::string>(), at)
+				     : make_plan(o, sched::from_json(req["schedule"], "the staged schedule"),
+						 "the request", at);
+			if (next->schedule.nodes != engine.plan()->schedule.nodes)
+				throw UsageError("a schedule of " + std::to_string(next->schedule.nodes) + " nodes; " +
+						 std::to_string(engine.plan()->schedule.nodes) + " are in force");
+			banks = sched::stage(settled(), next->schedule, at, clock.now());
+			engine.stage(next, at);
+			log("version " + std::to_string(next->schedule.version) + " from " + next->path +
+			    " staged for " + std::to_string(at) + " ns");
+			return nlohmann::json{{"staged", next->schedule.version}, {"at", at}};
+		},
+		{"file"});
 	auto version_of = [](const nlohmann::json &req, const char *cmd) {
 		if (!req.contains("version") || !req["version"].is_number_unsigned())
 			throw UsageError(std::string(cmd) + " takes \"version\", the change's");

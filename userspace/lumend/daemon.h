@@ -59,6 +59,12 @@ struct Options {
 // UsageError for anything wrong; --help is the caller's.
 Options parse_options(const std::vector<std::string> &argv);
 
+// A schedule file, read as lumend reads any file it is named: a regular file
+// (not a FIFO, a device, /dev/zero) of at most kMaxScheduleFile bytes, read
+// no further than that. UsageError naming the file otherwise.
+constexpr uint64_t kMaxScheduleFile = 64ull << 20;
+sched::Schedule load_schedule_file(const std::string &path);
+
 // A schedule file made ready for the engine: loaded, validated, node and
 // margin checked, tables built. UsageError naming the file otherwise.
 // t0_ns > 0: the schedule's t0 becomes it (a change's instant).
@@ -79,6 +85,9 @@ struct Info {
 	uint32_t resume_after = 0;
 	uint64_t reloads = 0, reloads_refused = 0; // SIGHUPs taken and refused
 	uint64_t requests = 0, bad_requests = 0;
+	// control connections closed at once (a budget, a blocked address), closed
+	// for a timeout, and requests that failed authentication
+	uint64_t control_refused = 0, control_timed_out = 0, control_auth_failed = 0;
 	uint64_t now_ns = 0; // the clock's, for uptime
 };
 // change: the change under way (sched::change_json), or null.

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <string_view>
 #include <cstring>
 
 #include "base/error.h"
@@ -57,6 +59,16 @@ sockaddr_un ptp4l_addr(const std::string &path)
 }
 
 } // namespace
+
+bool from_ptp4l(const sockaddr_un &from, socklen_t len, const std::string &ptp4l_path)
+{
+	// ptp4l sends from the socket it is bound to: its uds_address exactly
+	const size_t off = offsetof(sockaddr_un, sun_path);
+	if (len <= off || from.sun_family != AF_UNIX)
+		return false; // an unbound (unnamed) or abstract sender is not ptp4l
+	const size_t n = strnlen(from.sun_path, std::min(sizeof(from.sun_path), (size_t)len - off));
+	return std::string_view(from.sun_path, n) == ptp4l_path;
+}
 
 std::vector<uint8_t> time_status_request(uint16_t seq)
 {
@@ -143,10 +155,16 @@ std::optional<TimeStatus> Ptp4lClient::query(int timeout_ms, std::string *why)
 			*why = "ptp4l at " + path_ + " did not answer within " + std::to_string(timeout_ms) + " ms";
 			return std::nullopt;
 		}
-		ssize_t got = recv(fd_.get(), buf, sizeof(buf), 0);
+		sockaddr_un from = {};
+		socklen_t from_len = sizeof(from);
+		ssize_t got = recvfrom(fd_.get(), buf, sizeof(buf), 0, (sockaddr *)&from, &from_len);
 		if (got < 0) {
 			*why = "reading ptp4l's answer: " + errno_text(errno);
 			return std::nullopt;
+		}
+		if (!from_ptp4l(from, from_len, path_)) {
+			rejected_++;
+			continue; // anyone may send to our socket; only ptp4l's word counts
 		}
 		if ((size_t)got >= kHeader && be16(buf + 30) != seq)
 			continue; // an answer to an earlier query that timed out

@@ -29,6 +29,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "base/fd.h"
 
 namespace lumen::lumend
@@ -50,6 +53,11 @@ struct TimeStatus {
 // a management response, another TLV, an error status TLV).
 std::optional<TimeStatus> parse_time_status(const uint8_t *msg, size_t len, std::string *why);
 
+// Whether a datagram came from ptp4l: its sender's address (recvfrom's) is
+// ptp4l_path. Our own socket's path is known to every local user, who
+// could otherwise feed lumend a clock bound of their choosing.
+bool from_ptp4l(const sockaddr_un &from, socklen_t len, const std::string &ptp4l_path);
+
 // ptp4l's management socket, from a socket of lumend's own (bound at
 // local_path, removed at the end). Error when it cannot be made.
 class Ptp4lClient
@@ -65,11 +73,16 @@ class Ptp4lClient
 	{
 		return path_;
 	}
+	uint64_t rejected() const // datagrams dropped: not from ptp4l's socket
+	{
+		return rejected_;
+	}
 
       private:
 	std::string path_, local_;
 	Fd fd_;
 	uint16_t seq_ = 0;
+	uint64_t rejected_ = 0;
 };
 
 // The bound from ptp4l's readings, shared by the control thread (which

@@ -170,12 +170,33 @@ Schedule round_robin(uint32_t nodes, uint32_t uplinks, bool self_loops, const Ti
 // Shale's Elementary Basis Schedule (ebs.cpp): nodes as h coordinates in
 // base m (m the smallest with m^h >= N), one round robin per coordinate
 // after the other: node i reaches i + s * e_p in slot p(m - 1) + s - 1,
-// period ceil(h(m - 1) / d). N below m^h ("Dummy EBS"): the nodes spread
-// evenly over the m^h virtual ones, a missing partner skipped along its
-// shift's cycle (parallel set if two uplinks of a node then meet in a
-// slot). h = 1 is round robin. UsageError for N < 2, d out of range, h not
-// in 1..20, m^h over 2^20, or a Dummy EBS whose circuits leave a node cut
-// off (m^h far above N).
+// period ceil(h(m - 1) / d). N below m^h (Shale's Dummy EBS): M - N of the
+// m^h virtual nodes are dummies from Shale's dummy set (ebs_layout), and a
+// circuit Shale would leave idle because it meets a dummy closes the gap
+// to the next real node on its shift's cycle, so every slot stays a
+// permutation (parallel set if two uplinks of a node then meet in a slot).
+// h = 1 is round robin. UsageError for N < 2, d out of range, h not in
+// 1..20, m^h over 2^20, or a Dummy EBS whose circuits leave a node cut off
+// (m^h far above N).
 Schedule ebs(uint32_t nodes, uint32_t uplinks, uint32_t h, const Timing &timing);
+
+// Where ebs() puts N nodes: m, M = m^h, and node k's virtual node
+// (increasing; the ones left out are the dummies). UsageError as ebs().
+struct EbsLayout {
+	uint32_t m = 0;
+	uint64_t virt = 0;
+	std::vector<uint64_t> virt_of;
+};
+EbsLayout ebs_layout(uint32_t nodes, uint32_t h);
+// Virtual node v's layer in Shale's potential dummy set: (last coordinate
+// minus the sum of the others) mod m; v is a potential dummy when < h.
+uint32_t ebs_dummy_layer(uint64_t v, uint32_t m, uint32_t h);
+// The throughput Shale's routing (h spraying and h direct hops, flow
+// through dummies removed) guarantees on ebs(nodes, ., h), as a fraction
+// of the hose: 1 / 2h for N = m^h (Shale §2.3), else Lemma 5's
+// (1 / 2h)(1 - 2h^2 / m), 0 when that is negative (Lemma 5 holds for
+// sufficiently large N). lumen's direct-hop senders do not route so; for
+// them single_hop_throughput() is what counts.
+double ebs_shale_guarantee(uint32_t nodes, uint32_t h);
 
 } // namespace lumen::sched

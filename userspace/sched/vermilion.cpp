@@ -13,6 +13,9 @@
 // an uplink (period k * n / d), so a pair gets at least A_uv * d / (k * n)
 // = ((k - l) / k) * d * M_uv: the hose-scaled demand times (k - l) / k,
 // and the guard time takes its fraction (1 - duty) off every circuit.
+// That argument needs steps 1-6: with 2l > k the complete graph is built
+// instead and only its k circuits per pair (1 / n of the uplinks) are
+// guaranteed (vermilion.h).
 //
 // Cutting the multigraph: consistent rounding does that too. If H is
 // D-regular (every row and column sums to D), rounding H * D1 / D gives a
@@ -421,6 +424,14 @@ std::vector<uint64_t> round_consistently(const std::vector<double> &a, uint32_t 
 	for (size_t i = 0; i < cell.size(); i++)
 		out[(size_t)b.cells[i].u * n + b.cells[i].v] = cell[i];
 	return out;
+}
+
+VermilionGuarantee vermilion_guarantee(uint32_t nodes, const VermilionParams &params)
+{
+	check_params(nodes, params);
+	if (2 * params.l > params.k)
+		return {1.0 / nodes, "1/n"};
+	return {double(params.k - params.l) / params.k, "(k-l)/k"};
 }
 
 Schedule vermilion(const std::vector<double> &demand, uint32_t nodes, const VermilionParams &params)

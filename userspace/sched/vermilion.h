@@ -20,9 +20,20 @@
 //      also spreads each pair's circuits evenly over the period
 //
 // With gamma = k / l < 2 there is no trust in the demand and the schedule
-// is k copies of the complete graph (round robin with self-loops).
-// Theorem 3 (thesis Thm 22, with l): every demand in the hose model gets a
-// single-hop throughput of at least ((k - l) / k) * duty.
+// is k copies of the complete graph (round robin with self-loops; thesis
+// Algorithm 7, line 2).
+//
+// What is guaranteed, single-hop, to every demand in the hose model (the
+// thesis' Theorem 24 and its proof; the paper's Theorem 3 is l = 1):
+//   gamma >= 2 (2l <= k): ((k - l) / k) * duty  (Theorem 3 / Thm 22 / Thm 24)
+//   gamma <  2 (2l >  k): (1 / n) * duty
+// The proof of (k - l) / k holds only for the emulated topology of steps
+// 1-6; the complete graph gives a pair k of its node's k * n circuits,
+// 1 / n of the uplinks, whatever the demand, so a permutation or a ring
+// gets duty / n (n = 4, k = 3, l = 2: duty / 4, not (k - l) / k = 1/3).
+// The thesis' 1/2 for gamma < 2 is the complete graph's throughput with
+// two-hop (Valiant) routing [18, 42], which lumen's direct-hop senders do
+// not do; sched::vlb_throughput measures it.
 #pragma once
 
 #include <cstdint>
@@ -55,5 +66,15 @@ std::vector<uint64_t> round_consistently(const std::vector<double> &a, uint32_t 
 // result validates; `parallel` is set only when some slot must give a
 // node's uplinks one destination twice.
 Schedule vermilion(const std::vector<double> &demand, uint32_t nodes, const VermilionParams &params);
+
+// The single-hop throughput vermilion(demand, nodes, params) guarantees to
+// every demand in the hose model, as a fraction of the duty cycle
+// (multiply by 1 - guard_ns / slot_ns), and the rule it comes from.
+// UsageError for parameters vermilion() refuses.
+struct VermilionGuarantee {
+	double fraction; // (k - l) / k when 2l <= k, else 1 / nodes
+	const char *rule; // "(k-l)/k" or "1/n"
+};
+VermilionGuarantee vermilion_guarantee(uint32_t nodes, const VermilionParams &params);
 
 } // namespace lumen::sched
