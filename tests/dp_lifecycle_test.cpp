@@ -74,29 +74,9 @@ struct Wire {
 	}
 };
 
-Frame data_frame(uint32_t src, uint32_t conn, uint32_t psn)
-{
-	lumen_dp_pkt p{};
-	std::memcpy(p.eth_src, kMacA.data(), 6);
-	std::memcpy(p.eth_dst, kMacB.data(), 6);
-	p.ip_src = src;
-	p.ip_dst = kIpB;
-	p.sport = 49152;
-	p.dport = LUMEN_DP_UDP_PORT;
-	p.type = LUMEN_DP_DATA;
-	p.conn_id = conn;
-	p.psn = psn;
-	p.msg_len = 100;
-	uint8_t payload[100] = {};
-	p.payload = payload;
-	p.payload_len = sizeof payload;
-	Frame f(256);
-	int n = lumen_dp_build(f.data(), (uint32_t)f.size(), &p);
-	f.resize(n > 0 ? (size_t)n : 0);
-	return f;
-}
-
-Frame ctrl_frame(uint32_t src, uint8_t type, uint8_t flags, uint32_t conn, uint32_t psn, uint32_t cookie)
+// A frame from src (a's MAC) to b of type, the fields set by fill.
+Frame frame_to_b(uint32_t src, uint8_t type, uint32_t conn, uint32_t psn,
+		 const std::function<void(lumen_dp_pkt &)> &fill = nullptr)
 {
 	lumen_dp_pkt p{};
 	std::memcpy(p.eth_src, kMacA.data(), 6);
@@ -106,14 +86,33 @@ Frame ctrl_frame(uint32_t src, uint8_t type, uint8_t flags, uint32_t conn, uint3
 	p.sport = 49152;
 	p.dport = LUMEN_DP_UDP_PORT;
 	p.type = type;
-	p.flags = flags;
 	p.conn_id = conn;
 	p.psn = psn;
-	p.cookie = cookie;
-	Frame f(128);
+	uint8_t payload[100] = {};
+	if (type == LUMEN_DP_DATA) {
+		p.msg_len = sizeof payload;
+		p.payload = payload;
+		p.payload_len = sizeof payload;
+	}
+	if (fill)
+		fill(p);
+	Frame f(256);
 	int n = lumen_dp_build(f.data(), (uint32_t)f.size(), &p);
 	f.resize(n > 0 ? (size_t)n : 0);
 	return f;
+}
+
+Frame data_frame(uint32_t src, uint32_t conn, uint32_t psn)
+{
+	return frame_to_b(src, LUMEN_DP_DATA, conn, psn);
+}
+
+Frame ctrl_frame(uint32_t src, uint8_t type, uint8_t flags, uint32_t conn, uint32_t psn, uint32_t cookie)
+{
+	return frame_to_b(src, type, conn, psn, [&](lumen_dp_pkt &p) {
+		p.flags = flags;
+		p.cookie = cookie;
+	});
 }
 
 TEST(DpLifecycle, ForgedDataAndSynsAllocateNothing)
@@ -254,21 +253,14 @@ TEST(DpLifecycle, IdleExpiryAndResets)
 	EXPECT_EQ(w.b.stats().conns_expired, 1u);
 	// a forged reset: PSNs not in flight
 	w.a->post(*c, 3000, w.now);
-	lumen_dp_pkt fixed{};
-	std::memcpy(fixed.eth_src, kMacB.data(), 6);
-	std::memcpy(fixed.eth_dst, kMacA.data(), 6);
-	fixed.ip_src = kIpB;
-	fixed.ip_dst = kIpA;
-	fixed.sport = 49152;
-	fixed.dport = LUMEN_DP_UDP_PORT;
-	fixed.type = LUMEN_DP_FIN;
-	fixed.flags = LUMEN_DP_F_RST;
-	fixed.conn_id = 3;
-	fixed.psn = c->tx.nxt() + 100;
-	Frame rst(128);
-	int n = lumen_dp_build(rst.data(), (uint32_t)rst.size(), &fixed);
-	ASSERT_GT(n, 0);
-	w.a->rx(rst.data(), (uint32_t)n, w.now);
+	Frame rst = frame_to_b(kIpB, LUMEN_DP_FIN, 3, c->tx.nxt() + 100, [](lumen_dp_pkt &p) {
+		std::memcpy(p.eth_src, kMacB.data(), 6); // from b to a
+		std::memcpy(p.eth_dst, kMacA.data(), 6);
+		p.ip_dst = kIpA;
+		p.flags = LUMEN_DP_F_RST;
+	});
+	ASSERT_FALSE(rst.empty());
+	w.a->rx(rst.data(), (uint32_t)rst.size(), w.now);
 	EXPECT_FALSE(c->failed);
 	EXPECT_EQ(w.a->stats().resets_rcvd, 0u);
 	// the real one: the DATA finds no connection
@@ -279,6 +271,29 @@ TEST(DpLifecycle, IdleExpiryAndResets)
 	EXPECT_EQ(done[0], MsgStatus::kOk);
 	EXPECT_EQ(done[1], MsgStatus::kReset);
 	EXPECT_EQ(w.b.live_connections(), 0u); // DATA opened nothing
+}
+
+// A burst in which a FIN frees a connection that later frames of the same
+// burst name: rx_burst fetches connections ahead, and must not touch the
+// freed one (the sanitized build's AddressSanitizer would see it).
+TEST(DpLifecycle, ABurstThatFreesAConnectionDoesNotTouchItAgain)
+{
+	Engine b(cfg_of(kIpB, kMacB));
+	for (uint32_t id = 1; id <= 100; id++) // beyond the few connections rx_burst does not fetch ahead
+		ASSERT_NE(accept_open(b, kIpA, kMacA, id, 0, 1000), nullptr);
+	std::vector<Frame> burst = {ctrl_frame(kIpA, LUMEN_DP_FIN, 0, 5, 0, 0), data_frame(kIpA, 7, 0),
+				    data_frame(kIpA, 8, 0), data_frame(kIpA, 5, 0), data_frame(kIpA, 5, 1)};
+	std::vector<const uint8_t *> frames;
+	std::vector<uint32_t> lens;
+	for (const Frame &f : burst) {
+		frames.push_back(f.data());
+		lens.push_back((uint32_t)f.size());
+	}
+	b.rx_burst(frames.data(), lens.data(), (uint32_t)frames.size(), 2000);
+	EXPECT_EQ(b.find(kIpA, 5), nullptr);
+	EXPECT_EQ(b.stats().conns_closed, 1u);
+	EXPECT_EQ(b.stats().unknown_data, 2u); // conn 5's DATA, after its FIN
+	EXPECT_NE(b.find(kIpA, 7), nullptr); // the others untouched
 }
 
 // A server that is not there yet: the SYN is resent with backoff, each try

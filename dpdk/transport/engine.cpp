@@ -388,9 +388,12 @@ void Engine::rx_burst(const uint8_t *const *frames, const uint32_t *lens, uint32
 		if (conns[i] && (i == 0 || conns[i] != conns[i - 1]))
 			prefetch_role(conns[i], frames[i][LUMEN_DP_TYPE_AT] != LUMEN_DP_DATA);
 	}
+	/* a frame handled may free a connection (a FIN, a reset): from then
+	 * on the pointers found above may dangle, and only rx() looks */
+	const uint64_t frees = frees_;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k = i + kAhead;
-		if (k < n && conns[k] && lens[k] >= LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN) {
+		if (frees_ == frees && k < n && conns[k] && lens[k] >= LUMEN_DP_HDR_OFF + LUMEN_DP_COMMON_HLEN) {
 			const Connection &c = *conns[k];
 			uint32_t psn = lumen_dp_get32(frames[k] + LUMEN_DP_PSN_AT);
 			if (frames[k][LUMEN_DP_TYPE_AT] == LUMEN_DP_DATA) {

@@ -682,6 +682,7 @@ class Engine
 	std::vector<uint32_t> free_slots_; /* conns_ indexes of freed connections */
 	ConnStats closed_; /* the counters of freed connections (totals) */
 	uint64_t next_sweep_ns_ = 0; /* idle expiry's next look */
+	uint64_t frees_ = 0; /* connections freed so far (rx_burst's pointers) */
 	std::vector<PathStats> paths_;
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_request_{};
 	uint32_t int_request_len_ = 0;

@@ -209,6 +209,7 @@ void Engine::free_conn(Connection &c, uint64_t now_ns)
 	if (last_conn_ == &c)
 		last_conn_ = nullptr;
 	conns_[idx].reset();
+	frees_++;
 	free_slots_.push_back(idx);
 	stats_.conns_closed++;
 }

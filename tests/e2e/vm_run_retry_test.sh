@@ -76,6 +76,21 @@ rc=0
 	sh -c "$(crash_with "RSP: 0018:ffffc900007af7c0 EFLAGS: 00010246")" >"$tmp/valid.out" 2>&1 || rc=$?
 check "... nor after a crash with a possible CPU state (booted once; $rc)" \
 	test "$(grep -c 'vm-run: booting' "$tmp/valid.out")" -eq 1
+# an "Oops: int3" at a byte that is no int3 (cc): a breakpoint of a text
+# patch already done, executed from code translated before (TCG, 6.12 in
+# CI, in secure_ipv4_port_ephemeral): run again; a real int3 is not
+oops=(" Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" " RIP: 0010:secure_ipv4_port_ephemeral+0x29/0xd0"
+	" Code: 90 f3 0f 1e fa 0f 1f 44 00 00 41 54 41 89 f4 55 89 d5 66 <90> 48 8b 15 9f 79 1a 01")
+rc=0
+"$root/tools/vm-run" --kernel 6.12 --timeout 300 --rerun-emulation-faults 1 -- sh -c "$(crash_with "${oops[@]}")" \
+	>"$tmp/int3.out" 2>&1 || rc=$?
+check "a stale int3, then a crash: the command ran again (booted twice; $rc)" \
+	test "$(grep -c 'vm-run: booting' "$tmp/int3.out")" -eq 2
+check "... and said why" grep -q "Oops: int3 at byte 90: a stale text patch.*rerun 1 of 1" "$tmp/int3.out"
+rc=0
+"$root/tools/vm-run" --kernel 6.12 --timeout 300 --rerun-emulation-faults 1 -- \
+	sh -c "$(crash_with "${oops[0]}" "${oops[1]}" " Code: 90 f3 0f 1e fa 66 <cc> 48 8b 15")" >"$tmp/int3cc.out" 2>&1 || rc=$?
+check "... not at a real int3 (booted once; $rc)" test "$(grep -c 'vm-run: booting' "$tmp/int3cc.out")" -eq 1
 check "--rerun-emulation-faults refuses 4" bash -c "! '$root/tools/vm-run' --rerun-emulation-faults 4 --dry-run -- true 2>/dev/null"
 
 echo "$passed passed, $failed failed"
