@@ -103,6 +103,7 @@ uint64_t data_packets(const Engine &e, uint32_t base)
 struct Outcome {
 	std::vector<RankBuffers> got, want;
 	uint64_t rnr = 0, retransmits = 0, subflow_msgs = 0, data_before_late = 0, refused = 0;
+	std::vector<uint32_t> reorder; // per step, the deepest over the ranks
 	std::string open_late; // the late rank's open()
 	NetworkBarrier::Stats control;
 	size_t steps = 0;
@@ -200,8 +201,12 @@ Outcome run(const CollectiveParams &p, const char *impairment, lumen_path_mode m
 		o.rnr += t.rnr_drops;
 		o.refused += sw.hosts[r]->stats().conn_refused;
 		o.retransmits += t.retransmits;
-		for (const RankStepStats &st : ranks[r]->step_stats())
+		o.reorder.resize(ranks[r]->step_stats().size());
+		for (size_t k = 0; k < ranks[r]->step_stats().size(); k++) {
+			const RankStepStats &st = ranks[r]->step_stats()[k];
 			o.subflow_msgs += st.subflows;
+			o.reorder[k] = std::max(o.reorder[k], st.reorder_max);
+		}
 	}
 	for (const auto &b : nets) {
 		o.control.sent += b->stats().sent;
@@ -246,6 +251,23 @@ TEST(DpCollectiveRunner, EveryCollectiveMatchesTheReferenceOverALossyNetwork)
 		expect_reference(o, collective_name(c));
 		EXPECT_GT(o.retransmits, 0u) << collective_name(c) << ": the impairment did nothing";
 	}
+}
+
+// Each step reports the deepest reordering its packets arrived with: none on
+// a network that keeps order, some when it reorders; a step's own, not the
+// run's so far (the ring's steps are alike: every one reorders).
+TEST(DpCollectiveRunner, EachStepReportsItsReorderDepth)
+{
+	const CollectiveParams p = params(Collective::kAllReduce, 4, 400'000, 1);
+	Outcome calm = run(p, "", LUMEN_PATH_ECMP);
+	expect_reference(calm, "in order");
+	ASSERT_EQ(calm.reorder.size(), 6u); /* 2 (n - 1) steps */
+	for (size_t k = 0; k < calm.reorder.size(); k++)
+		EXPECT_EQ(calm.reorder[k], 0u) << "step " << k;
+	Outcome mixed = run(p, "reorder=20%,reorder-delay=20us,seed=5", LUMEN_PATH_REPS);
+	expect_reference(mixed, "reordered");
+	for (size_t k = 0; k < mixed.reorder.size(); k++)
+		EXPECT_GT(mixed.reorder[k], 0u) << "step " << k;
 }
 
 TEST(DpCollectiveRunner, Int32AllreduceAndOddSizes)

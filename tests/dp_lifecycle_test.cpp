@@ -296,6 +296,41 @@ TEST(DpLifecycle, ABurstThatFreesAConnectionDoesNotTouchItAgain)
 	EXPECT_NE(b.find(kIpA, 7), nullptr); // the others untouched
 }
 
+// An application that closes a connection from its completions, as one
+// does on an error: the completions free_conn calls (kReset) and on_closed
+// must not free the connection a second time.
+TEST(DpLifecycle, ACompletionThatClosesItsConnectionWhileItIsFreedDoesNothing)
+{
+	Engine b(cfg_of(kIpB, kMacB));
+	Connection *c = accept_open(b, kIpA, kMacA, 5, 0, 1000);
+	ASSERT_NE(c, nullptr);
+	std::vector<uint8_t> buf(1000);
+	ASSERT_EQ(b.post_recv(*c, RecvWr{buf.data(), 1000, 1}, 1000), PostError::kOk);
+	ASSERT_EQ(b.post_recv(*c, RecvWr{buf.data(), 1000, 2}, 1000), PostError::kOk);
+	int completions = 0, closed = 0;
+	b.on_complete = [&](Connection &conn, const Completion &d) {
+		completions++;
+		EXPECT_EQ(d.status, MsgStatus::kReset);
+		b.close(conn, 3000);
+	};
+	b.on_closed = [&](Connection &conn) {
+		closed++;
+		b.close(conn, 3000);
+	};
+	Frame fin = ctrl_frame(kIpA, LUMEN_DP_FIN, 0, 5, 0, 0);
+	b.rx(fin.data(), (uint32_t)fin.size(), 2000);
+	EXPECT_EQ(completions, 2);
+	EXPECT_EQ(closed, 1);
+	EXPECT_EQ(b.stats().conns_closed, 1u);
+	EXPECT_EQ(b.live_connections(), 0u);
+	// its slot is free once: two new connections take two slots
+	Connection *x = accept_open(b, kIpA, kMacA, 6, 0, 4000);
+	Connection *y = accept_open(b, kIpA, kMacA, 7, 0, 4000);
+	ASSERT_NE(x, nullptr);
+	ASSERT_NE(y, nullptr);
+	EXPECT_NE(x->index, y->index);
+}
+
 // A server that is not there yet: the SYN is resent with backoff, each try
 // on the next entropy, and the connection opens when the server comes.
 TEST(DpLifecycle, SynsAreResentUntilTheServerComes)

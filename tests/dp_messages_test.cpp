@@ -189,11 +189,58 @@ TEST(DpMessages, AMessageWithoutABufferWaitsForOne)
 	// congestion window of the message's 35 packets to be dropped
 	EXPECT_EQ(ca->stats.data_sent - ca->stats.retransmits - sent_before, 1u);
 	EXPECT_EQ(cb->stats.msgs_delivered, 1u);
+	// the buffer reopens the closed window: an ACK that says so goes out at
+	// once (a window update), and the message follows it without waiting
+	// for the sender's RTO to resend its probe
+	const uint64_t timeouts = ca->stats.timeouts, posted = net.now;
 	ASSERT_EQ(net.b.post_recv(*cb, RecvWr{second.data(), 50000, 2}, net.now), PostError::kOk);
-	ASSERT_TRUE(net.run(5'000'000'000ull)); // the sender's RTO resends it
+	ASSERT_TRUE(net.run(5'000'000'000ull));
 	ASSERT_EQ(lb.recv.size(), 2u);
 	EXPECT_EQ(lb.recv[1].user, 2u);
 	EXPECT_EQ(second, msg);
+	EXPECT_EQ(cb->stats.window_updates_sent, 1u);
+	EXPECT_EQ(ca->stats.window_updates_rcvd, 1u);
+	EXPECT_EQ(ca->stats.timeouts, timeouts) << "the message waited for an RTO";
+	EXPECT_LT(lb.recv[1].done_ns - posted, ca->rto.rto_ns()) << "slower than the RTO";
+	EXPECT_EQ(ca->stats.bad_acks, 0u);
+}
+
+// A window update echoes nothing, so a sender takes no RTT, path verdict,
+// spurious-retransmission or congestion signal from it; a hostile one can
+// only say what any ACK can (cumulative PSN, SACK, window).
+TEST(DpMessages, AWindowUpdateIsNoSignalButTheWindow)
+{
+	Net net(config(kIpA, kMacA), config(kIpB, kMacB));
+	Connection *ca = net.a.connect(kIpB, kMacB, 1, net.now);
+	Connection *cb = net.b.accept(kIpA, kMacA, 1, net.now);
+	auto msg = random_bytes(3000, 4);
+	std::vector<uint8_t> buf(3000);
+	ASSERT_EQ(net.b.post_recv(*cb, RecvWr{buf.data(), 3000, 1}, net.now), PostError::kOk);
+	ASSERT_EQ(net.a.post_send(*ca, SendWr{msg.data(), 3000, 0, 0}, net.now), PostError::kOk);
+	ASSERT_TRUE(net.run(1'000'000'000ull));
+	const ConnStats before = ca->stats;
+	const uint32_t una = ca->tx.una();
+	lumen_dp_pkt p{};
+	std::memcpy(p.eth_src, kMacB.data(), 6);
+	std::memcpy(p.eth_dst, kMacA.data(), 6);
+	p.ip_src = kIpB;
+	p.ip_dst = kIpA;
+	p.type = LUMEN_DP_ACK;
+	p.conn_id = ca->conn_id;
+	p.psn = una;
+	p.rwnd = 77;
+	p.sport = cb->rx_sport;
+	p.dport = LUMEN_DP_UDP_PORT;
+	uint8_t f[256];
+	int n = lumen_dp_build(f, sizeof(f), &p);
+	ASSERT_GT(n, 0);
+	net.a.rx(f, (uint32_t)n, net.now + 1000);
+	EXPECT_EQ(ca->stats.window_updates_rcvd, before.window_updates_rcvd + 1);
+	EXPECT_EQ(ca->peer_rwnd, 77u);
+	EXPECT_EQ(ca->stats.rtt_last_ns, before.rtt_last_ns);
+	EXPECT_EQ(ca->stats.spurious_retx, before.spurious_retx);
+	EXPECT_EQ(ca->stats.bad_acks, before.bad_acks);
+	EXPECT_EQ(ca->tx.una(), una);
 }
 
 TEST(DpMessages, OneConnectionCarriesBothWays)

@@ -167,7 +167,7 @@ TEST(DpQpOrder, OnlyAPostToAnIdleConnectionIsAnArrival)
 TEST(DpQpOrder, JitterIsValidated)
 {
 	EngineConfig c = config(1, true, 1'000'000'001);
-	EXPECT_NE(c.validate().find("start jitter"), std::string::npos);
+	EXPECT_NE(c.validate().find("start-jitter-us"), std::string::npos);
 	c.start_jitter_ns = 1'000'000'000;
 	EXPECT_EQ(c.validate(), "");
 }

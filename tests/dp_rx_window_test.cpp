@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// lumen-dp's receive window (dpdk/transport/rx_window.h): cum, SACK, rwnd
-// and message completion for in-order, reordered, duplicated, dropped and
+// lumen-dp's receive window (dpdk/transport/rx_window.h): cum, SACK and
+// rwnd for in-order, reordered, duplicated, dropped and
 // hostile PSNs, across the 2^32 wrap. The randomized suites replay traffic
 // against a reference model that keeps the received PSNs (unwrapped to 64
 // bits) in a std::set and recomputes everything from scratch.
@@ -31,8 +31,6 @@ struct Model {
 	uint32_t base; // PSN of unwrapped position 0
 	uint64_t cum = 0; // unwrapped
 	std::set<uint64_t> got; // received, at or after cum
-	std::set<uint64_t> last; // of those, the msg_last ones
-	uint32_t completed = 0;
 
 	Model(uint32_t cap, uint32_t first) : capacity(cap), base(first)
 	{
@@ -45,7 +43,7 @@ struct Model {
 	{
 		return psn32(cum);
 	}
-	Arrival on_data(uint32_t psn, bool msg_last)
+	Arrival on_data(uint32_t psn)
 	{
 		uint32_t d = psn - cum32();
 
@@ -57,12 +55,8 @@ struct Model {
 
 		if (!got.insert(p).second)
 			return Arrival::kDuplicate;
-		if (msg_last)
-			last.insert(p);
 		while (got.count(cum)) {
 			got.erase(cum);
-			if (last.erase(cum))
-				completed++;
 			cum++;
 		}
 		return Arrival::kNew;
@@ -84,13 +78,6 @@ struct Model {
 	}
 };
 
-// Whether PSN k of a stream ends a message: fixed per PSN, so a duplicate
-// carries the same flag as the original.
-bool ends_message(uint64_t k)
-{
-	return (k * 0x9E3779B97F4A7C15ull >> 61) == 0 || k % 7 == 3;
-}
-
 void expect_same(const RxWindow &w, const Model &m, const char *where)
 {
 	ASSERT_EQ(w.cum(), m.cum32()) << where;
@@ -110,21 +97,17 @@ TEST(DpRxWindow, RefusesBadCapacities)
 	}
 }
 
-TEST(DpRxWindow, InOrderAdvancesAndCompletesMessages)
+TEST(DpRxWindow, InOrderAdvances)
 {
 	RxWindow w(64);
 	w.reset(1000);
-	// three messages: 1000-1002, 1003, 1004-1009
 	for (uint32_t p = 1000; p < 1010; p++) {
-		bool last = p == 1002 || p == 1003 || p == 1009;
 		EXPECT_EQ(w.reorder_depth(p), 0u);
-		EXPECT_EQ(w.on_data(p, last), Arrival::kNew);
+		EXPECT_EQ(w.on_data(p), Arrival::kNew);
 		EXPECT_EQ(w.cum(), p + 1);
 		EXPECT_EQ(w.sack(), 0u);
 		EXPECT_EQ(w.rwnd(), 64u);
-		EXPECT_EQ(w.take_completed(), last ? 1u : 0u) << p;
 	}
-	EXPECT_EQ(w.take_completed(), 0u);
 	EXPECT_TRUE(w.received(999));
 	EXPECT_TRUE(w.received(1009));
 	EXPECT_FALSE(w.received(1010));
@@ -134,57 +117,41 @@ TEST(DpRxWindow, HoleThenFill)
 {
 	RxWindow w(64);
 	w.reset(10);
-	EXPECT_EQ(w.on_data(11, false), Arrival::kNew);
-	EXPECT_EQ(w.on_data(12, true), Arrival::kNew); // message 10-12
-	EXPECT_EQ(w.on_data(14, true), Arrival::kNew); // message 13-14
+	EXPECT_EQ(w.on_data(11), Arrival::kNew);
+	EXPECT_EQ(w.on_data(12), Arrival::kNew);
+	EXPECT_EQ(w.on_data(14), Arrival::kNew);
 	EXPECT_EQ(w.cum(), 10u);
 	EXPECT_EQ(w.sack(), 0b1011u); // 11, 12, 14
 	EXPECT_EQ(w.rwnd(), 64u - 5); // 10..14 taken
 	EXPECT_EQ(w.reorder_depth(14), 4u);
-	EXPECT_EQ(w.take_completed(), 0u); // 12 ends a message, but 10 is missing
-	EXPECT_EQ(w.on_data(10, false), Arrival::kNew);
+	EXPECT_EQ(w.on_data(10), Arrival::kNew);
 	EXPECT_EQ(w.cum(), 13u);
 	EXPECT_EQ(w.sack(), 0b1u); // 14 = cum + 1 + 0
-	EXPECT_EQ(w.take_completed(), 1u);
-	EXPECT_EQ(w.on_data(13, false), Arrival::kNew);
+	EXPECT_EQ(w.on_data(13), Arrival::kNew);
 	EXPECT_EQ(w.cum(), 15u);
 	EXPECT_EQ(w.sack(), 0u);
 	EXPECT_EQ(w.rwnd(), 64u);
-	EXPECT_EQ(w.take_completed(), 1u);
-}
-
-TEST(DpRxWindow, CompletedAccumulatesUntilTaken)
-{
-	RxWindow w(64);
-	w.reset(0);
-	w.on_data(0, true);
-	w.on_data(1, true);
-	w.on_data(3, true);
-	w.on_data(2, true);
-	EXPECT_EQ(w.take_completed(), 4u);
-	EXPECT_EQ(w.take_completed(), 0u);
 }
 
 TEST(DpRxWindow, DuplicatesBehindAndBeyond)
 {
 	RxWindow w(128);
 	w.reset(500);
-	ASSERT_EQ(w.on_data(500, false), Arrival::kNew);
-	ASSERT_EQ(w.on_data(503, false), Arrival::kNew);
-	EXPECT_EQ(w.on_data(503, true), Arrival::kDuplicate); // does not change msg_last
-	EXPECT_EQ(w.on_data(500, false), Arrival::kDuplicate); // behind cum
-	EXPECT_EQ(w.on_data(1, false), Arrival::kDuplicate);
-	EXPECT_EQ(w.on_data(501 + 128, false), Arrival::kBeyond); // cum + capacity
-	EXPECT_EQ(w.on_data(501 + 127, false), Arrival::kNew); // the last PSN with room
+	ASSERT_EQ(w.on_data(500), Arrival::kNew);
+	ASSERT_EQ(w.on_data(503), Arrival::kNew);
+	EXPECT_EQ(w.on_data(503), Arrival::kDuplicate);
+	EXPECT_EQ(w.on_data(500), Arrival::kDuplicate); // behind cum
+	EXPECT_EQ(w.on_data(1), Arrival::kDuplicate);
+	EXPECT_EQ(w.on_data(501 + 128), Arrival::kBeyond); // cum + capacity
+	EXPECT_EQ(w.on_data(501 + 127), Arrival::kNew); // the last PSN with room
 	EXPECT_EQ(w.rwnd(), 0u);
-	EXPECT_EQ(w.on_data(501 + 0x7FFFFFFFu, false), Arrival::kBeyond); // far ahead
-	EXPECT_EQ(w.on_data(501 + 0x80000000u, false), Arrival::kDuplicate); // "behind" by serial order
+	EXPECT_EQ(w.on_data(501 + 0x7FFFFFFFu), Arrival::kBeyond); // far ahead
+	EXPECT_EQ(w.on_data(501 + 0x80000000u), Arrival::kDuplicate); // "behind" by serial order
 	EXPECT_EQ(w.reorder_depth(499), 0u);
 	EXPECT_EQ(w.cum(), 501u);
-	w.on_data(501, false);
-	w.on_data(502, false);
+	w.on_data(501);
+	w.on_data(502);
 	EXPECT_EQ(w.cum(), 504u);
-	EXPECT_EQ(w.take_completed(), 0u); // 503 kept msg_last = false
 }
 
 TEST(DpRxWindow, FullWindowSlidesWholeRing)
@@ -196,16 +163,15 @@ TEST(DpRxWindow, FullWindowSlidesWholeRing)
 			RxWindow w(cap);
 			w.reset(first);
 			for (uint32_t i = 1; i < cap; i++)
-				ASSERT_EQ(w.on_data(first + i, i % 5 == 0), Arrival::kNew);
+				ASSERT_EQ(w.on_data(first + i), Arrival::kNew);
 			EXPECT_EQ(w.rwnd(), 0u);
 			// bit 63 is cum + 64: beyond a 64-PSN window
 			EXPECT_EQ(w.sack(), cap == 64 ? ~0ull >> 1 : ~0ull);
-			EXPECT_EQ(w.on_data(first + cap, false), Arrival::kBeyond);
-			ASSERT_EQ(w.on_data(first, true), Arrival::kNew);
+			EXPECT_EQ(w.on_data(first + cap), Arrival::kBeyond);
+			ASSERT_EQ(w.on_data(first), Arrival::kNew);
 			EXPECT_EQ(w.cum(), first + cap);
 			EXPECT_EQ(w.rwnd(), cap);
 			EXPECT_EQ(w.sack(), 0u);
-			EXPECT_EQ(w.take_completed(), 1 + (cap - 1) / 5) << cap << " " << first;
 			// the ring is clean: the next window starts empty
 			for (uint32_t i = 0; i < cap; i++)
 				ASSERT_FALSE(w.received(first + cap + i));
@@ -219,21 +185,20 @@ TEST(DpRxWindow, SackAcrossTheWrap)
 	w.reset(0xFFFFFFF0u);
 	// cum at 2^32 - 16; PSNs 2^32 - 14 .. 2^32 - 1 and 0 .. 5 arrive
 	for (uint32_t p = 0xFFFFFFF2u; p != 6; p++)
-		ASSERT_EQ(w.on_data(p, p == 2), Arrival::kNew);
+		ASSERT_EQ(w.on_data(p), Arrival::kNew);
 	uint64_t want = 0;
 	for (uint32_t i = 1; i <= 20; i++) // cum + 2 .. cum + 21
 		want |= 1ull << i;
 	EXPECT_EQ(w.sack(), want);
 	EXPECT_EQ(w.rwnd(), 64u - 22);
 	EXPECT_EQ(w.reorder_depth(3), 19u);
-	w.on_data(0xFFFFFFF0u, false);
+	w.on_data(0xFFFFFFF0u);
 	EXPECT_EQ(w.cum(), 0xFFFFFFF1u);
-	w.on_data(0xFFFFFFF1u, false);
+	w.on_data(0xFFFFFFF1u);
 	EXPECT_EQ(w.cum(), 6u);
-	EXPECT_EQ(w.take_completed(), 1u);
-	EXPECT_EQ(w.on_data(0xFFFFFFFFu, false), Arrival::kDuplicate);
-	EXPECT_EQ(w.on_data(69, false), Arrival::kNew);
-	EXPECT_EQ(w.on_data(70, false), Arrival::kBeyond);
+	EXPECT_EQ(w.on_data(0xFFFFFFFFu), Arrival::kDuplicate);
+	EXPECT_EQ(w.on_data(69), Arrival::kNew);
+	EXPECT_EQ(w.on_data(70), Arrival::kBeyond);
 }
 
 TEST(DpRxWindow, HostilePsnsKeepItConsistent)
@@ -267,13 +232,10 @@ TEST(DpRxWindow, HostilePsnsKeepItConsistent)
 				psn = c + static_cast<uint32_t>(rng.below(cap / 4));
 				break;
 			}
-			bool last = rng.chance(30);
 			ASSERT_EQ(w.reorder_depth(psn),
 				  static_cast<int32_t>(psn - m.cum32()) < 0 ? 0u : psn - m.cum32());
-			ASSERT_EQ(w.on_data(psn, last), m.on_data(psn, last)) << i;
+			ASSERT_EQ(w.on_data(psn), m.on_data(psn)) << i;
 			expect_same(w, m, "hostile");
-			ASSERT_EQ(w.take_completed(), m.completed);
-			m.completed = 0;
 		}
 		EXPECT_GT(m.cum, 1000u); // it did move, across the wrap
 	}
@@ -288,7 +250,7 @@ struct Traffic {
 // A stream of n PSNs with reordering, drops (resent later, as a sender's
 // retransmission would be), duplicates and hostile PSNs, replayed into the
 // window and the model; then a final in-order resend of everything still
-// missing must complete every message exactly once.
+// missing must take cum to the stream's end.
 void replay(const Traffic &t, uint64_t seed, uint32_t first, uint64_t n)
 {
 	Rng rng(seed);
@@ -310,45 +272,25 @@ void replay(const Traffic &t, uint64_t seed, uint32_t first, uint64_t n)
 	std::stable_sort(arrivals.begin(), arrivals.end(),
 			 [](const auto &a, const auto &b) { return a.first < b.first; });
 
-	uint64_t total_completed = 0;
 	for (const auto &[key, idx] : arrivals) {
-		uint32_t psn;
-		bool last;
-		if (idx < 0) {
-			psn = w.cum() + static_cast<uint32_t>(rng.below(2) ? rng.next() : rng.below(2 * t.cap));
-			last = rng.chance(50);
-		} else {
-			psn = first + static_cast<uint32_t>(idx);
-			last = ends_message(static_cast<uint64_t>(idx));
-		}
+		uint32_t psn =
+			idx < 0 ? w.cum() + static_cast<uint32_t>(rng.below(2) ? rng.next() : rng.below(2 * t.cap))
+				: first + static_cast<uint32_t>(idx);
 		uint32_t depth = w.reorder_depth(psn);
 		ASSERT_EQ(depth, static_cast<int32_t>(psn - m.cum32()) < 0 ? 0u : psn - m.cum32());
-		ASSERT_EQ(w.on_data(psn, last), m.on_data(psn, last)) << "key " << key;
+		ASSERT_EQ(w.on_data(psn), m.on_data(psn)) << "key " << key;
 		ASSERT_EQ(w.cum(), m.cum32());
 		ASSERT_EQ(w.sack(), m.sack());
 		ASSERT_EQ(w.rwnd(), m.rwnd());
-		uint32_t c = w.take_completed();
-		ASSERT_EQ(c, m.completed);
-		total_completed += c;
-		m.completed = 0;
 	}
 	// the sender's final sweep: everything from cum on, in order
 	uint64_t stream_end = std::max<uint64_t>(n, m.got.empty() ? 0 : *m.got.rbegin() + 1);
 	for (uint64_t p = m.cum; p < stream_end; p++) {
-		bool last = ends_message(p);
-		Arrival want = m.on_data(m.psn32(p), last);
-		ASSERT_EQ(w.on_data(m.psn32(p), last), want);
-		total_completed += w.take_completed();
-		m.completed = 0;
+		Arrival want = m.on_data(m.psn32(p));
+		ASSERT_EQ(w.on_data(m.psn32(p)), want);
 	}
 	expect_same(w, m, "after the sweep");
 	EXPECT_EQ(w.cum(), first + static_cast<uint32_t>(stream_end));
-	if (t.hostile_pct == 0) { // then every msg_last came from the stream
-		uint64_t messages = 0;
-		for (uint64_t k = 0; k < stream_end; k++)
-			messages += ends_message(k);
-		EXPECT_EQ(total_completed, messages);
-	}
 }
 
 TEST(DpRxWindow, RandomReorderMatchesModel)

@@ -4,7 +4,9 @@
 // control socket (userspace/base/control_auth.h): libcrypto's HMAC-SHA256
 // against RFC 4231's vectors, a signed line verified, and each way a line
 // fails: malformed, stale, another key, changed on the way, replayed; the
-// header judged on its first bytes; forgotten nonces still refused.
+// header judged on its first bytes; forgotten nonces still refused; the
+// answers signed for their request: unsigned, replayed, forged or changed
+// answers refused, and no answer passing as a request.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -143,6 +145,68 @@ TEST(LumendAuth, ForgottenNoncesStayRefused)
 		  ControlAuth::kOk)
 		<< why;
 	EXPECT_EQ(auth.nonces(), 1u);
+}
+
+// Answers over TCP are signed for the request they answer (control_auth.h):
+// before, lumend's answers were plain JSON that anyone on the way could
+// forge ("committed") or replay from an earlier request.
+TEST(LumendAuth, AnswerSignedForItsRequest)
+{
+	const std::string answer = R"({"committed":2})";
+	const std::string line = sign_control_answer(kKey, kNonce, answer);
+	EXPECT_EQ(line.rfind("LUMEN-HMAC1R " + kNonce + " ", 0), 0u) << line;
+	EXPECT_EQ(line.size(), 12 + 1 + 32 + 1 + 64 + 1 + answer.size());
+	EXPECT_EQ(line.find(kKey), std::string::npos);
+	// the MAC is the documented one: over "LUMEN-HMAC1R NONCE JSON"
+	unsigned char mac[32];
+	hmac_sha256(kKey, {"LUMEN-HMAC1R " + kNonce + " " + answer}, mac);
+	EXPECT_EQ(line.substr(46, 64), hex(mac, 32));
+	std::string_view json;
+	std::string why;
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, line, &json, &why), AnswerVerdict::kOk) << why;
+	EXPECT_EQ(json, answer);
+	// ControlAuth signs the same way for the nonce verify() hands out
+	ControlAuth auth(kKey);
+	std::string_view nonce;
+	ASSERT_EQ(auth.verify(sign_control_request(kKey, "{}", kNow, kNonce), kNow, &json, &why, &nonce),
+		  ControlAuth::kOk);
+	EXPECT_EQ(nonce, kNonce);
+	EXPECT_EQ(auth.sign_answer(nonce, answer), line);
+}
+
+TEST(LumendAuth, BadAnswersRefused)
+{
+	const std::string answer = R"({"committed":2})";
+	const std::string line = sign_control_answer(kKey, kNonce, answer);
+	std::string_view json;
+	std::string why;
+	// unsigned: plain JSON (what lumend sent before; a refusal), a request line
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, answer, &json, &why), AnswerVerdict::kUnsigned);
+	EXPECT_NE(why.find("not signed"), std::string::npos) << why;
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, sign_control_request(kKey, answer, kNow, kNonce), &json, &why),
+		  AnswerVerdict::kUnsigned);
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, line.substr(0, 110), &json, &why), AnswerVerdict::kUnsigned);
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, "", &json, &why), AnswerVerdict::kUnsigned);
+	// replayed: a genuine answer to another request
+	const std::string other = "ffeeddccbbaa99887766554433221100";
+	EXPECT_EQ(verify_control_answer(kKey, other, line, &json, &why), AnswerVerdict::kOtherRequest);
+	EXPECT_NE(why.find("replayed"), std::string::npos) << why;
+	// forged: another key, a changed body, a changed MAC
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, sign_control_answer(kKey + "x", kNonce, answer), &json, &why),
+		  AnswerVerdict::kBadMac);
+	std::string changed = line;
+	changed.replace(changed.size() - 2, 1, "3");
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, changed, &json, &why), AnswerVerdict::kBadMac);
+	changed = line;
+	changed[46] = changed[46] == '0' ? '1' : '0';
+	EXPECT_EQ(verify_control_answer(kKey, kNonce, changed, &json, &why), AnswerVerdict::kBadMac);
+	// the nonce re-signed under another request's nonce field does not pass
+	changed = line;
+	changed.replace(13, 32, other);
+	EXPECT_EQ(verify_control_answer(kKey, other, changed, &json, &why), AnswerVerdict::kBadMac);
+	// and an answer never passes as a request
+	ControlAuth auth(kKey);
+	EXPECT_EQ(auth.verify(line, kNow, &json, &why), ControlAuth::kMalformed);
 }
 
 } // namespace

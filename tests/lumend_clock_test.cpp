@@ -3,10 +3,16 @@
 // tests/lumend_clock_test.cpp - when lumend trusts its clock
 // (userspace/lumend/clock.h): the verdict on an error bound, the jump
 // detector against CLOCK_MONOTONIC, and the quiet/resume state machine fed
-// a made-up sequence of checks; opening clocks that are not there.
+// a made-up sequence of checks; opening clocks that are not there;
+// CLOCK_TAI against a PHC and the kernel's TAI offset, from a made-up source.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "lumend/clock.h"
@@ -189,6 +195,186 @@ TEST(LumendClock, Opening)
 	}
 	// a file that is no clock
 	EXPECT_THROW(Clock::phc("/dev/null", 100), Error);
+}
+
+// A made-up clock source: each TAI-PHC-TAI bracket i is widths[i] ns wide
+// (cycled), the PHC read in its middle at phc_minus_tai plus skews[i] (a
+// read that lands off the middle), and the kernel's word as given.
+class FakeSource : public ClockSource
+{
+      public:
+	std::vector<uint64_t> widths = {40};
+	std::vector<int64_t> skews = {0};
+	int64_t phc_minus_tai = 0;
+	bool phc_readable = true;
+	Timex tx = synced(0);
+	Timex timex() const override
+	{
+		return tx;
+	}
+	bool tai(uint64_t *ns) const override
+	{
+		const size_t b = n_ / 2;
+		*ns = kBase + b * 100'000 + (n_ % 2 ? widths[b % widths.size()] : 0);
+		n_++;
+		return true;
+	}
+	bool phc(uint64_t *ns) const override
+	{
+		const size_t b = n_ / 2; // between the bracket's two TAI reads
+		*ns = (uint64_t)((int64_t)(kBase + b * 100'000 + widths[b % widths.size()] / 2) + phc_minus_tai +
+				 skews[b % skews.size()]);
+		return phc_readable;
+	}
+
+      private:
+	static constexpr uint64_t kBase = 1'790'000'000'000'000'000; // a TAI time, ns
+	mutable size_t n_ = 0;
+};
+
+// Brackets TAI, PHC, TAI: the narrowest wins, the PHC taken at its middle.
+TEST(LumendClock, TaiPhcNarrowestBracket)
+{
+	FakeSource f;
+	// three brackets: 10 us wide, 200 ns wide, 5 us wide; in the wide ones
+	// the PHC read lands microseconds off their middle (a preemption)
+	f.widths = {10'000, 200, 5000};
+	f.skews = {4000, 0, -2000};
+	f.phc_minus_tai = 1000;
+	TaiPhc m = measure_tai_phc(f, 3);
+	ASSERT_TRUE(m.ok);
+	EXPECT_EQ(m.offset_ns, 1000); // PHC - TAI at the narrow bracket's middle
+	EXPECT_EQ(m.uncertainty_ns, 100u);
+	f.phc_readable = false;
+	EXPECT_FALSE(measure_tai_phc(f, 3).ok);
+}
+
+// Issue 25 §3: with --phc, lumend counted slots on the PHC and judged only
+// the PHC's bound, while the senders count on CLOCK_TAI. Now CLOCK_TAI is
+// compared with the PHC at every check, and the hop is part of the bound.
+TEST(LumendClock, PhcBoundIncludesClockTaiHop)
+{
+	CheckPlan plan;
+	plan.phc = true;
+	plan.stated_ns = 200; // --phc-error 200
+	plan.compare_phc = true;
+	plan.phc_name = "/dev/ptp7";
+	FakeSource f;
+	f.widths = {40};
+	f.phc_minus_tai = 300; // CLOCK_TAI 300 ns behind the PHC
+	ClockReading r = check_clock(f, plan, 1000);
+	EXPECT_TRUE(r.ok) << r.why;
+	EXPECT_TRUE(r.tai_phc_checked);
+	EXPECT_EQ(r.tai_phc_offset_ns, 300);
+	EXPECT_EQ(r.tai_phc_uncertainty_ns, 20u);
+	EXPECT_EQ(r.phc_bound_ns, 200u);
+	EXPECT_EQ(r.bound_ns, 200u + 300 + 20);
+	// the same within a margin the PHC alone met, but not with the hop
+	r = check_clock(f, plan, 400);
+	EXPECT_FALSE(r.ok);
+	EXPECT_NE(r.why.find("CLOCK_TAI, which senders count slots on, is -300 ns from /dev/ptp7"), std::string::npos)
+		<< r.why;
+	EXPECT_NE(r.why.find("phc2sys"), std::string::npos) << r.why;
+	// CLOCK_TAI on UTC (the kernel's TAI offset 0): 37 s off, and why
+	f.phc_minus_tai = 37'000'000'000;
+	f.tx.tai_offset_s = 0;
+	r = check_clock(f, plan, 1000);
+	EXPECT_FALSE(r.ok);
+	EXPECT_NE(r.why.find("the kernel's TAI offset is 0"), std::string::npos) << r.why;
+	// a read delay alone can exceed the margin: a vague bracket is no proof
+	f = FakeSource();
+	f.widths = {3000};
+	r = check_clock(f, plan, 1000);
+	EXPECT_EQ(r.tai_phc_offset_ns, 0);
+	EXPECT_EQ(r.bound_ns, 200u + 1500);
+	EXPECT_FALSE(r.ok);
+	// the PHC unreadable beside CLOCK_TAI: not trusted
+	f.phc_readable = false;
+	r = check_clock(f, plan, 1'000'000);
+	EXPECT_FALSE(r.ok);
+	EXPECT_NE(r.why.find("cannot be compared with /dev/ptp7"), std::string::npos) << r.why;
+}
+
+// ptp4l's readings: a follower of a grandmaster, offset `offset_ns`.
+std::shared_ptr<Ptp4lBound> following(int64_t offset_ns)
+{
+	auto b = std::make_shared<Ptp4lBound>();
+	TimeStatus st;
+	st.master_offset_ns = offset_ns;
+	st.ingress_ns = 1;
+	st.gm_present = true;
+	b->feed(st, "", 1'000'000'000);
+	return b;
+}
+
+// Issue 25 §3: --ptp4l on CLOCK_TAI judged only ptp4l's offset (the PHC's to
+// the master). The kernel's TAI offset of 0 (CLOCK_TAI reading UTC) now keeps
+// it quiet, saying why; --tai-offset-0-ok lifts that; without a PHC to
+// compare with, status says the hop was not checked.
+TEST(LumendClock, Ptp4lOnTaiChecksTheTaiOffset)
+{
+	auto b = following(100);
+	CheckPlan plan;
+	plan.ptp4l = b.get();
+	FakeSource f;
+	ClockReading r = check_clock(f, plan, 1000);
+	EXPECT_TRUE(r.ok) << r.why;
+	EXPECT_EQ(r.bound_ns, 100u);
+	EXPECT_FALSE(r.tai_phc_checked);
+	EXPECT_NE(r.tai_phc_note.find("no PHC known"), std::string::npos) << r.tai_phc_note;
+	f.tx.tai_offset_s = 0;
+	r = check_clock(f, plan, 1000);
+	EXPECT_FALSE(r.ok);
+	EXPECT_NE(r.why.find("the kernel's TAI offset is 0"), std::string::npos) << r.why;
+	EXPECT_NE(r.why.find("37 s"), std::string::npos) << r.why;
+	plan.tai_offset_0_ok = true;
+	EXPECT_TRUE(check_clock(f, plan, 1000).ok);
+	// a stated bound on CLOCK_TAI (--clock-error) is not second-guessed
+	CheckPlan stated;
+	stated.stated_ns = 0;
+	EXPECT_TRUE(check_clock(f, stated, 1000).ok);
+	// ptp4l's own reason stays first when both fail
+	auto lost = std::make_shared<Ptp4lBound>();
+	lost->feed(std::nullopt, "ptp4l at /x is not there", 1);
+	plan.tai_offset_0_ok = false;
+	plan.ptp4l = lost.get();
+	r = check_clock(f, plan, 1000);
+	EXPECT_FALSE(r.ok);
+	EXPECT_EQ(r.why.rfind("ptp4l at /x is not there", 0), 0u) << r.why;
+	EXPECT_NE(r.why.find("and the kernel's TAI offset is 0"), std::string::npos) << r.why;
+}
+
+// --ptp4l on CLOCK_TAI with --tai-phc: phc2sys's hop is measured and added.
+TEST(LumendClock, Ptp4lOnTaiWithItsPhc)
+{
+	auto b = following(-100);
+	CheckPlan plan;
+	plan.ptp4l = b.get();
+	plan.compare_phc = true;
+	plan.phc_name = "/dev/ptp3";
+	FakeSource f;
+	f.widths = {60};
+	f.phc_minus_tai = -400; // CLOCK_TAI 400 ns ahead of the PHC (phc2sys lagging)
+	ClockReading r = check_clock(f, plan, 1000);
+	EXPECT_TRUE(r.ok) << r.why;
+	EXPECT_EQ(r.tai_phc_offset_ns, -400);
+	EXPECT_EQ(r.bound_ns, 100u + 400 + 30);
+	f.phc_minus_tai = -2000;
+	r = check_clock(f, plan, 1000);
+	EXPECT_FALSE(r.ok);
+	EXPECT_NE(r.why.find("is +2 us from /dev/ptp3"), std::string::npos) << r.why;
+}
+
+// The real path needs a PHC: where /dev/ptp0 exists, --phc reads CLOCK_TAI
+// beside it through the dynamic POSIX clock.
+TEST(LumendClock, RealPhcComparedWithTai)
+{
+	if (access("/dev/ptp0", R_OK) != 0)
+		GTEST_SKIP() << "no readable /dev/ptp0 here: CLOCK_TAI against a real PHC is checked where one is";
+	Clock c = Clock::phc("/dev/ptp0", 0);
+	ClockReading r = c.check(1'000'000'000'000ull);
+	EXPECT_TRUE(r.tai_phc_checked) << r.why;
+	EXPECT_LT(r.tai_phc_uncertainty_ns, 1'000'000u);
 }
 
 } // namespace

@@ -267,13 +267,15 @@ TEST_F(ControlLimitsTest, ReplayAndStaleRefused)
 {
 	if (!start({}))
 		GTEST_SKIP() << "no io_uring";
-	const std::string line = sign_control_request(kToken, R"({"cmd":"status"})", now_ms()) + "\n";
+	const std::string nonce = new_control_nonce();
+	const std::string line = sign_control_request(kToken, R"({"cmd":"status"})", now_ms(), nonce) + "\n";
 	Fd c = tcp();
 	send_all(c.get(), line);
 	Fd r = tcp();
 	send_all(r.get(), line);
 	usleep(100'000);
-	EXPECT_EQ(until_closed(c.get(), 300), "{\"node\":1}\n<open>");
+	// the answer is signed for this request (control_auth.h); the replay's refusal is not
+	EXPECT_EQ(until_closed(c.get(), 300), sign_control_answer(kToken, nonce, "{\"node\":1}") + "\n<open>");
 	EXPECT_NE(until_closed(r.get(), 2000).find("a replay"), std::string::npos);
 	Fd s = tcp();
 	send_all(s.get(), sign_control_request(kToken, R"({"cmd":"status"})", now_ms() - 60'000) + "\n");

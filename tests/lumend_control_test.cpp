@@ -17,9 +17,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 
+#include "base/control_auth.h"
 #include "base/error.h"
 #include "base/fd.h"
 #include "base/json_socket.h"
@@ -231,6 +233,27 @@ TEST(LumendControl, StatusAndStats)
 	EXPECT_EQ(s["boundary_error_ns"]["p50"], 50);
 	EXPECT_EQ(s["boundary_error_ns"]["max"], 100);
 	EXPECT_DOUBLE_EQ(s["uptime_s"].get<double>(), 2.5);
+	EXPECT_FALSE(s["clock"].contains("tai_vs_phc")); // neither measured nor said why not
+	// CLOCK_TAI measured against the PHC (clock.h): the hop and its parts
+	st.clock.tai_phc_checked = true;
+	st.clock.tai_phc_offset_ns = -300;
+	st.clock.tai_phc_uncertainty_ns = 20;
+	st.clock.phc_bound_ns = 200;
+	st.clock.bound_ns = 520;
+	json c = status_json(info, st, plan)["clock"];
+	EXPECT_EQ(c["error_bound_ns"], 520);
+	EXPECT_EQ(c["tai_vs_phc"], json({{"checked", true},
+					 {"offset_ns", -300},
+					 {"uncertainty_ns", 20},
+					 {"phc_bound_ns", 200},
+					 {"note", ""}}));
+	st.clock = ClockReading();
+	st.clock.tai_phc_note = "not checked: no PHC known";
+	c = status_json(info, st, plan)["clock"];
+	EXPECT_EQ(c["tai_vs_phc"]["checked"], false);
+	EXPECT_TRUE(c["tai_vs_phc"]["offset_ns"].is_null());
+	EXPECT_EQ(c["tai_vs_phc"]["note"], "not checked: no PHC known");
+	st.clock.bound_ns = UINT64_MAX;
 
 	json x = stats_json(info, st);
 	EXPECT_EQ(x["published"], 100);
@@ -256,6 +279,63 @@ std::string refusal(const std::vector<std::string> &words)
 		return e.what();
 	}
 	return "";
+}
+
+// The control socket's limits are options (before: compiled-in defaults,
+// and any of these words was an unknown option): set, defaults kept,
+// and each bad value refused with the option's name (exit 2 in main).
+TEST(LumendControl, ControlLimitOptions)
+{
+	const std::vector<std::string> base = {"--schedule", "s.json", "--node", "0"};
+	auto with = [&](std::vector<std::string> more) {
+		std::vector<std::string> w = base;
+		w.insert(w.end(), more.begin(), more.end());
+		return w;
+	};
+	Options o = parse_options(base);
+	EXPECT_EQ(o.control_limits.max_local, 16u);
+	EXPECT_EQ(o.control_limits.max_per_peer, 4u);
+	o = parse_options(
+		with({"--control-max-local", "2", "--control-max-tcp", "40", "--control-max-per-peer", "40",
+		      "--control-idle", "5s", "--control-read-timeout", "1.5s", "--control-out-pause", "64k",
+		      "--control-max-out", "1m", "--control-auth-failures", "3", "--control-auth-backoff", "120s"}));
+	const ControlLimits &l = o.control_limits;
+	EXPECT_EQ(l.max_local, 2u);
+	EXPECT_EQ(l.max_tcp, 40u);
+	EXPECT_EQ(l.max_per_peer, 40u);
+	EXPECT_EQ(l.idle_ms, 5000u);
+	EXPECT_EQ(l.read_ms, 1500u);
+	EXPECT_EQ(l.out_pause, 64u << 10);
+	EXPECT_EQ(l.max_out, 1u << 20);
+	EXPECT_EQ(l.auth_failures, 3u);
+	EXPECT_EQ(l.auth_window_ms, 120'000u);
+	// zero, overflow, words, negative, a duration without its unit or under 1 s
+	for (const auto &[words, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+		     {{"--control-max-local", "0"}, "--control-max-local: 0 is outside"},
+		     {{"--control-max-tcp", "99999999999999999999999"},
+		      "--control-max-tcp: 99999999999999999999999 is"},
+		     {{"--control-max-tcp", "1025"}, "--control-max-tcp: 1025 is outside"},
+		     {{"--control-max-per-peer", "four"}, "--control-max-per-peer: 'four' is not"},
+		     {{"--control-auth-failures", "-1"}, "--control-auth-failures: '-1' is not"},
+		     {{"--control-auth-failures", ""}, "--control-auth-failures"},
+		     {{"--control-idle", "60"}, "--control-idle: '60' is not a duration"},
+		     {{"--control-idle", "0s"}, "--control-idle: 0s is under 1s"},
+		     {{"--control-read-timeout", "500ms"}, "--control-read-timeout: 500ms is under 1s"},
+		     {{"--control-auth-backoff", "2d"}, "--control-auth-backoff: unknown time unit"},
+		     {{"--control-idle", "100000s"}, "--control-idle: 100000s must be"},
+		     {{"--control-out-pause", "0"}, "--control-out-pause: 0 is under 4k"},
+		     {{"--control-max-out", "5g"}, "--control-max-out: 5g must be"},
+		     {{"--control-max-out", "lots"}, "--control-max-out: 'lots' is not a size"},
+		     // together: one defeats the other
+		     {{"--control-max-per-peer", "17"}, "--control-max-per-peer 17 is above --control-max-tcp 16"},
+		     {{"--control-out-pause", "1m", "--control-max-out", "512k"},
+		      "--control-out-pause 1048576 is above --control-max-out 524288"},
+	     })
+		EXPECT_NE(refusal(with(words)).find(want), std::string::npos)
+			<< words[0] << " " << words[1] << ": " << refusal(with(words));
+	// every one of them is in --help
+	for (const ControlLimitOption &c : kControlLimitOptions)
+		EXPECT_NE(std::string(kUsage).find(c.name), std::string::npos) << c.name;
 }
 
 TEST(LumendControl, Options)
@@ -532,6 +612,70 @@ TEST_F(LumendSocket, TcpWithToken)
 	loop.reset();
 	// gone with the loop: nothing answers there any more
 	EXPECT_THROW(json_request(at, {{"cmd", "status"}}, "lumend", token), Error);
+}
+
+// Someone between the client and lumend (here a fake lumend that reads the
+// request and writes what it likes): the client refuses an unsigned answer,
+// a genuine answer to an earlier request, and one signed with another
+// token. Before answers were signed, it took any JSON object it was given.
+TEST(LumendClient, RefusesAnswersNotSignedForItsRequest)
+{
+	const std::string token = "tcp-token-0123456789";
+	Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(sa);
+	ASSERT_EQ(bind(listener.get(), (sockaddr *)&sa, sizeof(sa)), 0);
+	ASSERT_EQ(getsockname(listener.get(), (sockaddr *)&sa, &len), 0);
+	ASSERT_EQ(listen(listener.get(), 4), 0);
+	const std::string at = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+	// answer(request line) -> the line the fake sends back
+	auto serve_once = [&](std::function<std::string(const std::string &)> answer) {
+		return std::thread([&listener, answer] {
+			Fd c(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+			std::string in;
+			char buf[4096];
+			while (in.find('\n') == std::string::npos) {
+				ssize_t n = recv(c.get(), buf, sizeof(buf), 0);
+				if (n <= 0)
+					return;
+				in.append(buf, (size_t)n);
+			}
+			const std::string out = answer(in.substr(0, in.find('\n'))) + "\n";
+			if (send(c.get(), out.data(), out.size(), MSG_NOSIGNAL) < 0)
+				return;
+		});
+	};
+	auto nonce_of = [](const std::string &request) { return request.substr(request.find(' ', 12) + 1, 32); };
+	auto refused = [&](std::function<std::string(const std::string &)> answer, const std::string &want) {
+		std::thread t = serve_once(answer);
+		try {
+			json_request(at, {{"cmd", "commit"}, {"version", 2}}, "lumend", token);
+			ADD_FAILURE() << "took an answer it should refuse (" << want << ")";
+		} catch (const Error &e) {
+			EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+		}
+		t.join();
+	};
+	const std::string forged = R"({"committed":2})";
+	refused([&](const std::string &) { return forged; }, "not signed");
+	// an unsigned refusal is shown as what it says, and still refused
+	refused([&](const std::string &) { return R"({"error":"authentication failed: nope"})"; },
+		"not signed (over TCP lumend signs every answer to a signed request");
+	refused([&](const std::string &) { return R"({"error":"authentication failed: nope"})"; }, "it says: "
+												   "authentication "
+												   "failed: nope");
+	// a genuine answer, recorded from an earlier request, replayed
+	const std::string recorded = sign_control_answer(token, "00112233445566778899aabbccddeeff", forged);
+	refused([&](const std::string &) { return recorded; }, "replayed answer");
+	refused([&](const std::string &req) { return sign_control_answer(token + "x", nonce_of(req), forged); },
+		"MAC does not match");
+	// what lumend sends: signed for this request
+	std::thread t =
+		serve_once([&](const std::string &req) { return sign_control_answer(token, nonce_of(req), forged); });
+	EXPECT_EQ(json_request(at, {{"cmd", "commit"}, {"version", 2}}, "lumend", token), json({{"committed", 2}}));
+	t.join();
 }
 
 TEST_F(LumendSocket, StaleSocketReplacedOtherFilesNot)

@@ -130,6 +130,13 @@ e2e_check "margin leaving no window: exit 2" e2e_fails 2 "margin" \
 	"$LUMEND" --schedule "$tmp/s.json" --node 1 --margin 100us "${base[@]}"
 e2e_check "missing PHC: exit 1, names it" e2e_fails 1 "cannot open the PTP hardware clock /dev/ptp99" \
 	"$LUMEND" --schedule "$tmp/s.json" --node 1 --phc /dev/ptp99 --phc-error 100 "${base[@]}"
+e2e_check "--control-max-local 0: exit 2, names the option" e2e_fails 2 "--control-max-local: 0 is outside" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --control-max-local 0 "${base[@]}"
+e2e_check "--control-idle 1ms: exit 2 (under 1s)" e2e_fails 2 "--control-idle: 1ms is under 1s" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --control-idle 1ms "${base[@]}"
+e2e_check "--control-max-per-peer above --control-max-tcp: exit 2" e2e_fails 2 "above --control-max-tcp" \
+	"$LUMEND" --schedule "$tmp/s.json" --node 1 --control-max-tcp 2 --control-max-per-peer 3 "${base[@]}"
+e2e_check "--help lists the control limits" grep -q -- "--control-auth-backoff DURATION" <("$LUMEND" --help)
 e2e_check "refused starts leave nothing behind" nothing_left
 
 # --- running -------------------------------------------------------------------
@@ -397,8 +404,11 @@ tpids=()
 for n in 0 1; do
 	port=$p1
 	((n == 1)) && port=$p2
+	# node 1 serves one local connection at once (--control-max-local, below)
+	limit=()
+	((n == 1)) && limit=(--control-max-local 1)
 	"$LUMEND" --schedule "$tmp/t1.json" --node "$n" --clock-error 0 --shm "$tmp/page-t$n" --control "$tmp/sock-t$n" \
-		--control-tcp "127.0.0.1:$port" --control-token "$tmp/token" >"$tmp/log-t$n" 2>&1 &
+		--control-tcp "127.0.0.1:$port" --control-token "$tmp/token" "${limit[@]}" >"$tmp/log-t$n" 2>&1 &
 	tpids+=($!)
 done
 e2e_on_exit 'kill -9 "${tpids[@]}" 2>/dev/null'
@@ -412,22 +422,30 @@ e2e_check "sched status over TCP without --control-token: exit 2" e2e_fails 2 "-
 e2e_check "... with another token: refused by lumend" e2e_fails 1 "MAC does not match" \
 	"$LUMEN_BIN" sched status --control "127.0.0.1:$p1" --control-token "$tmp/wrong-token"
 # tcp_raw PORT LINE: one line to lumend's TCP socket signed as docs/lumend.md
-# says (Python's own HMAC: the format, not just our client), its answer
+# says (Python's own HMAC: the format, not just our client), and its answer
+# verified as docs/lumend.md says: "LUMEN-HMAC1R NONCE MAC JSON" with our
+# request's nonce and an HMAC over "LUMEN-HMAC1R NONCE JSON". Prints the
+# answer's JSON, or "UNVERIFIED: " and the line.
 tcp_raw() {
 	python3 - "$1" "$2" "$tmp/token" <<'EOF'
 import hashlib, hmac, os, socket, sys, time
 port, body, key = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip().encode()
-head = "LUMEN-HMAC1 %d %s " % (time.time_ns() // 1000000, os.urandom(16).hex())
+nonce = os.urandom(16).hex()
+head = "LUMEN-HMAC1 %d %s " % (time.time_ns() // 1000000, nonce)
 mac = hmac.new(key, (head + body).encode(), hashlib.sha256).hexdigest()
 s = socket.create_connection(("127.0.0.1", port), timeout=5)
 s.sendall((head + mac + " " + body + "\n").encode())
-print(s.makefile().readline().strip())
+line = s.makefile().readline().rstrip("\n")
+f = line.split(" ", 3)
+ok = (len(f) == 4 and f[0] == "LUMEN-HMAC1R" and f[1] == nonce and hmac.compare_digest(
+    f[2], hmac.new(key, ("LUMEN-HMAC1R %s %s" % (nonce, f[3])).encode(), hashlib.sha256).hexdigest()))
+print(f[3] if ok else "UNVERIFIED: " + line)
 EOF
 }
-e2e_check "a request signed by the documented format (Python's hmac)" \
-	grep -q '"node":0' <(tcp_raw "$p1" '{"cmd":"status"}')
-e2e_check "over TCP a schedule file is refused: inline only" \
-	grep -q 'refused over TCP' <(tcp_raw "$p1" '{"cmd":"stage","file":"/dev/zero","at":1}')
+e2e_check "a request signed by the documented format (Python's hmac), its answer signed for it" \
+	grep -q '^{.*"node":0' <(tcp_raw "$p1" '{"cmd":"status"}')
+e2e_check "over TCP a schedule file is refused: inline only (signed too)" \
+	grep -q '^{"error".*refused over TCP' <(tcp_raw "$p1" '{"cmd":"stage","file":"/dev/zero","at":1}')
 # local_raw LINE: one line to lumend t0's Unix socket, its answer (5 s at most)
 local_raw() {
 	timeout 5 python3 - "$tmp/sock-t0" "$1" <<'EOF'
@@ -450,6 +468,22 @@ sleep 1
 local_status() { "$LUMEN_BIN" sched status --control "$tmp/sock-t0" --json >/dev/null; }
 e2e_check "40 idle TCP connections: sched status on the Unix socket still answers" local_status
 wait "$idle_pid" 2>/dev/null || true
+# --control-max-local 1 takes effect: with one idle local connection open,
+# the next is told so and closed; once it is gone, served again
+# (the check waits for the holder's connection: python may take a second to start)
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+open(sys.argv[2], "w").close()
+time.sleep(3)' "$tmp/sock-t1" "$tmp/held" &
+idle_pid=$!
+e2e_wait_until 50 0.1 test -e "$tmp/held"
+sleep 0.2
+e2e_check "--control-max-local 1: a second local connection refused" e2e_fails 1 "local control connections open, its most" \
+	"$LUMEN_BIN" sched status --control "$tmp/sock-t1"
+wait "$idle_pid" 2>/dev/null || true
+e2e_check "... served again once the first is closed" e2e_wait_until 20 0.1 \
+	"$LUMEN_BIN" sched status --control "$tmp/sock-t1" --json
 both=(--lumend "127.0.0.1:$p1,127.0.0.1:$p2" --dir "$tmp/changes")
 e2e_check "sched change to a TCP lumend without --control-token: exit 2" e2e_fails 2 "--control-token" \
 	"$LUMEN_BIN" sched change "$tmp/t2.json" "${both[@]}"
@@ -581,7 +615,13 @@ else
 	gen "$tmp/ptp.json" 4 1 1
 	e2e_check "--ptp4l with --clock-error refused" e2e_fails 2 "no --clock-error" \
 		"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --clock-error 0
-	"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --margin 50us \
+	e2e_check "--tai-phc without --ptp4l refused" e2e_fails 2 "--tai-phc goes with --ptp4l on CLOCK_TAI" \
+		"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --clock-error 0 --tai-phc /dev/ptp0
+	e2e_check "--ptp4l --tai-phc /dev/ptp99: exit 1, names it" e2e_fails 1 "--tai-phc: cannot open the PTP hardware clock /dev/ptp99" \
+		"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --tai-phc /dev/ptp99 \
+		--shm "$tmp/page-ptp" --control "$tmp/sock-ptp"
+	# every namespace shares this machine's clock: a TAI offset of 0 is fine here
+	"$LUMEND" --schedule "$tmp/ptp.json" --node 0 --ptp4l "$tmp/ptp-follower" --margin 50us --tai-offset-0-ok \
 		--shm "$tmp/page-ptp" --control "$tmp/sock-ptp" 2>"$tmp/log-ptp" &
 	pid=$!
 	ptp_status() { "$LUMEN_BIN" sched status --control "$tmp/sock-ptp" --json | e2e_json "$1"; }
@@ -612,6 +652,15 @@ else
 	pid=$!
 	e2e_check "--ptp4l: no ptp4l there: quiet, saying so" e2e_wait_until 50 0.1 grep -q "nobody is not there" "$tmp/log-ptp"
 	e2e_check "... and stays quiet" ptp_quiet
+	e2e_check "... status says CLOCK_TAI is not compared with a PHC (no --tai-phc)" \
+		test "$(ptp_status "d['clock']['tai_vs_phc']['checked'], 'no PHC known' in d['clock']['tai_vs_phc']['note']")" == "(False, True)"
+	# without --tai-offset-0-ok, a kernel TAI offset of 0 is a reason of its own
+	if [[ $(ptp_status "d['clock']['kernel']['tai_offset_s']") == 0 ]]; then
+		e2e_check "... and, the kernel's TAI offset being 0 here, says that too" \
+			bash -c "'$LUMEN_BIN' sched status --control '$tmp/sock-ptp' --json | grep -q \"TAI offset is 0\""
+	else
+		echo "[lumend_daemon_test] note: the kernel's TAI offset is set here, so its 0 case is left to lumend_clock_test"
+	fi
 	kill -TERM "$pid"
 	wait "$pid" || true
 	pid=

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
 #include <random>
 #include <thread>
 #include <vector>
@@ -21,6 +24,26 @@ namespace
 
 using namespace lumen;
 using namespace lumen::lumend;
+
+// An engine running on a thread of its own until stop() or the end of the
+// scope (a failed assertion leaves early: the thread is joined all the same).
+struct EngineThread {
+	std::atomic<bool> stopping{false};
+	std::thread t;
+	explicit EngineThread(SlotEngine &e) : t([this, &e] { e.run(stopping, 0); })
+	{
+	}
+	void stop()
+	{
+		stopping = true;
+		if (t.joinable())
+			t.join();
+	}
+	~EngineThread()
+	{
+		stop();
+	}
+};
 
 TEST(LumendHistogram, BucketsCoverEveryValueInOrder)
 {
@@ -182,18 +205,7 @@ TEST(LumendEngineRun, PublishesBoundaries)
 	o.resume_after = 2;
 	o.quiet_log = true;
 	SlotEngine engine(clock, page, plan, o);
-	std::atomic<bool> stop{false};
-	std::thread t([&] { engine.run(stop, 0); });
-	struct Join {
-		std::atomic<bool> &stop;
-		std::thread &t;
-		~Join()
-		{
-			stop = true;
-			if (t.joinable())
-				t.join();
-		}
-	} join{stop, t};
+	EngineThread running(engine);
 
 	// the page as a sender reads it, meanwhile
 	const lumen_osched_page *pg = page.page();
@@ -219,8 +231,7 @@ TEST(LumendEngineRun, PublishesBoundaries)
 							  << seen.clock_checks << " clock checks";
 		std::this_thread::sleep_for(std::chrono::microseconds(200));
 	}
-	stop = true;
-	t.join();
+	running.stop();
 	EngineStats st = engine.snapshot();
 	// every boundary from the first after the engine's own start to the
 	// last one published was either published or missed
@@ -296,20 +307,109 @@ TEST(LumendEngineRun, AppliesAnOfferedSchedule)
 	EngineOptions o;
 	o.quiet_log = true;
 	SlotEngine engine(clock, page, first, o);
-	std::atomic<bool> stop{false};
-	std::thread t([&] { engine.run(stop, 0); });
+	EngineThread running(engine);
 	std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	engine.offer(make(2));
 	// a cap for a failure, not a window: a loaded machine may take long
 	uint64_t deadline = clock.now() + 60'000'000'000;
 	while (engine.snapshot().version != 2 && clock.now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	stop = true;
-	t.join();
+	running.stop();
 	EXPECT_EQ(engine.snapshot().version, 2u);
 	EXPECT_EQ(engine.snapshot().applied, 1u);
 	EXPECT_EQ(engine.plan()->path, "2");
 	EXPECT_EQ(page.page()->version, 2u);
+}
+
+// A change staged and never committed (include/lumen/optical.h): from its
+// instant lumend says quiet (version) and keeps saying so however long it
+// waits: it never aborts by itself (the coordinator may have committed the
+// others) nor takes the new schedule; once overdue it says so, once, and
+// counts it. The coordinator's word still ends it: an abort keeps the old
+// schedule, a late commit puts the new one in force.
+TEST(LumendEngineRun, AChangeNeverCommittedStaysQuietAndIsSaidOverdue)
+{
+	constexpr uint64_t kSlot = 100'000;
+	Clock clock = Clock::tai(0);
+	auto make = [&](uint64_t version, uint64_t t0) {
+		auto plan = std::make_shared<Plan>();
+		sched::Timing t;
+		t.slot_ns = kSlot;
+		t.guard_ns = 10'000;
+		t.t0_ns = t0;
+		t.version = version;
+		plan->schedule = sched::round_robin(3, 1, false, t);
+		plan->tables = build_tables(plan->schedule, 0);
+		plan->margin_ns = 1000;
+		return plan;
+	};
+	const uint64_t t0 = clock.now() / kSlot * kSlot;
+	auto first = make(1, t0);
+	const uint64_t period = kSlot * first->schedule.period;
+	ShmPage page = ShmPage::anonymous(first->tables, first->margin_ns, 0);
+	struct Log {
+		std::mutex mu;
+		std::vector<std::string> lines;
+		static void add(const std::string &l, void *self)
+		{
+			Log *g = (Log *)self;
+			std::lock_guard<std::mutex> lock(g->mu);
+			g->lines.push_back(l);
+		}
+		size_t count(const std::string &word)
+		{
+			std::lock_guard<std::mutex> lock(mu);
+			return (size_t)std::count_if(lines.begin(), lines.end(), [&](const std::string &l) {
+				return l.find(word) != std::string::npos;
+			});
+		}
+	} log;
+	EngineOptions o;
+	o.quiet_log = true;
+	o.overdue_ns = 20'000'000;
+	o.log_fn = &Log::add;
+	o.log_arg = &log;
+	SlotEngine engine(clock, page, first, o);
+	EngineThread running(engine);
+	// a cap for a failure, not a window: a loaded machine may take long
+	const uint64_t cap = clock.now() + 60'000'000'000;
+	auto wait_for = [&](auto done) {
+		while (!done() && clock.now() < cap)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		return done();
+	};
+	auto next_instant = [&] { return t0 + ((clock.now() + 5'000'000 - t0) / period + 1) * period; };
+
+	uint64_t at = next_instant();
+	engine.stage(make(2, at), at);
+	ASSERT_TRUE(wait_for([&] { return engine.snapshot().changes_overdue == 1; }));
+	EXPECT_GT(clock.now(), at + o.overdue_ns);
+	// well past it, nothing changed: quiet for the change, the old version,
+	// the instant still in the page, boundaries still published
+	const uint64_t slot = page.page()->slot;
+	std::this_thread::sleep_for(std::chrono::milliseconds(30));
+	EXPECT_TRUE(page.page()->quiet & LUMEN_QUIET_VERSION);
+	EXPECT_EQ(page.page()->version, 1u);
+	EXPECT_EQ(page.page()->change_ns, at);
+	EXPECT_GT(page.page()->slot, slot);
+	EXPECT_EQ(engine.snapshot().changes_overdue, 1u);
+	EXPECT_EQ(log.count("overdue"), 1u);
+	EXPECT_EQ(log.count("is due and not committed"), 1u);
+	// an abort: the old schedule again, the instant gone from the page
+	engine.abort();
+	ASSERT_TRUE(wait_for([&] { return !(page.page()->quiet & LUMEN_QUIET_VERSION) && !page.page()->change_ns; }));
+	EXPECT_EQ(page.page()->version, 1u);
+
+	// again, and a late commit: the new schedule in force
+	at = next_instant();
+	engine.stage(make(3, at), at);
+	ASSERT_TRUE(wait_for([&] { return engine.snapshot().changes_overdue == 2; }));
+	EXPECT_EQ(page.page()->version, 1u);
+	engine.commit();
+	ASSERT_TRUE(wait_for([&] { return page.page()->version == 3; }));
+	EXPECT_TRUE(wait_for([&] { return !(page.page()->quiet & LUMEN_QUIET_VERSION); }));
+	EXPECT_EQ(page.page()->change_ns, 0u);
+	EXPECT_EQ(log.count("overdue"), 2u);
 }
 
 } // namespace

@@ -344,3 +344,41 @@ TEST(OpticalChange, OffTheWireByTheInstantToTheNanosecond)
 }
 
 } // namespace
+
+// A change announced and never committed (include/lumen/optical.h: the
+// coordinator died between the phases, or the commit was lost). The safe
+// rule: nothing crosses the instant, and from the instant on the party is
+// quiet however long ago it was: it never goes back to the old bank alone
+// (the committed parties switched) nor on to the new one (an abort may
+// have been lost). lumen_change_overdue only says how long nobody told it.
+TEST(OpticalChange, AChangeNeverCommittedExpiresIntoQuiet)
+{
+	Bank b[2] = {bank(0, 100, 10, 2, false, {true, false}), bank(200, 50, 5, 3, true, {false, true, false})};
+	const lumen_sched_change staged = change(LUMEN_CHANGE_STAGED, 0, 200);
+	const Outcome quiet{LUMEN_GATE_QUIET, 0};
+	// before the instant: the old bank, for what is off the wire by then
+	EXPECT_EQ(lumen_change_bank(&staged, 199), 0);
+	EXPECT_EQ(gate(staged, b, 50, 0, 40), (Outcome{LUMEN_GATE_DEPART, 50}));
+	EXPECT_EQ(gate(staged, b, 85, 0, 10), quiet); // would cross: not booked
+	// from the instant on: quiet, a nanosecond or an hour after it
+	for (uint64_t t : {200ull, 201ull, 10'000ull, 3'600'000'000'000ull, ~0ull - 1}) {
+		EXPECT_EQ(lumen_change_bank(&staged, t), -1) << t;
+		EXPECT_EQ(gate(staged, b, t, 0, 10), quiet) << t;
+	}
+	// overdue: staged, and the instant more than the limit ago
+	EXPECT_FALSE(lumen_change_overdue(&staged, 150, 100));
+	EXPECT_FALSE(lumen_change_overdue(&staged, 200, 100));
+	EXPECT_FALSE(lumen_change_overdue(&staged, 300, 100));
+	EXPECT_TRUE(lumen_change_overdue(&staged, 301, 100));
+	EXPECT_TRUE(lumen_change_overdue(&staged, 3'600'000'000'000ull, 100));
+	for (uint32_t state : {LUMEN_CHANGE_NONE, LUMEN_CHANGE_COMMITTED}) {
+		const lumen_sched_change c = change(state, 0, 200);
+		EXPECT_FALSE(lumen_change_overdue(&c, 10'000, 100)) << state;
+	}
+	// the coordinator's word ends it whenever it comes: a late commit puts
+	// the new bank in force at once, an abort the old
+	const lumen_sched_change late = change(LUMEN_CHANGE_COMMITTED, 0, 200);
+	EXPECT_EQ(lumen_change_bank(&late, 10'000), 1);
+	const lumen_sched_change aborted = change(LUMEN_CHANGE_NONE, 0, 200);
+	EXPECT_EQ(lumen_change_bank(&aborted, 10'000), 0);
+}

@@ -4,7 +4,10 @@
 // (BPF_PROG_TEST_RUN: no device, no qdisc, so it runs on the host, which
 // has no sch_fq): a GSO skb books its segments' wire time, not skb->len's,
 // and two CPUs booking one destination at once never share a departure
-// (the wire clock's compare-and-exchange). Root only: skipped otherwise.
+// (the wire clock's compare-and-exchange), and a change announced and never
+// committed makes the gate quiet from its instant on, however long ago, with
+// nothing booked across it (include/lumen/optical.h's rule for a change
+// that expires uncommitted). Root only: skipped otherwise.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -111,6 +114,27 @@ class Gate
 			return -1;
 		*tstamp = ctx.tstamp;
 		return (int)o.retval;
+	}
+	// A change from bank 0 to bank 1 (the same slots, from switch_ns on)
+	void set_change(uint32_t state, uint64_t switch_ns) const
+	{
+		uint32_t zero = 0;
+		lumen_gate_cfg cfg{};
+		ASSERT_EQ(bpf_map_lookup_elem(bpf_map__fd(skel_->maps.gate_cfg), &zero, &cfg), 0);
+		cfg.banks[1] = cfg.banks[0];
+		cfg.banks[1].timing.t0_ns = switch_ns;
+		cfg.banks[1].version = cfg.banks[0].version + 1;
+		cfg.change.state = state;
+		cfg.change.bank = 0;
+		cfg.change.switch_ns = switch_ns;
+		ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.gate_cfg), &zero, &cfg, BPF_ANY), 0);
+	}
+	void set_wire_free(uint64_t tai) const
+	{
+		uint32_t k = 1;
+		lumen_gate_clock c{};
+		c.free_tai_ns = tai;
+		ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.gate_clock), &k, &c, BPF_ANY), 0);
 	}
 	uint64_t wire_free() const
 	{
@@ -236,6 +260,43 @@ TEST(OpticalGateBpf, TwoCpusNeverShareADeparture)
 		free = lumen_slot_departure(&t, free, 0, wire, 0, 0) + wire;
 	EXPECT_EQ(g.wire_free(), free) << "the clock is " << ((int64_t)free - (int64_t)g.wire_free()) / (int64_t)wire
 				       << " frames short: bookings lost to races";
+}
+
+TEST(OpticalGateBpf, AChangeNeverCommittedIsQuietFromItsInstantOn)
+{
+	Gate g;
+	if (!load_or_skip(g))
+		GTEST_SKIP() << "needs root and BPF (BPF_PROG_TEST_RUN of the gate)";
+	constexpr uint64_t kMs = 1'000'000;
+	const uint64_t wire = lumen_wire_ns(64, kRate);
+	uint64_t st = 0;
+	// an instant 3 to 4 s ahead (every slot is a period boundary), staged
+	const uint64_t at = (now_ns(CLOCK_TAI) / kSlot + 4) * kSlot;
+	g.set_change(LUMEN_CHANGE_STAGED, at);
+	// off the wire 9 ms before it: booked, on the old schedule
+	g.set_wire_free(at - 10 * kMs);
+	ASSERT_EQ(g.run(64, 1, 0, &st), 0);
+	EXPECT_EQ(g.wire_free(), at - 10 * kMs + wire);
+	// the old window closes 1 ms before the instant: a frame from 1.5 ms
+	// before does not fit it, and its next window is after the instant:
+	// not booked across it (quiet), the wire clock untouched
+	g.set_wire_free(at - 1'500'000);
+	ASSERT_EQ(g.run(64, 1, 0, &st), 2);
+	EXPECT_EQ(g.wire_free(), at - 1'500'000);
+	EXPECT_EQ(g.stats().packets[LUMEN_GATE_CNT_QUIET], 1u);
+	// the instant an hour ago, still staged: quiet, neither bank followed
+	const uint64_t past = (now_ns(CLOCK_TAI) / kSlot - 3600) * kSlot;
+	g.set_change(LUMEN_CHANGE_STAGED, past);
+	g.set_wire_free(0);
+	for (int k = 0; k < 3; k++)
+		ASSERT_EQ(g.run(64, 1, 0, &st), 2);
+	EXPECT_EQ(g.wire_free(), 0u);
+	EXPECT_EQ(g.stats().packets[LUMEN_GATE_CNT_QUIET], 4u);
+	// the coordinator's late commit ends it: booked on the new schedule
+	g.set_change(LUMEN_CHANGE_COMMITTED, past);
+	ASSERT_EQ(g.run(64, 1, 0, &st), 0);
+	EXPECT_GT(g.wire_free(), past);
+	EXPECT_EQ(g.stats().packets[LUMEN_GATE_CNT_QUIET], 4u);
 }
 
 } // namespace

@@ -127,6 +127,14 @@ TEST(PathModes, EveryModeHasItsOwnName)
 	EXPECT_STREQ(lumen_path_mode_name(0xFFFFFFFFu), "?");
 }
 
+TEST(PathModes, ANameGivesItsModeBackAndNothingElseDoes)
+{
+	for (uint32_t m = 0; m < LUMEN_PATH_MODES; m++)
+		EXPECT_EQ(lumen_path_mode_from_name(lumen_path_mode_name(m)), (int)m);
+	for (const char *bad : {"", "?", "rep", "repss", "reps-", "REPS", "ecmp ", "reps-freezer", "ethereal\n"})
+		EXPECT_EQ(lumen_path_mode_from_name(bad), -1) << "'" << bad << "'";
+}
+
 TEST(Rng, ReproducibleAndWithinRange)
 {
 	lumen_rng a, b;

@@ -159,7 +159,8 @@ void Endpoint::poll(uint64_t now_ns)
 	if (n)
 		rte_pktmbuf_free_bulk(rx, n);
 	engine_.timers(now_ns);
-	if (page_ && page_->refresh(&gate_tables_))
+	/* poll(): staleness and a restarted lumend's new page, every 10 ms */
+	if (page_ && page_->poll(&gate_tables_, now_ns))
 		hold_->gate().set_tables(gate_tables_);
 
 	/* what the port did not take last time goes first */

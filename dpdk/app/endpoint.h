@@ -216,6 +216,11 @@ class Endpoint
 	{
 		return hold_ ? &hold_->gate() : nullptr;
 	}
+	/* lumend's page the gate reads (its stale spells, reopenings) */
+	const OschedPage *page() const
+	{
+		return page_.get();
+	}
 	/* Register application memory for zero-copy sends (SendWr::region):
 	 * its id, from 1, or 0 when addr/len are empty. Zero copy needs a
 	 * port configured for multi-segment frames and IOVA as VA, and memory

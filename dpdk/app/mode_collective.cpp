@@ -340,11 +340,12 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 	/* per step: the CCT (first start to last end over the local ranks) and the flows */
 	nlohmann::json steps = nlohmann::json::array();
 	uint64_t t0 = UINT64_MAX, t1 = 0;
-	std::printf("  %4s %10s %10s %10s %10s %9s\n", "step", "CCT us", "flow p50", "flow p99", "flow max",
-		    "subflows");
+	std::printf("  %4s %10s %10s %10s %10s %9s %8s\n", "step", "CCT us", "flow p50", "flow p99", "flow max",
+		    "subflows", "reorder");
 	for (size_t k = 0; k < s.steps.size(); k++) {
 		uint64_t start = UINT64_MAX, end = 0, subflows = 0, bytes = 0;
 		uint64_t retx = 0, nacks = 0, timeouts = 0, reroutes = 0;
+		uint32_t reorder = 0;
 		std::vector<uint64_t> flows;
 		for (const auto &rk : ranks) {
 			const RankStepStats &st = rk->step_stats()[k];
@@ -356,6 +357,7 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 			nacks += st.nacks;
 			timeouts += st.timeouts;
 			reroutes += st.reroutes;
+			reorder = std::max(reorder, st.reorder_max);
 		}
 		for (const auto &rk : ranks)
 			for (uint64_t d : rk->step_stats()[k].flow_done_ns)
@@ -363,8 +365,8 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 		t0 = std::min(t0, start);
 		t1 = std::max(t1, end);
 		double cct = end > start ? (double)(end - start) / 1e3 : 0;
-		std::printf("  %4zu %10.1f %10.1f %10.1f %10.1f %9llu\n", k, cct, pct(flows, 0.5), pct(flows, 0.99),
-			    pct(flows, 1.0), (unsigned long long)subflows);
+		std::printf("  %4zu %10.1f %10.1f %10.1f %10.1f %9llu %8u\n", k, cct, pct(flows, 0.5), pct(flows, 0.99),
+			    pct(flows, 1.0), (unsigned long long)subflows, reorder);
 		steps.push_back({{"cct_us", cct},
 				 {"flows", flows.size()},
 				 {"flow_p50_us", pct(flows, 0.5)},
@@ -378,7 +380,8 @@ int run_collective(Options &o, Run &run, const std::vector<std::vector<Host *>> 
 				 {"retransmits", retx},
 				 {"nacks_rcvd", nacks},
 				 {"timeouts", timeouts},
-				 {"reroutes", reroutes}});
+				 {"reroutes", reroutes},
+				 {"reorder_max", reorder}});
 	}
 	double secs = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
 	double alg = algbw(p.bytes, secs) / 1e9, bus = alg * busbw_factor(p.collective, n);

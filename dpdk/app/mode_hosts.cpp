@@ -122,7 +122,7 @@ uint32_t first_conn_id(const Options &o, size_t i, size_t j)
 }
 
 /* Where each host's frames went, by schedule node: the gate's counters. */
-nlohmann::json gate_json(const OpticalGate &g, const EndpointStats &e)
+nlohmann::json gate_json(const OpticalGate &g, const EndpointStats &e, const OschedPage *page)
 {
 	const GateStats &s = g.stats();
 	nlohmann::json nodes = nlohmann::json::array();
@@ -137,11 +137,18 @@ nlohmann::json gate_json(const OpticalGate &g, const EndpointStats &e)
 		{"held_max_ns", s.held_max_ns},
 		{"never", s.never},
 		{"quiet", s.quiet},
+		{"stale", s.stale},
 		{"overflow", s.overflow},
 		{"late", s.late},
 		{"passed", s.pass},
 		{"deferred", s.deferred},
 		{"acks_coalesced", e.acks_coalesced},
+		/* lumend's page: spells of staleness, a restarted lumend's file
+		 * mapped again, files that were no page */
+		{"page",
+		 {{"stale_spells", page ? page->stats().stale : 0},
+		  {"reopened", page ? page->stats().reopened : 0},
+		  {"bad", page ? page->stats().bad : 0}}},
 		{"nodes", nodes}};
 }
 
@@ -430,7 +437,7 @@ int run_hosts(Options &o)
 			std::unordered_map<uint32_t, uint32_t> nodes;
 			parse_node_addrs(o.optical_addrs, &nodes);
 			auto page = std::make_unique<OschedPage>();
-			if (std::string e = page->open(o.optical_pages[i]); !e.empty())
+			if (std::string e = page->open(o.optical_pages[i], o.optical_stale_ns); !e.empty())
 				return mode_fail("hosts", e);
 			hs[i][0]->ep->set_gate(std::make_unique<OpticalGate>(nodes, o.optical_rate_mbps,
 									     o.optical_max_hold_ns, o.optical_slack_ns),
@@ -492,7 +499,8 @@ int run_hosts(Options &o)
 		if (!o.optical_pages.empty()) {
 			nlohmann::json gates = nlohmann::json::object();
 			for (size_t i = 0; i < n; i++)
-				gates[ip_str(o.hosts[i].ip)] = gate_json(*hs[i][0]->ep->gate(), hs[i][0]->ep->stats());
+				gates[ip_str(o.hosts[i].ip)] =
+					gate_json(*hs[i][0]->ep->gate(), hs[i][0]->ep->stats(), hs[i][0]->ep->page());
 			run.note("gates", gates);
 		}
 		int rep = run.report("hosts");
@@ -525,13 +533,13 @@ int run_hosts(Options &o)
 				const GateStats &gs = g->stats();
 				std::printf(
 					"  %-15s gate: sent %llu, held %llu (max %.1f us), dropped: never %llu, quiet "
-					"%llu, overflow %llu; passed %llu; deferred to a change %llu; late %llu; ACKs "
-					"coalesced %llu\n",
+					"%llu, stale %llu, overflow %llu; passed %llu; deferred to a change %llu; late "
+					"%llu; ACKs coalesced %llu\n",
 					"", (unsigned long long)gs.sent, (unsigned long long)gs.held,
 					(double)gs.held_max_ns / 1e3, (unsigned long long)gs.never,
-					(unsigned long long)gs.quiet, (unsigned long long)gs.overflow,
-					(unsigned long long)gs.pass, (unsigned long long)gs.deferred,
-					(unsigned long long)gs.late,
+					(unsigned long long)gs.quiet, (unsigned long long)gs.stale,
+					(unsigned long long)gs.overflow, (unsigned long long)gs.pass,
+					(unsigned long long)gs.deferred, (unsigned long long)gs.late,
 					(unsigned long long)hs[i][0]->ep->stats().acks_coalesced);
 			}
 			if (complete && (t.msgs_acked != total || t.msgs_delivered != expect[i] ||

@@ -271,7 +271,9 @@ const Mode kModes[] = {
 	 "                         inside the windows' margins; a frame later still is booked\n"
 	 "                         again (late), never sent into a guard (50)\n"
 	 "  --optical-coalesce on|off  an ACK folds into the older one of its connection still\n"
-	 "                         waiting for the circuit (on)\n",
+	 "                         waiting for the circuit (on)\n"
+	 "  --optical-stale-us N   lumend's page whose last boundary is older is stale: quiet\n"
+	 "                         until lumend publishes again (0: 4 slots, at least 100 ms)\n",
 	 check_hosts, run_hosts, nullptr},
 	{"collective", "the hosts of a fabric run a collective on real buffers, checked byte for byte",
 	 "collective options (and hosts mode's --host, --discover-paths, --probe-*):\n"

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/list.h"
+#include "transport/engine_limits.h"
 #include "transport/optical_gate.h"
 
 #include <arpa/inet.h>
@@ -65,6 +66,7 @@ enum Opt {
 	kOpticalMaxHold,
 	kOpticalSlack,
 	kOpticalCoalesce,
+	kOpticalStale,
 	kDemand,
 	kInitCwnd,
 	kRtoMin,
@@ -129,6 +131,7 @@ const option kLong[] = {
 	{"optical-max-hold-us", required_argument, nullptr, kOpticalMaxHold},
 	{"optical-slack-us", required_argument, nullptr, kOpticalSlack},
 	{"optical-coalesce", required_argument, nullptr, kOpticalCoalesce},
+	{"optical-stale-us", required_argument, nullptr, kOpticalStale},
 	{"demand", required_argument, nullptr, kDemand},
 	{"init-cwnd", required_argument, nullptr, kInitCwnd},
 	{"rto-min-us", required_argument, nullptr, kRtoMin},
@@ -158,7 +161,7 @@ const char kCommonUsage[] = "transport:\n"
 			    "                      connection, moved only by a NACK or a timeout on it\n"
 			    "                      (Ethereal's single path); implies --gbn and\n"
 			    "                      --ce-nack-threshold 50; give it to both ends\n"
-			    "  --entropies N       UDP source ports to spread over, from 49152 (256)\n"
+			    "  --entropies N       UDP source ports to spread over, from 49152 (256; 1..16384)\n"
 			    "  --explore N         REPS: packets that explore first, one BDP (256)\n"
 			    "  --freeze-us N       reps-freeze: how long a freeze lasts (10000)\n"
 			    "  --mtu N             IP packet size (1500)\n"
@@ -346,6 +349,13 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		if (!parse_u64(a, lo, hi, &v))                                                                         \
 			return range_error(name, a, lo, hi);                                                           \
 	} while (0)
+/* an engine parameter: its range and unit from transport/engine_limits.h */
+#define LIMIT(r)                                                                                                       \
+	do {                                                                                                           \
+		if (!parse_u64(a, (r).lo, (r).hi, &v))                                                                 \
+			return range_error((r).name, a, (r).lo, (r).hi);                                               \
+		v *= (r).scale;                                                                                        \
+	} while (0)
 		switch (c) {
 		case kServer:
 			o->server = true;
@@ -407,47 +417,46 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			break;
 		}
 		case kPath: {
-			bool found = false;
-			for (int i = 0; i < LUMEN_PATH_MODES; i++)
-				if (!std::strcmp(a, lumen_path_mode_name((uint32_t)i))) {
-					o->engine.path_mode = (lumen_path_mode)i;
-					found = true;
-				}
-			if (!found)
-				return std::string("--path: unknown policy '") + a +
-				       "' (ecmp, ops, reps, reps-freeze, ethereal)";
+			int m = lumen_path_mode_from_name(a);
+			if (m < 0) {
+				std::string names;
+				for (uint32_t i = 0; i < LUMEN_PATH_MODES; i++)
+					names += std::string(i ? ", " : "") + lumen_path_mode_name(i);
+				return std::string("--path: unknown policy '") + a + "' (" + names + ")";
+			}
+			o->engine.path_mode = (lumen_path_mode)m;
 			break;
 		}
 		case kEntropies:
-			NUM("entropies", 1, 16384);
+			LIMIT(limits::kEntropies);
 			o->engine.path.entropies = (uint32_t)v;
 			break;
 		case kExplore:
-			NUM("explore", 0, 65535);
+			LIMIT(limits::kExplore);
 			o->engine.path.explore_pkts = (uint32_t)v;
 			break;
 		case kFreeze:
-			NUM("freeze-us", 1, 1000000);
-			o->engine.path.freeze_ns = v * 1000;
+			LIMIT(limits::kFreezeUs);
+			o->engine.path.freeze_ns = v;
 			break;
 		case kMtu:
-			NUM("mtu", 576, 9000);
+			LIMIT(limits::kMtu);
 			o->engine.mtu = (uint32_t)v;
 			break;
 		case kWindow:
-			NUM("window", 64, 65536);
+			LIMIT(limits::kWindow);
 			o->engine.rx_window = o->engine.tx_window = (uint32_t)v;
 			break;
 		case kRtoMin:
-			NUM("rto-min-us", 1, 1ull << 30);
-			o->engine.rto.min_ns = v * 1000;
+			LIMIT(limits::kRtoMinUs);
+			o->engine.rto.min_ns = v;
 			break;
 		case kRtoMax:
-			NUM("rto-max-us", 1, 1ull << 30);
-			o->engine.rto.max_ns = v * 1000;
+			LIMIT(limits::kRtoMaxUs);
+			o->engine.rto.max_ns = v;
 			break;
 		case kAckEvery:
-			NUM("ack-every", 1, 64);
+			LIMIT(limits::kAckEvery);
 			o->engine.ack_every = (uint32_t)v;
 			break;
 		case kGbn:
@@ -473,16 +482,16 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			o->port_map.max_age_ns = v * 1'000'000;
 			break;
 		case kStartJitter:
-			NUM("start-jitter-us", 0, 1'000'000);
-			o->engine.start_jitter_ns = v * 1000;
+			LIMIT(limits::kStartJitterUs);
+			o->engine.start_jitter_ns = v;
 			break;
 		case kCeNackThreshold:
-			NUM("ce-nack-threshold", 0, 99);
+			LIMIT(limits::kCeNackThreshold);
 			o->engine.ce_nack_threshold_pct = (uint32_t)v;
 			break;
 		case kCeWindow:
-			NUM("ce-window-us", 1, 1'000'000);
-			o->engine.ce_window_ns = v * 1000;
+			LIMIT(limits::kCeWindowUs);
+			o->engine.ce_window_ns = v;
 			break;
 		case kCollective:
 			o->collective = a; /* checked by check_collective */
@@ -523,7 +532,7 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			o->engine.verify = false;
 			break;
 		case kIntSlots:
-			NUM("int-slots", 0, 5);
+			LIMIT(limits::kIntSlots);
 			o->engine.int_slots = (uint32_t)v;
 			break;
 		case kSeed:
@@ -580,7 +589,7 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			o->optical_max_hold_ns = v * 1000;
 			break;
 		case kInitCwnd:
-			NUM("init-cwnd", 1, 65536);
+			LIMIT(limits::kInitCwnd);
 			o->engine.cc.init_cwnd_pkts = (uint32_t)v;
 			break;
 		case kDemand:
@@ -589,6 +598,10 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kOpticalSlack:
 			NUM("optical-slack-us", 0, 1'000'000);
 			o->optical_slack_ns = v * 1000;
+			break;
+		case kOpticalStale:
+			NUM("optical-stale-us", 0, 3'600'000'000ull);
+			o->optical_stale_ns = v * 1000;
 			break;
 		case kOpticalCoalesce:
 			if (std::strcmp(a, "on") && std::strcmp(a, "off"))
@@ -633,6 +646,7 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			return getopt_error(c, argv);
 		}
 #undef NUM
+#undef LIMIT
 	}
 	if (std::string e = leftover_argument(argc, argv); !e.empty())
 		return e;

@@ -48,6 +48,7 @@ struct Options {
 	uint32_t optical_rate_mbps = 0;
 	uint64_t optical_max_hold_ns = 1'000'000'000;
 	uint64_t optical_slack_ns = 50'000; /* how late a poll may send a frame (OpticalGate) */
+	uint64_t optical_stale_ns = 0; /* lumend's page older than this is stale (0: OschedPage's default) */
 	bool optical_coalesce = true; /* fold ACKs waiting in a VOQ (transport/ack_coalescer.h) */
 	/* hosts: --discover-paths S finds, before the clients start, which
 	 * source ports lead to which of S spines for each destination

@@ -67,6 +67,8 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"reroutes", s.reroutes},
 		{"zero_copy_pkts", s.zero_copy_pkts},
 		{"rnr_drops", s.rnr_drops},
+		{"window_updates_sent", s.window_updates_sent},
+		{"window_updates_rcvd", s.window_updates_rcvd},
 		{"handshake_retries", s.handshake_retries},
 		{"msgs_sent", s.msgs_sent},
 		{"msgs_acked", s.msgs_acked},
@@ -168,6 +170,7 @@ int tel_gate(const char *, const char *params, rte_tel_data *d)
 							    {"held", g.held},
 							    {"never", g.never},
 							    {"quiet", g.quiet},
+							    {"stale", g.stale},
 							    {"overflow", g.overflow},
 							    {"late", g.late},
 							    {"passed", g.pass},
@@ -411,6 +414,46 @@ void Host::pace(uint64_t now_ns)
 	}
 }
 
+/* Connections the server reset, opened again (the old one is freed first:
+ * connect() refuses an id in use) with the messages the reset failed
+ * posted again, up to the depth; the rest follow as those complete. */
+void Host::redial(uint64_t now_ns)
+{
+	Engine &e = ep->engine();
+	for (auto it = reset.begin(); it != reset.end();) {
+		const uint32_t id = it->first, failed = it->second;
+		Connection *old = nullptr;
+		for (const auto &c : e.connections())
+			if (c && c->client && c->conn_id == id)
+				old = c.get();
+		if (!old) {
+			it = reset.erase(it);
+			continue;
+		}
+		const uint32_t peer_ip = old->peer_ip;
+		const Mac peer_mac = old->peer_mac;
+		e.close(*old, now_ns); /* failed: freed at once */
+		Connection *c = e.connect(peer_ip, peer_mac, id, now_ns);
+		if (!c)
+			return; /* no slot yet: next poll */
+		redials++;
+		it = reset.erase(it);
+		for (Paced &p : paced)
+			if (p.c == old)
+				p.c = c;
+		if (!paced.empty())
+			continue; /* open loop: pace() posts */
+		const uint32_t i = id - first_conn_id;
+		if (msgs_per_conn && i < left.size())
+			left[i] += failed;
+		for (uint32_t k = 0; k < depth && (msgs_per_conn == 0 || (i < left.size() && left[i] > 0)); k++) {
+			if (msgs_per_conn)
+				left[i]--;
+			e.post(*c, msg_size, now_ns);
+		}
+	}
+}
+
 std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uint32_t first_conn_id, uint32_t conns,
 			     double rate_bps)
 {
@@ -434,9 +477,20 @@ std::string Run::start_queue(Host &h, uint32_t peer_ip, const Mac &peer_mac, uin
 	Host *hp = &h;
 	bool record = !o_.fct_csv.empty();
 	h.paced_cap = o_.depth;
+	h.depth = o_.depth;
 	e.on_complete = [hp, record](Connection &c, const Completion &d) {
 		if (d.kind != Completion::kSend)
 			return;
+		if (d.status != MsgStatus::kOk) {
+			/* not acknowledged: no completion time. A reset (the
+			 * server has no such connection: it restarted) is
+			 * answered by a new incarnation (Host::redial); a
+			 * message that timed out or was aborted is counted */
+			hp->msgs_failed++;
+			if (d.status == MsgStatus::kReset && c.client)
+				hp->reset[c.conn_id]++;
+			return;
+		}
 		uint64_t now_ns = d.done_ns;
 		hp->fct.record(now_ns - d.posted_ns);
 		if (record)
@@ -541,6 +595,8 @@ void Run::poll_share(unsigned share, unsigned shares)
 	while (!stop_.load(std::memory_order_relaxed)) {
 		uint64_t now = clock_.now_ns();
 		for (size_t i = share; i < hosts_.size(); i += shares) {
+			if (!hosts_[i]->reset.empty())
+				hosts_[i]->redial(now);
 			if (!hosts_[i]->paced.empty())
 				hosts_[i]->pace(now);
 			if (hosts_[i]->tick)
@@ -657,6 +713,8 @@ nlohmann::json Run::summary() const
 				    {"conns_closed", e.stats().conns_closed},
 				    {"conns_expired", e.stats().conns_expired},
 				    {"reincarnations", e.stats().reincarnations},
+				    {"redials", h->redials},
+				    {"msgs_failed", h->msgs_failed},
 				    {"arrivals", e.stats().arrivals},
 				    {"totals", conn_json(t)},
 				    {"frames",

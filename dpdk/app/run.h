@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,13 @@ struct Host {
 	void pace(uint64_t now_ns);
 	/* called before every poll of the endpoint, on its lcore (collective mode's ranks) */
 	std::function<void(uint64_t now_ns)> tick;
+	/* client: a connection its server reset (the server restarted: FIN
+	 * RST) is opened again, a new incarnation, and the messages the reset
+	 * failed are posted again: conn_id -> those messages */
+	std::map<uint32_t, uint32_t> reset;
+	uint64_t redials = 0, msgs_failed = 0;
+	uint32_t depth = 0;
+	void redial(uint64_t now_ns);
 	std::atomic<uint64_t> msgs_done{0};
 	uint64_t msgs_total = 0; /* client: 0 = unlimited */
 

@@ -3,6 +3,7 @@
 // dpdk/transport/cc.cpp - CcParams (validation, the PowerTCP core's parameter
 // set) and make_cc. The algorithms are cc_dctcp.cpp and cc_powertcp.cpp.
 #include "transport/cc.h"
+#include "transport/engine_limits.h"
 
 #include <stdexcept>
 
@@ -30,8 +31,9 @@ std::string dctcp_errors(const CcParams &p)
 	if (p.dctcp_min_cwnd_pkts > 65536 || min_cwnd > p.dctcp_max_cwnd_bytes)
 		return "dctcp_min_cwnd_pkts * mss must not exceed dctcp_max_cwnd_bytes";
 	uint64_t init_cwnd = uint64_t(p.init_cwnd_pkts) * p.mss;
-	if (p.init_cwnd_pkts < 1 || p.init_cwnd_pkts > 65536)
-		return "init_cwnd_pkts must be within [1, 65536]";
+	if (!limits::kInitCwnd.holds(p.init_cwnd_pkts)) /* the field's name: callers set fields */
+		return "init_cwnd_pkts must be within [" + std::to_string(limits::kInitCwnd.lo) + ", " +
+		       std::to_string(limits::kInitCwnd.hi) + "]";
 	if (init_cwnd < min_cwnd || init_cwnd > p.dctcp_max_cwnd_bytes)
 		return "init_cwnd_pkts * mss must be within [dctcp_min_cwnd_pkts * mss, dctcp_max_cwnd_bytes]";
 	if (p.dctcp_wtd_weight < 1 || p.dctcp_wtd_weight > kQ16One)

@@ -173,6 +173,7 @@ void CollectiveRank::post_sends(size_t step, uint64_t now_ns)
 
 	st.start_ns = now_ns;
 	st.at_start = engine_.totals();
+	engine_.take_reorder_peak(); /* from here: this step's */
 	sending_ = true;
 	sends_left_ = 0;
 	/* local copies: the source is as the step found it */
@@ -267,6 +268,7 @@ void CollectiveRank::maybe_finish(uint64_t now_ns)
 	st.nacks = t.nacks_rcvd - st.at_start.nacks_rcvd;
 	st.timeouts = t.timeouts - st.at_start.timeouts;
 	st.reroutes = t.reroutes - st.at_start.reroutes;
+	st.reorder_max = engine_.take_reorder_peak();
 	finished_ = true;
 	/* the next step's buffers first: the barrier's word lets the others send into them */
 	if (step + 1 < schedule_.steps.size()) {

@@ -60,6 +60,7 @@ struct RankStepStats {
 	// the rank's engine during the step (its connections' counters, the
 	// barrier's included): what the transport did for it
 	uint64_t retransmits = 0, nacks = 0, timeouts = 0, reroutes = 0;
+	uint32_t reorder_max = 0; // the deepest reordering a packet of the step arrived with (PSNs)
 	ConnStats at_start; // the engine's totals when the step began
 };
 

@@ -217,6 +217,9 @@ struct ConnStats {
 	uint64_t ce_nacks_sent = 0; /* NACKs for a window mostly CE-marked (also in nacks_sent) */
 	uint64_t ooo_ignored = 0; /* out-of-order DATA not NACKed in the window after one of those */
 	uint64_t rnr_drops = 0; /* DATA of a message no receive buffer was posted for (not taken) */
+	/* ACKs that only reopen the window (pkts 0, dp_wire.h): sent when a
+	 * posted buffer opens a window the last ACK had closed; received */
+	uint64_t window_updates_sent = 0, window_updates_rcvd = 0;
 	uint64_t handshake_retries = 0; /* SYNs and FINs resent on the timer */
 	uint32_t reorder_max = 0;
 
@@ -364,6 +367,10 @@ struct alignas(64) Connection {
 	ConnState state = ConnState::kEstablished;
 	bool engine_owned = false; /* opened by open_on_handshake: the engine frees it */
 	bool closing = false; /* close(): a FIN once every message is acknowledged */
+	/* free_conn is under way: the completions and on_closed it calls may
+	 * close() the connection again, which must do nothing (it would free
+	 * it twice) */
+	bool freeing = false;
 	uint8_t ctrl_tries = 0; /* SYNs or FINs sent for the current step */
 	uint32_t isn = 0; /* the incarnation's initial PSN */
 	uint32_t cookie = 0; /* client: the server's cookie to echo; 0: none yet */
@@ -418,6 +425,11 @@ struct alignas(64) Connection {
 	 * the PSN window): a sender does not send what would only be dropped
 	 * for want of a buffer. */
 	uint32_t rx_room = 0;
+	/* The window the latest ACK offered (UINT32_MAX: none sent yet, the
+	 * sender assumes the whole PSN window), and the entropy of the latest
+	 * DATA (a window update goes back on it) */
+	uint32_t rwnd_sent = UINT32_MAX;
+	uint16_t rx_sport = 0;
 	AckDue ack{}; /* the latest packet's echo while ACKs are coalesced */
 	/* CE NACKs (ce_nack_threshold_pct): the window counted since
 	 * ce_win_start_ns, and the end of the quiet window after a NACK */
@@ -592,6 +604,16 @@ class Engine
 		return conns_.size() - free_slots_.size();
 	}
 	ConnStats totals() const;
+	/* The deepest reordering (PSNs a new packet arrived ahead of the
+	 * cumulative one) of any connection since the previous call; resets
+	 * it. ConnStats::reorder_max is a connection's whole life; this is for
+	 * a phase of a run (a collective's step). */
+	uint32_t take_reorder_peak()
+	{
+		uint32_t p = reorder_peak_;
+		reorder_peak_ = 0;
+		return p;
+	}
 	Connection *find(uint32_t peer_ip, uint32_t conn_id);
 	/* Whether every posted message of every connection was acknowledged. */
 	bool idle() const;
@@ -612,19 +634,21 @@ class Engine
 		return bytes / max_payload_ + (bytes % max_payload_ != 0);
 	}
 	uint16_t rwnd_of(const Connection &c) const;
+	void window_update(Connection &c);
 	void complete(Connection &c, const Completion &done)
 	{
 		if (on_complete)
 			on_complete(c, done);
 	}
 	void ack_due(Connection &c, bool nack);
+	bool ce_nack_due(Connection &c, bool ce, uint64_t now_ns);
+	/* what ACKs, NACKs and the RTO do to a sender (engine_ack.cpp) */
 	void check_spurious(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);
 	void ack_messages(Connection &c, uint32_t old_una, uint64_t now_ns);
 	void on_rto(Connection &c, uint64_t now_ns);
 	void reroute(Connection &c);
 	void spurious_rto(Connection &c, uint64_t now_ns);
-	bool ce_nack_due(Connection &c, bool ce, uint64_t now_ns);
 	void rearm_rto(Connection &c, uint64_t now_ns);
 	/* lifecycle (engine_lifecycle.cpp) */
 	void on_ctrl(Connection *c, const lumen_dp_pkt &p, uint64_t now_ns);
@@ -683,6 +707,7 @@ class Engine
 	ConnStats closed_; /* the counters of freed connections (totals) */
 	uint64_t next_sweep_ns_ = 0; /* idle expiry's next look */
 	uint64_t frees_ = 0; /* connections freed so far (rx_burst's pointers) */
+	uint32_t reorder_peak_ = 0; /* take_reorder_peak() */
 	std::vector<PathStats> paths_;
 	std::array<uint8_t, LUMEN_DP_EXT_MAX> int_request_{};
 	uint32_t int_request_len_ = 0;

@@ -196,6 +196,9 @@ Connection *Engine::open_established(uint32_t peer_ip, const Mac &peer_mac, uint
 void Engine::free_conn(Connection &c, uint64_t now_ns)
 {
 	const uint32_t idx = c.index;
+	if (c.freeing)
+		return;
+	c.freeing = true;
 	wheel_.cancel(c.rto_timer);
 	fail(c, MsgStatus::kReset, now_ns); /* whatever it still held */
 	if (on_closed)
@@ -216,6 +219,8 @@ void Engine::free_conn(Connection &c, uint64_t now_ns)
 
 void Engine::close(Connection &c, uint64_t now_ns)
 {
+	if (c.freeing)
+		return; /* called back from free_conn: it is being freed */
 	if (c.failed || c.state == ConnState::kListen || (c.state == ConnState::kSynSent && !c.has_msgs)) {
 		free_conn(c, now_ns); /* nothing to finish */
 		return;

@@ -3,6 +3,7 @@
  * template of its DATA packets, apart from the per-packet paths of
  * engine.cpp (see engine.h). */
 #include "transport/engine.h"
+#include "transport/engine_limits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -36,22 +37,31 @@ uint32_t EngineConfig::max_payload() const
 
 std::string EngineConfig::validate() const
 {
-	if (mtu < 576 || mtu > 9000)
-		return "mtu must be 576..9000 bytes";
-	if (int_slots > LUMEN_INT_MAX_HOPS)
-		return "int slots must be 0..5";
-	if (!power_of_two(rx_window) || rx_window < 64 || rx_window > 65536)
-		return "rx window must be a power of two, 64..65536 packets";
-	if (!power_of_two(tx_window) || tx_window < 64 || tx_window > 65536)
-		return "tx window must be a power of two, 64..65536 packets";
-	if (ack_every < 1 || ack_every > 64)
-		return "ack-every must be 1..64";
+	namespace L = limits;
+	if (!L::kMtu.holds(mtu))
+		return L::kMtu.refusal() + " bytes";
+	if (!L::kIntSlots.holds(int_slots))
+		return L::kIntSlots.refusal();
+	if (!power_of_two(rx_window) || !L::kWindow.holds(rx_window))
+		return "rx " + L::kWindow.refusal() + " packets, a power of two";
+	if (!power_of_two(tx_window) || !L::kWindow.holds(tx_window))
+		return "tx " + L::kWindow.refusal() + " packets, a power of two";
+	if (!L::kAckEvery.holds(ack_every))
+		return L::kAckEvery.refusal();
 	if (path_mode >= LUMEN_PATH_MODES)
 		return "unknown path policy";
-	if (lumen_path_params_validate(&path) != 0)
-		return "path policy parameters out of range (entropies 1..65536, explore <= 65535, freeze 1 us..1 s)";
+	if (!L::kEntropies.holds(path.entropies))
+		return L::kEntropies.refusal();
+	if (!L::kExplore.holds(path.explore_pkts))
+		return L::kExplore.refusal() + " packets";
+	if (!L::kFreezeUs.holds(path.freeze_ns))
+		return L::kFreezeUs.refusal() + " us";
+	if (lumen_path_params_validate(&path) != 0) /* what the table does not name: freeze_rtt_q8 */
+		return "path policy parameters out of range (freeze_rtt_q8 256..4096)";
 	if ((uint32_t)sport_base + path.entropies > 65536)
-		return "sport base + entropies must not pass port 65535";
+		return "sport base " + std::to_string(sport_base) + " + " + std::to_string(path.entropies) +
+		       " entropies would pass port 65535: at most " + std::to_string(65536u - sport_base) +
+		       " entropies";
 	if (path_mode == LUMEN_PATH_ETHEREAL && !gbn)
 		return "path policy ethereal needs Go-Back-N (gbn): its single path delivers in order, and its "
 		       "receiver's NACKs are what reroute it";
@@ -61,16 +71,20 @@ std::string EngineConfig::validate() const
 	if (gbn && (path_mode == LUMEN_PATH_OPS || path_mode == LUMEN_PATH_REPS || path_mode == LUMEN_PATH_REPS_FREEZE))
 		return "Go-Back-N (gbn) needs a single-path policy (ecmp, ethereal): a spraying one (ops, reps, "
 		       "reps-freeze) reorders, and its receiver would NACK every reordered packet";
-	if (ce_nack_threshold_pct > 99)
-		return "ce-nack-threshold must be 0..99 percent (0: off)";
+	if (!L::kCeNackThreshold.holds(ce_nack_threshold_pct))
+		return L::kCeNackThreshold.refusal() + " percent (0: off)";
 	if (ce_nack_threshold_pct && !gbn)
 		return "ce-nack-threshold needs Go-Back-N (gbn): its NACK makes the sender go back N";
-	if (ce_window_ns < 1000 || ce_window_ns > 1'000'000'000)
-		return "ce-window must be 1 us..1 s";
-	if (max_conns < 1 || max_conns > (1u << 22))
-		return "max connections must be 1..4194304";
-	if (start_jitter_ns > 1'000'000'000)
-		return "start jitter must be at most 1 s";
+	if (!L::kCeWindowUs.holds(ce_window_ns))
+		return L::kCeWindowUs.refusal();
+	if (!L::kMaxConns.holds(max_conns))
+		return L::kMaxConns.refusal();
+	if (!L::kStartJitterUs.holds(start_jitter_ns))
+		return L::kStartJitterUs.refusal();
+	if (!L::kRtoMinUs.holds(rto.min_ns))
+		return L::kRtoMinUs.refusal();
+	if (!L::kRtoMaxUs.holds(rto.max_ns))
+		return L::kRtoMaxUs.refusal();
 	if (!power_of_two(wheel_slots) || tick_ns < 1000 || tick_ns > 1'000'000)
 		return "timer wheel: slots a power of two, tick 1..1000 us";
 	if (std::string e = cc.validate(); !e.empty())
@@ -110,6 +124,8 @@ void ConnStats::add(const ConnStats &o)
 	ce_nacks_sent += o.ce_nacks_sent;
 	ooo_ignored += o.ooo_ignored;
 	rnr_drops += o.rnr_drops;
+	window_updates_sent += o.window_updates_sent;
+	window_updates_rcvd += o.window_updates_rcvd;
 	handshake_retries += o.handshake_retries;
 	zero_copy_pkts += o.zero_copy_pkts;
 	msgs_sent += o.msgs_sent;

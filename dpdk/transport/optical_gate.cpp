@@ -35,6 +35,17 @@ int64_t OpticalGate::node_of(uint32_t dst_ip) const
 	return it->second;
 }
 
+bool OpticalGate::quiet_now()
+{
+	if (!t_.quiet && t_.waits.size() >= (size_t)t_.timing.period * t_.nodes)
+		return false;
+	if (t_.quiet == kQuietStale)
+		st_.stale++;
+	else
+		st_.quiet++;
+	return true;
+}
+
 GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, uint64_t *depart_tai, Offer offer)
 {
 	const int64_t node = node_of(dst_ip);
@@ -48,10 +59,8 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 		nodes_[dst].offered_frames++;
 		nodes_[dst].offered_bytes += len;
 	}
-	if (t_.quiet || t_.waits.size() < (size_t)t_.timing.period * t_.nodes) {
-		st_.quiet++;
+	if (quiet_now())
 		return GateVerdict::kQuiet;
-	}
 	uint64_t base = now_tai > wire_free_[dst] ? now_tai : wire_free_[dst];
 	uint64_t wire = lumen_wire_ns(len, rate_mbps_);
 	if (t_.change_ns && base + wire > t_.change_ns) {
@@ -115,10 +124,8 @@ GateVerdict OpticalGate::release(uint32_t dst_ip, uint32_t len, uint64_t now_tai
 	if (node < 0)
 		return GateVerdict::kPass; /* the tables changed under it: not a node now */
 	uint32_t dst = (uint32_t)node;
-	if (t_.quiet || t_.waits.size() < (size_t)t_.timing.period * t_.nodes) {
-		st_.quiet++;
+	if (quiet_now())
 		return GateVerdict::kQuiet;
-	}
 	/* it fits when the earliest departure from now, the wire clock aside,
 	 * is now itself */
 	const uint64_t wire = lumen_wire_ns(len, rate_mbps_);

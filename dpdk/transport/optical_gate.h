@@ -41,6 +41,16 @@ extern "C" {
 namespace lumen::dp
 {
 
+/* lumen-dp's own reasons to keep quiet, beside lumend's LUMEN_QUIET_* bits
+ * (never in the page; OschedPage sets them): lumend's page stopped moving
+ * (its boundary, or a change's instant, older than the stale limit: a
+ * lumend that died), or the path names a file that is no page of this ABI
+ * (a replaced one). Frames dropped while the first alone holds are counted
+ * as stale, otherwise as quiet (lumend's word first, as the kernel's gate
+ * does). */
+constexpr uint32_t kQuietStale = 1u << 16;
+constexpr uint32_t kQuietPage = 1u << 17;
+
 /* What the gate needs of a schedule: lumend's page, copied. */
 struct GateTables {
 	lumen_slot_timing timing{};
@@ -80,6 +90,7 @@ enum class GateVerdict {
  * closed circuit */
 struct GateStats {
 	uint64_t pass = 0, sent = 0, held = 0, never = 0, quiet = 0, overflow = 0, deferred = 0, late = 0;
+	uint64_t stale = 0; /* dropped while lumend's page was stale (kQuietStale) */
 	uint64_t held_ns = 0, held_max_ns = 0;
 };
 
@@ -156,6 +167,8 @@ class OpticalGate
 	uint64_t max_hold_ns_, slack_ns_;
 	GateTables t_;
 	std::vector<uint64_t> wire_free_; /* by node: when the wire to it is free again */
+	bool quiet_now(); /* quiet: counted as quiet or stale */
+
 	GateStats st_;
 	std::vector<GateNodeStats> nodes_;
 };

@@ -8,8 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+
+extern "C" {
+#include <lumen/optical_wire.h>
+}
 
 namespace lumen::dp
 {
@@ -20,9 +27,15 @@ OschedPage::~OschedPage()
 		munmap(const_cast<lumen_osched_page *>(pg_), len_);
 }
 
-std::string OschedPage::open(const std::string &path)
+uint64_t OschedPage::default_stale_ns(uint64_t slot_ns)
+{
+	return std::max<uint64_t>(4 * slot_ns, 100'000'000ull);
+}
+
+std::string OschedPage::open(const std::string &path, uint64_t stale_ns)
 {
 	path_ = path;
+	stale_ns_ = stale_ns;
 	return map();
 }
 
@@ -39,7 +52,14 @@ std::string OschedPage::map()
 	if (fd < 0)
 		return "cannot open lumend's page " + path + ": " + std::strerror(errno) + " (is lumend running?)";
 	struct stat st;
-	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(lumen_osched_page)) {
+	if (fstat(fd, &st) != 0) {
+		::close(fd);
+		return "cannot read " + path + ": " + std::strerror(errno);
+	}
+	/* the file judged, good or not: check() looks again only at another */
+	dev_ = (uint64_t)st.st_dev;
+	ino_ = (uint64_t)st.st_ino;
+	if ((size_t)st.st_size < sizeof(lumen_osched_page)) {
 		::close(fd);
 		return path + " is no lumend page (too short)";
 	}
@@ -90,7 +110,7 @@ bool OschedPage::read(uint32_t s, GateTables *t)
 	const uint64_t version = pg->version, margin_ns = pg->margin_ns, change_ns = pg->change_ns;
 	size_t count = (size_t)timing.period * nodes;
 	uint32_t bad = 0;
-	const bool tables = version != t->version || t->waits.size() != count;
+	const bool tables = force_tables_ || version != t->version || t->waits.size() != count;
 	if (tables) {
 		/* never past the mapping, whatever a torn header says */
 		if (waits_off > len_ || count > (len_ - waits_off) / sizeof(uint16_t)) {
@@ -103,9 +123,10 @@ bool OschedPage::read(uint32_t s, GateTables *t)
 	}
 	if (lumen_osched_read_retry(pg, s))
 		return false;
-	const bool news = tables || (quiet | bad) != t->quiet || change_ns != t->change_ns;
+	const bool news = tables || (quiet | bad | own_) != t->quiet || change_ns != t->change_ns;
 	seq_ = s;
-	t->quiet = quiet | bad;
+	force_tables_ = false;
+	t->quiet = quiet | bad | own_;
 	t->timing = timing;
 	t->self = self;
 	t->nodes = nodes;
@@ -115,6 +136,106 @@ bool OschedPage::read(uint32_t s, GateTables *t)
 	if (tables)
 		t->waits.swap(scratch_); /* no copy, no allocation once scratch_ has room */
 	return news;
+}
+
+namespace
+{
+
+/* The page's change (its instant; staged or committed, the page does not
+ * say) as optical.h judges an overdue one. */
+bool change_overdue(uint64_t change_ns, uint64_t now_tai, uint64_t limit)
+{
+	lumen_sched_change c{};
+	c.switch_ns = change_ns;
+	c.state = change_ns ? LUMEN_CHANGE_STAGED : LUMEN_CHANGE_NONE;
+	return lumen_change_overdue(&c, now_tai, limit);
+}
+
+} // namespace
+
+bool OschedPage::poll(GateTables *t, uint64_t now_ns)
+{
+	bool news = refresh(t);
+	if (now_ns < next_check_)
+		return news;
+	next_check_ = now_ns + kCheckNs;
+	timespec ts;
+	clock_gettime(CLOCK_TAI, &ts);
+	return check((uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec, t) || news;
+}
+
+void OschedPage::warn(const std::string &line)
+{
+	if (warn_)
+		warn_(line, warn_arg_);
+	else
+		std::fprintf(stderr, "lumen-dp: %s\n", line.c_str());
+}
+
+/* The reader's own quiet bits become bits; true when *t changed. */
+bool OschedPage::set_own(uint32_t bits, const std::string &why, GateTables *t)
+{
+	why_ = bits ? why : "";
+	if (bits == own_)
+		return false;
+	own_ = bits;
+	const uint32_t q = (t->quiet & ~(kQuietStale | kQuietPage)) | own_;
+	if (q == t->quiet)
+		return false;
+	t->quiet = q;
+	return true;
+}
+
+bool OschedPage::check(uint64_t now_tai, GateTables *t)
+{
+	/* a restarted lumend: the path names another file than the one mapped */
+	struct stat st;
+	bool news = false;
+	if (::stat(path_.c_str(), &st) == 0 && ((uint64_t)st.st_dev != dev_ || (uint64_t)st.st_ino != ino_)) {
+		/* judged once, even if it cannot be opened (map() takes the
+		 * identity of what it opens, when it can) */
+		dev_ = (uint64_t)st.st_dev;
+		ino_ = (uint64_t)st.st_ino;
+		if (std::string e = map(); !e.empty()) {
+			st_.bad++;
+			warn("lumend's page " + path_ + " was replaced: " + e + "; quiet until it names a page");
+			return set_own(kQuietPage, e, t);
+		}
+		st_.reopened++;
+		warn("lumend's page " + path_ + " is another file (lumend started again): mapped again");
+		seq_ = 1; /* read it whole: header and tables */
+		force_tables_ = true;
+		set_own(own_ & ~(kQuietPage | kQuietStale), "", t);
+		since_ = now_tai;
+		refresh(t);
+		news = true;
+		/* judged below as any page: a new lumend may not have published yet */
+	}
+	if (!pg_)
+		return false; /* a bad file stays quiet (kQuietPage) until another comes */
+	const uint64_t boundary = __atomic_load_n(&pg_->boundary_ns, __ATOMIC_RELAXED);
+	const uint64_t limit = stale_ns_ ? stale_ns_ : default_stale_ns(t->timing.slot_ns);
+	if (!since_)
+		since_ = now_tai;
+	std::string why;
+	/* a page that has published nothing yet is given the limit from when
+	 * it was first seen: a lumend just started publishes within a slot */
+	if (lumen_osched_stale(now_tai, boundary ? boundary : since_, limit))
+		why = boundary ? "its last slot boundary is " + std::to_string((now_tai - boundary) / 1'000'000) +
+					 " ms old"
+			       : "it has published no slot boundary";
+	else if (!(t->quiet & ~(kQuietStale | kQuietPage)) && change_overdue(t->change_ns, now_tai, limit))
+		/* lumend puts the new tables in at the instant, or says quiet
+		 * (version): a page that does neither is not followed
+		 * (include/lumen/optical.h: a change never committed) */
+		why = "the change at " + std::to_string(t->change_ns) + " ns TAI is " +
+		      std::to_string((now_tai - t->change_ns) / 1'000'000) + " ms past and not in it";
+	if (!why.empty() && !(own_ & kQuietStale)) {
+		st_.stale++;
+		warn("lumend's page " + path_ + " is stale: " + why + " (limit " + std::to_string(limit / 1'000'000) +
+		     " ms; lumend died?): quiet until it publishes again");
+	}
+	return set_own(why.empty() ? own_ & ~kQuietStale : own_ | kQuietStale, why, t) || news;
 }
 
 } // namespace lumen::dp

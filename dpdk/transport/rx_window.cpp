@@ -27,18 +27,14 @@ RxWindow::RxWindow(uint32_t capacity)
 	capacity_ = capacity;
 	mask_ = capacity - 1;
 	bits_.assign(capacity / 64, 0);
-	last_.assign(capacity / 64, 0);
 }
 
 void RxWindow::reset(uint32_t first_psn)
 {
 	for (auto &w : bits_)
 		w = 0;
-	for (auto &w : last_)
-		w = 0;
 	cum_ = first_psn;
 	high_ = first_psn;
-	completed_ = 0;
 }
 
 // cum_ has just arrived: run it over the contiguous received PSNs, one word
@@ -61,10 +57,7 @@ void RxWindow::advance()
 			run = 64 - b;
 		uint64_t m = low_bits(run) << b;
 
-		if (uint64_t ends = last_[w] & m) /* popcount is a call without -mpopcnt */
-			completed_ += static_cast<uint32_t>(__builtin_popcountll(ends));
 		bits_[w] &= ~m;
-		last_[w] &= ~m;
 		cum_ += run;
 		if (b + run < 64)
 			break;
@@ -75,7 +68,7 @@ void RxWindow::advance()
 }
 
 // Every other arrival (on_data took the PSN expected with nothing beyond).
-RxWindow::Arrival RxWindow::on_data_slow(uint32_t psn, bool msg_last)
+RxWindow::Arrival RxWindow::on_data_slow(uint32_t psn)
 {
 	uint32_t d = psn - cum_;
 
@@ -90,8 +83,6 @@ RxWindow::Arrival RxWindow::on_data_slow(uint32_t psn, bool msg_last)
 	if (word & bit)
 		return Arrival::kDuplicate;
 	word |= bit;
-	if (msg_last)
-		last_[pos >> 6] |= bit;
 	if (d >= high_ - cum_)
 		high_ = psn + 1;
 	if (d == 0)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // dpdk/transport/rx_window.h - the receiver's PSN window: which of the next
-// `capacity` PSNs have arrived, the cumulative ack, the SACK bitmap an ACK
-// carries, and how many messages became complete, in order.
+// `capacity` PSNs have arrived, the cumulative ack and the SACK bitmap an ACK
+// carries. (Which bytes make which message is the engine's: messages.h
+// places each packet at its offset in the message it names.)
 //
 // Sprayed packets (REPS, OPS) arrive out of order, so the receiver keeps one
 // bit per PSN for the PSNs [cum, cum + capacity): `cum` is the next PSN
@@ -17,10 +18,8 @@
 //                                                sender's SACK/RTO recovers,
 //                                                research §5.12)
 //                  bit already set  kDuplicate
-//                  otherwise        set the bit (and its msg_last bit); when
-//                                   d == 0, cum runs over the contiguous set
-//                                   bits, clearing them and counting the
-//                                   msg_last bits it passes.
+//                  otherwise        set the bit; when d == 0, cum runs over
+//                                   the contiguous set bits, clearing them.
 //
 // The run is taken a word at a time (count-trailing-ones, popcount), so an
 // arrival costs O(capacity/64) at worst, and an in-order arrival with
@@ -28,14 +27,8 @@
 //
 // Invariants, whatever a peer sends: the bit of cum is clear; only PSNs in
 // [cum, high) have bits set, where high (one past the highest PSN received,
-// never before cum) is at most cum + capacity; msg_last bits are set only
-// where the received bit is. A hostile PSN can only be refused (kBeyond,
+// never before cum) is at most cum + capacity. A hostile PSN can only be refused (kBeyond,
 // kDuplicate) or fill a hole; it cannot move cum backwards or past a hole.
-//
-// Message completion: every PSN carries "I end a message" (the DATA header's
-// MSG_LAST flag). Messages are delivered in PSN order, so a message is
-// complete exactly when cum passes its last PSN; take_completed() hands
-// those counts to the caller.
 //
 // No allocation after construction; nothing throws after construction.
 #pragma once
@@ -65,19 +58,17 @@ class RxWindow
 	// Forget everything; the next PSN expected is first_psn.
 	void reset(uint32_t first_psn);
 
-	// Record the arrival of psn; msg_last: this PSN ends a message (kept
-	// from the first arrival: a duplicate does not change it). Inline for
-	// the common case, the PSN expected with nothing received beyond it:
-	// no bit is set (cum would clear it at once), cum moves on.
-	Arrival on_data(uint32_t psn, bool msg_last)
+	// Record the arrival of psn. Inline for the common case, the PSN
+	// expected with nothing received beyond it: no bit is set (cum would
+	// clear it at once), cum moves on.
+	Arrival on_data(uint32_t psn)
 	{
 		if (psn == cum_ && high_ == cum_) {
 			cum_++;
 			high_ = cum_;
-			completed_ += msg_last;
 			return Arrival::kNew;
 		}
-		return on_data_slow(psn, msg_last);
+		return on_data_slow(psn);
 	}
 
 	// Next PSN expected: every PSN before it has arrived.
@@ -96,16 +87,6 @@ class RxWindow
 	// How far ahead of cum() psn is (call it before on_data(psn)): 0 for the
 	// PSN expected, psn - cum() after it, 0 for a PSN before cum().
 	uint32_t reorder_depth(uint32_t psn) const;
-	// Messages completed (msg_last PSNs that cum passed) since the previous
-	// call, in order; resets the count.
-	uint32_t take_completed()
-	{
-		uint32_t n = completed_;
-
-		completed_ = 0;
-		return n;
-	}
-
 	// Whether psn has arrived (every PSN before cum() has).
 	bool received(uint32_t psn) const;
 	// Ask the CPU for the bitmap word of psn ahead of on_data(psn).
@@ -125,16 +106,14 @@ class RxWindow
 
 		return (bits_[pos >> 6] >> (pos & 63)) & 1;
 	}
-	Arrival on_data_slow(uint32_t psn, bool msg_last);
+	Arrival on_data_slow(uint32_t psn);
 	void advance();
 
 	uint32_t capacity_;
 	uint32_t mask_; // capacity - 1
 	uint32_t cum_ = 0;
 	uint32_t high_ = 0; // one past the highest PSN received; cum_ when none
-	uint32_t completed_ = 0;
 	std::vector<uint64_t> bits_; // received, bit (psn mod capacity)
-	std::vector<uint64_t> last_; // msg_last, same indexing
 };
 
 } // namespace lumen::dp

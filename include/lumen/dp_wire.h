@@ -60,6 +60,9 @@
  *   34  2  pkts        DATA packets newly received since the previous ACK
  *   36  2  ce_pkts     of those, how many carried CE
  *   38  2  rwnd        PSNs beyond psn the receiver can still take
+ *   An ACK with pkts 0 is a window update: it answers no DATA (echo_ts,
+ *   echo_psn and echo_sport are 0) and tells the sender that a window the
+ *   previous ACK closed is open again (rwnd).
  *
  * The INT extension is exactly the TCP INT option of int_option.h (kind 253,
  * length, ExID, ver/flags/count, hop records): a request on DATA (switches

@@ -197,6 +197,37 @@ LUMEN_INLINE enum lumen_rotor_verdict lumen_rotor_check(const struct lumen_slot_
  * (sends nothing; the switch forwards nothing) until it learns the outcome,
  * rather than collide. A party that missed the announcement never
  * acknowledged it, so the change is aborted everywhere.
+ *
+ * A change that is never committed (the coordinator died between the
+ * phases, a commit was lost) expires by this rule, the only safe one
+ * (issue 25, §3). Two parties must never follow different schedules at
+ * once; keeping quiet is always safe, sending on a schedule is not unless
+ * every other party follows the same. A party holding STAGED cannot tell
+ * whether the coordinator committed anyone: it commits only once every
+ * party has the announcement, and it may have reached some before dying,
+ * or its commit to this one be lost (no number of further messages
+ * settles that: the two generals). Hence:
+ *   - back to the old bank, alone, at a deadline: unsafe, since the
+ *     committed parties switch at the instant whatever this one does; so
+ *     no party aborts by itself, lumend included;
+ *   - on to the new bank, alone: unsafe, since the coordinator aborts
+ *     everywhere when a stage failed, and an abort can be lost too;
+ *   - quiet: safe. So the change expires before its instant in that
+ *     nothing this party does crosses it: from the announcement on it books
+ *     nothing that would still be on the wire at switch_ns
+ *     (lumen_change_departure: committed or not, until it is committed),
+ *     and from switch_ns it is quiet (lumen_change_bank: -1) however long
+ *     ago the instant was.
+ * The quiet ends only with the coordinator's word, which is safe whenever
+ * it comes: a late commit (the others switched: join them on the new
+ * bank) or an abort (sent only while nobody was committed). It is bounded
+ * by the liveness of whoever holds the state, not by a clock: readers of
+ * lumend's state (the kernel gate with --lumend, lumen-dp) are stale, and
+ * quiet, once lumend stops publishing; and a reader whose writer shows a
+ * change still STAGED well past its instant without saying quiet for it
+ * (lumen_change_overdue, the reader's stale limit) does not follow that
+ * writer at all. lumend says such a change overdue once, so an operator
+ * finishes it (lumen sched status; docs/optical.md).
  */
 enum lumen_change_state {
 	LUMEN_CHANGE_NONE = 0, /* one schedule: bank */
@@ -227,6 +258,16 @@ LUMEN_INLINE int lumen_change_bank(const struct lumen_sched_change *c, __u64 t)
 	if (c->state == LUMEN_CHANGE_COMMITTED)
 		return (int)(bank ^ 1u);
 	return -1;
+}
+
+/* 1 when c is a change announced and not committed whose instant is more
+ * than limit_ns before t: nobody has said the outcome to this party for that
+ * long. It stays quiet all the same (above); overdue is for saying so, and
+ * for a reader to stop believing a writer that neither applied the change
+ * nor said quiet for it. */
+LUMEN_INLINE int lumen_change_overdue(const struct lumen_sched_change *c, __u64 t, __u64 limit_ns)
+{
+	return c->state == LUMEN_CHANGE_STAGED && t > c->switch_ns && t - c->switch_ns > limit_ns;
 }
 
 /* ---------------------------------------------------------------------- */

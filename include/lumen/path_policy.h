@@ -86,6 +86,22 @@ LUMEN_INLINE const char *lumen_path_mode_name(__u32 mode)
 	}
 }
 
+/* The mode a command line names (lumen_path_mode_name's word), or -1. */
+LUMEN_INLINE int lumen_path_mode_from_name(const char *s)
+{
+	__u32 m, i;
+
+	for (m = 0; m < LUMEN_PATH_MODES; m++) {
+		const char *n = lumen_path_mode_name(m);
+
+		for (i = 0; n[i] && n[i] == s[i]; i++)
+			;
+		if (!n[i] && !s[i])
+			return (int)m;
+	}
+	return -1;
+}
+
 /* What became of a packet sent with some entropy. */
 enum lumen_path_signal {
 	LUMEN_PATH_GOOD = 0, /* ACKed without CE */

@@ -81,6 +81,9 @@ for r in runs:
     starts = [s["start_ms"] for s in steps]
     assert starts == sorted(starts) and starts[0] >= 0, starts
     assert all(s["uplink_max_mean"] >= 1 for s in steps if s["cct_us"] > 5000), steps
+    # the deepest reordering, per step and over the run
+    assert all(s["reorder_max"] >= 0 for s in steps), steps
+    assert r["reorder_max"] == max(s["reorder_max"] for s in steps), r
 PY
 e2e_check "Ethereal's uplinks within ${MARGIN}x of REPS's max/mean" python3 - "$out/results.json" "$MARGIN" <<'PY'
 import json, sys

@@ -38,6 +38,15 @@ e2e_check "perf without --ip" e2e_fails 2 "--ip" "$DP" $(eal o7) -- perf
 e2e_check "start jitter without the randomized order" e2e_fails 2 "--no-randomize turns off" \
 	"$DP" $(eal o9) -- pair --no-randomize --start-jitter-us 5
 e2e_check "Go-Back-N with a spraying policy" e2e_fails 2 "single-path policy" "$DP" $(eal o10) -- pair --gbn --path reps
+# one table of limits (transport/engine_limits.h): what the command line
+# takes the engine takes, and both say so the same way
+e2e_check "entropies past port 65535" e2e_fails 2 "at most 16384 entropies" "$DP" $(eal o11) -- pair --entropies 16385
+e2e_check "entropies beyond the table" e2e_fails 2 "--entropies: '65537' is not a whole number in 1..65536" \
+	"$DP" $(eal o12) -- pair --entropies 65537
+e2e_check "an RTO ceiling beyond the engine's" e2e_fails 2 "--rto-max-us: '1099511628' is not a whole number in 1..1099511627" \
+	"$DP" $(eal o13) -- pair --rto-max-us 1099511628
+e2e_check "unknown path policy names them all" e2e_fails 2 "(ecmp, ops, reps, reps-freeze, ethereal)" \
+	"$DP" $(eal o14) -- pair --path spray
 e2e_check "--help per mode" bash -c "'$DP' $(eal o8) -- pair --help | grep -q -- '--impair SPEC'"
 left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
 e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"

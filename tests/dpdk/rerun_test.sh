@@ -7,6 +7,11 @@
 # old connections' state); the server resets each old connection in place
 # (reincarnations) instead of keeping more, and counts the old ones'
 # messages in its totals.
+# Then the other way round: the server killed and started again under a
+# running client (over a veth pair: a memif client does not reconnect to a
+# new server). The new server answers the old connections' DATA with FIN
+# RST; the client opens each again (a new incarnation) and posts again the
+# messages the reset failed, instead of failing the connection.
 source "$(dirname "$0")/../e2e/lib.sh"
 DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
 [[ $EUID -eq 0 ]] || e2e_skip "needs root (DPDK EAL)"
@@ -16,7 +21,7 @@ tmp="$(mktemp -d)"
 prefix="ldr$$"
 MS=02:00:00:00:0e:02 MC=02:00:00:00:0e:01
 server=""
-e2e_on_exit "[[ -n \$server ]] && kill -9 \$server 2>/dev/null; rm -rf '$tmp' /var/run/dpdk/$prefix*"
+e2e_on_exit "[[ -n \$server ]] && kill -9 \$server 2>/dev/null; ip link del ${prefix}a 2>/dev/null; rm -rf '$tmp' /var/run/dpdk/$prefix*"
 
 timeout 120 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "${prefix}s" \
 	--vdev "net_memif0,role=server,socket=$tmp/m.sock,mac=$MS" -- perf --server --ip 10.9.0.2 --quiet \
@@ -53,5 +58,44 @@ assert h["conns"] == 2 and h["reincarnations"] == 4, {k: h[k] for k in ("conns",
 assert h["conns_opened"] == 2, h["conns_opened"]
 assert h["frames"]["bad_cookies"] == 0 and h["frames"]["syns"] >= 12, h["frames"]
 assert d["totals"]["msgs_delivered"] == 240, d["totals"]
+PY
+
+# --- a server that restarts under a running client --------------------------
+ip link add "${prefix}a" type veth peer name "${prefix}b"
+ip link set "${prefix}a" up
+ip link set "${prefix}b" up
+mac_b="$(cat /sys/class/net/${prefix}b/address)"
+serve() { # serve N: a server on the veth's b end, its pid in $server
+	"$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "${prefix}r$1" \
+		--vdev "net_af_packet0,iface=${prefix}b" -- perf --server --ip 10.9.0.2 --quiet \
+		--json "$tmp/restart$1.json" >"$tmp/restart$1.out" 2>&1 &
+	server=$!
+}
+serve 1
+sleep 1
+timeout 60 "$DP" --no-huge --no-pci -m 512 -l 0 --log-level=error --file-prefix "${prefix}rc" \
+	--vdev "net_af_packet0,iface=${prefix}a" -- perf --ip 10.9.0.1 --peer 10.9.0.2 --peer-mac "$mac_b" \
+	--conns 2 --msgs 0 --msg-size 20000 --time 6 --quiet --json "$tmp/rc.json" >"$tmp/rc.out" 2>&1 &
+client=$!
+sleep 3 # EAL's start, then a second or two of traffic
+kill -9 "$server"
+wait "$server" 2>/dev/null || true
+serve 2
+rc=0
+wait "$client" || rc=$?
+e2e_check "restart: the client ran to its end (exit $rc)" test "$rc" -eq 0 || tail -5 "$tmp/rc.out"
+kill -INT "$server"
+wait "$server" || true
+server=""
+e2e_check "restart: each connection opened again once, the new server took both and their messages" \
+	python3 - "$tmp/rc.json" "$tmp/restart2.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+h, sh = c["hosts"][0], s["hosts"][0]
+assert h["redials"] == 2 and h["msgs_failed"] >= 2, {k: h[k] for k in ("redials", "msgs_failed", "conns")}
+assert sh["conns_opened"] == 2 and sh["frames"]["resets_sent"] >= 2, sh
+assert s["totals"]["msgs_delivered"] > 100, s["totals"]
+assert c["totals"]["bad_acks"] == 0, c["totals"]
 PY
 e2e_finish

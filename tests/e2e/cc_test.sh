@@ -210,11 +210,12 @@ e2e_check "no state misses" json_eq 0 counter no_state
 # status then says why and the rest of it stands)
 IPERF_T=2 iperf flowview -C "$INT" &
 IPERF_PID=$!
-e2e_wait_until 50 0.1 bash -c "ip netns exec '$NA' ss -Htn state established 'dport = :5201' | grep -q ."
+e2e_check "the per-flow view's iperf3 connection is up" \
+	e2e_wait_until 50 0.1 bash -c "ip netns exec '$NA' ss -Htn state established 'dport = :5201' | grep -q ."
 sleep 0.5
 status >"$WORK/flows.json"
 "$L" cc status >"$WORK/flows.txt"
-wait "$IPERF_PID"
+e2e_check "the per-flow view's iperf3 ran" wait "$IPERF_PID"
 flow_sel='.flows[] | select(.remote == "10.231.0.2:5201" and .algo == "'"$INT"'")'
 if jq -e '.flows == null' "$WORK/flows.json" >/dev/null; then
 	e2e_check "status says why it lists no flows" grep -q '^flows: unavailable: ' "$WORK/flows.txt"

@@ -16,7 +16,12 @@
 #     reads every byte to the end of the stream; h1's gate held segments for their windows, dropped none as
 #     too long, never or contended; no frame reached a guard or a wrong slot
 #     at the rotor, head or tail (a few released late by an emulated guest
-#     are allowed, lib.sh).
+#     are allowed, lib.sh);
+#   - `gate stats` shows what attach configured: no stale limit (no
+#     --lumend), the max hold, the device's gso_max_size and the cap;
+#   - a change staged to a schedule of shorter windows (40 ms slots: 10 ms
+#     once the margins are off, 5 KB) lowers gso_max_size again, to what
+#     the shorter carries (issue 25, §4: it stayed at the first cap).
 source "$(dirname "$0")/lib.sh"
 
 e2e_require_bpf
@@ -88,4 +93,24 @@ for h in h1 h2; do
 done
 # no window overrun: every frame, tail included, inside its window
 e2e_rotor_gated "TCP through the gates" "$TMPD/r0"
+
+e2e_check "gate stats shows the limits attach set (no stale limit without --lumend, max hold, GSO)" \
+	test "$(gate_json h1 "(d['stale_ns'], d['max_hold_ns'], d['gso']['max_size'], d['gso']['cap'] == d['gso']['max_size'])")" \
+	= "(0, 10000000000, $GSO, True)"
+# a change to shorter windows: 40 ms slots, 10 ms guards, 10 ms margins
+"$LUMEN_BIN" sched generate round-robin --nodes 4 --slot 40ms --guard 10ms --version 2 --out "$TMPD/short.json" >/dev/null
+# the instant: a period boundary of the schedule in force (the rotor's), 2 s on
+AT="$("$LUMEN_BIN" rotor stats --json | python3 -c "
+import json, sys, time
+d = json.load(sys.stdin); p = d['period'] * d['slot_ns']
+t = time.clock_gettime_ns(time.CLOCK_TAI) + 2 * 10**9
+print(d['t0_ns'] + -(-(t - d['t0_ns']) // p) * p)")"
+"$LUMEN_BIN" gate stage --testbed "$TB" --host h1 --schedule "$TMPD/short.json" --at "$AT" >/dev/null
+GSO2="$(ip -n "$H1" -d -o link show dev eth0 | sed -n 's/.* gso_max_size \([0-9]*\) .*/\1/p')"
+"$LUMEN_BIN" gate stats --testbed "$TB" --host h1 | head -3 | sed 's/^/  /'
+e2e_check "staging shorter windows lowers h1's gso_max_size again ($GSO to $GSO2 bytes; 10 ms carry 5,000)" \
+	test -n "$GSO2" -a "${GSO2:-0}" -le 5000 -a "${GSO2:-0}" -ge 1500
+e2e_check "gate stats' cap is the shorter windows' while the change is staged" \
+	test "$(gate_json h1 "d['gso']['cap']")" = "$GSO2"
+"$LUMEN_BIN" gate abort --testbed "$TB" --host h1 --version 2 >/dev/null
 e2e_finish

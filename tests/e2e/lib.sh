@@ -16,6 +16,9 @@ E2E_PASSED=0
 E2E_FAILED=0
 
 e2e_log() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
+# A command outside a check that fails ends the suite (set -e) before its
+# count is printed: say where, so the log shows more than a bare exit 1.
+trap 'e2e_log "FAIL: stopped at line $LINENO: $BASH_COMMAND (exit $?)"' ERR
 
 # Skips. A suite that cannot run here says why in one line "SKIP: REASON"
 # and exits 77 (e2e_skip); a part of a suite that cannot run says "SKIP:

@@ -5,7 +5,9 @@
 // as the Unix socket takes it, as TCP takes it (the HMAC header judged on
 // its first bytes and whole), and signed with the right key so that the
 // fuzzer's JSON gets past the MAC to the parser and the handlers. Every
-// answer must be one line of JSON holding an object.
+// answer must be one line of JSON holding an object; the answer's signature
+// (the client's check of any bytes, and lumend's signed answers verifying
+// for their request only) too.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +26,7 @@ using json = nlohmann::json;
 
 constexpr uint64_t kNow = 1'790'000'000'000;
 const std::string kKey = "fuzz-token-0123456789";
+const std::string kNonce = "0123456789abcdef0123456789abcdef";
 
 const Handlers &handlers()
 {
@@ -77,21 +80,37 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (v == ControlAuth::kOk)
 			check_answer(answer_line(body, handlers(), &ok, true));
+		// the client's side: the same bytes as an answer to a request of
+		// ours; one it takes is the documented line, and its body the tail
+		std::string_view answer;
+		if (verify_control_answer(kKey, kNonce, line, &answer, &why) == AnswerVerdict::kOk &&
+		    (line.rfind(std::string(control_auth::kAnswerMagic) + " " + kNonce + " ", 0) != 0 ||
+		     line.substr(line.size() - answer.size()) != answer))
+			abort();
 		break;
 	}
 	case 2: { // signed with the key: the JSON reaches the parser
 		ControlAuth auth(kKey);
 		std::string why;
 		std::string_view body;
-		const std::string signed_line =
-			sign_control_request(kKey, line, kNow + (data[0] >> 2), "0123456789abcdef0123456789abcdef");
+		const std::string signed_line = sign_control_request(kKey, line, kNow + (data[0] >> 2), kNonce);
 		if (line.find('\n') != std::string_view::npos)
 			break; // never one line on the wire
 		if (auth.verify(signed_line, kNow, &body, &why) != ControlAuth::kOk || body != line)
 			abort(); // a signed line must verify, and yield the request
 		if (auth.verify(signed_line, kNow, &body, &why) != ControlAuth::kReplay)
 			abort();
-		check_answer(answer_line(body, handlers(), &ok, true));
+		const std::string answer = answer_line(body, handlers(), &ok, true);
+		check_answer(answer);
+		// lumend's signed answer verifies for this request, for no other
+		const std::string signed_answer = sign_control_answer(kKey, kNonce, answer);
+		std::string_view got;
+		if (verify_control_answer(kKey, kNonce, signed_answer, &got, &why) != AnswerVerdict::kOk ||
+		    got != answer ||
+		    verify_control_answer(kKey, "f123456789abcdef0123456789abcdef", signed_answer, &got, &why) !=
+			    AnswerVerdict::kOtherRequest ||
+		    auth.verify(signed_answer, kNow, &body, &why) == ControlAuth::kOk)
+			abort();
 		break;
 	}
 	}

@@ -87,12 +87,55 @@ std::string sign_control_request(std::string_view key, std::string_view request_
 	return head + hex(mac, sizeof(mac)) + " " + std::string(request_json);
 }
 
-std::string sign_control_request(std::string_view key, std::string_view request_json, uint64_t now_ms)
+std::string new_control_nonce()
 {
 	unsigned char nonce[kNonceHex / 2];
 	if (RAND_bytes(nonce, sizeof(nonce)) != 1)
 		throw Error("libcrypto's random generator failed (RAND_bytes) making a nonce");
-	return sign_control_request(key, request_json, now_ms, hex(nonce, sizeof(nonce)));
+	return hex(nonce, sizeof(nonce));
+}
+
+std::string sign_control_request(std::string_view key, std::string_view request_json, uint64_t now_ms)
+{
+	return sign_control_request(key, request_json, now_ms, new_control_nonce());
+}
+
+std::string sign_control_answer(std::string_view key, std::string_view request_nonce, std::string_view answer_json)
+{
+	std::string head = std::string(kAnswerMagic) + " " + std::string(request_nonce) + " ";
+	unsigned char mac[32];
+	hmac_sha256(key, {head, answer_json}, mac);
+	return head + hex(mac, sizeof(mac)) + " " + std::string(answer_json);
+}
+
+AnswerVerdict verify_control_answer(std::string_view key, std::string_view request_nonce, std::string_view line,
+				    std::string_view *json, std::string *why)
+{
+	// "LUMEN-HMAC1R " NONCE " " MAC " " JSON, every field of fixed length
+	const size_t magic = kAnswerMagic.size() + 1, nonce_at = magic, mac_at = nonce_at + kNonceHex + 1,
+		     body_at = mac_at + kMacHex + 1;
+	if (line.size() < body_at || line.substr(0, magic - 1) != kAnswerMagic || line[magic - 1] != ' ' ||
+	    line[mac_at - 1] != ' ' || line[body_at - 1] != ' ' || !lower_hex(line.substr(nonce_at, kNonceHex)) ||
+	    !lower_hex(line.substr(mac_at, kMacHex))) {
+		*why = "the answer is not signed (over TCP lumend signs every answer to a signed request: \"" +
+		       std::string(kAnswerMagic) +
+		       " NONCE MAC JSON\"; an unsigned line is a refusal, or was written by someone on the way)";
+		return AnswerVerdict::kUnsigned;
+	}
+	if (line.substr(nonce_at, kNonceHex) != request_nonce) {
+		*why = "the answer is signed for another request (not this request's nonce): a replayed answer";
+		return AnswerVerdict::kOtherRequest;
+	}
+	unsigned char want[32], got[32];
+	hmac_sha256(key, {line.substr(0, mac_at), line.substr(body_at)}, want);
+	for (size_t i = 0; i < sizeof(got); i++)
+		got[i] = (unsigned char)(nibble(line[mac_at + 2 * i]) << 4 | nibble(line[mac_at + 2 * i + 1]));
+	if (CRYPTO_memcmp(want, got, sizeof(want)) != 0) {
+		*why = "the answer's MAC does not match (signed with another token than ours, or changed on the way)";
+		return AnswerVerdict::kBadMac;
+	}
+	*json = line.substr(body_at);
+	return AnswerVerdict::kOk;
 }
 
 // Splits "LUMEN-HMAC1 ts nonce mac json" field by field, each bounded; whole:
@@ -166,7 +209,7 @@ ControlAuth::Verdict ControlAuth::check_header(std::string_view start, uint64_t 
 }
 
 ControlAuth::Verdict ControlAuth::verify(std::string_view line, uint64_t now_ms, std::string_view *json,
-					 std::string *why)
+					 std::string *why, std::string_view *nonce)
 {
 	Header h;
 	Verdict v = parse(line, true, now_ms, &h, why);
@@ -199,6 +242,8 @@ ControlAuth::Verdict ControlAuth::verify(std::string_view line, uint64_t now_ms,
 	seen_.insert(std::string(h.nonce));
 	order_.emplace_back(h.ts_ms, std::string(h.nonce));
 	*json = body;
+	if (nonce)
+		*nonce = h.nonce;
 	return kOk;
 }
 

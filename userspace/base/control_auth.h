@@ -29,8 +29,28 @@
 // then on, so a forgotten nonce cannot be replayed either. Only after all
 // of that is the JSON parsed.
 //
-// Answers are not signed: the MAC keeps others from giving lumend orders
-// and from replaying a holder's; it does not hide requests or answers.
+// Answers are signed too, bound to the request they answer, so that nobody
+// on the way can forge an answer or hand a client an old one (a "committed"
+// that never happened, a stale status):
+//
+//   LUMEN-HMAC1R <nonce> <mac> <json>\n
+//
+//   nonce   the nonce of the request this answers (its 32 hex digits)
+//   mac     HMAC-SHA256 as 64 lowercase hex digits, keyed with the token,
+//           over "LUMEN-HMAC1R <nonce> <json>"
+//   json    the answer object, as on the local socket
+//
+// Why the request's nonce and no timestamp of its own: the client made the
+// nonce at random for this one request, so an answer that carries it and
+// verifies was made by a token holder for this request, now; an answer
+// replayed from an earlier request carries that request's nonce. The magic
+// differs from the requests' ("HMAC1R", and the MAC covers it), so an
+// answer can never pass as a request or the other way round. lumend signs
+// only answers to requests that passed authentication: a refusal (a bad
+// header or MAC, a replay, a blocked address, a full budget) is sent
+// unsigned, and a client takes an unsigned answer as a refusal, never as
+// data. Neither requests nor answers are hidden: the MACs authenticate,
+// they do not encrypt.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +68,7 @@ namespace control_auth
 {
 
 constexpr std::string_view kMagic = "LUMEN-HMAC1";
+constexpr std::string_view kAnswerMagic = "LUMEN-HMAC1R";
 constexpr size_t kNonceHex = 32, kMacHex = 64, kMaxTsDigits = 20;
 // "LUMEN-HMAC1 " + ts + " " + nonce + " " + mac + " "
 constexpr size_t kHeaderMax = 11 + 1 + kMaxTsDigits + 1 + kNonceHex + 1 + kMacHex + 1;
@@ -66,6 +87,28 @@ std::string sign_control_request(std::string_view key, std::string_view request_
 // The same with a given nonce (32 lowercase hex digits), for tests.
 std::string sign_control_request(std::string_view key, std::string_view request_json, uint64_t now_ms,
 				 std::string_view nonce);
+
+// A fresh nonce: 16 random bytes (RAND_bytes) as 32 lowercase hex digits.
+std::string new_control_nonce();
+
+// lumend's answer to an authenticated request whose nonce was request_nonce:
+// the line (without its newline) "LUMEN-HMAC1R NONCE MAC JSON".
+std::string sign_control_answer(std::string_view key, std::string_view request_nonce, std::string_view answer_json);
+
+// The client's side: an answer line (no newline) to the request it signed
+// with request_nonce. kOk with *json the answer; kUnsigned for a line that
+// is not a signed answer (lumend's refusals are unsigned, and anyone on the
+// way can write one), kOtherRequest for a signed answer to another request
+// (a replay), kBadMac for one signed with another key or changed on the way.
+// *why says which, for people.
+enum class AnswerVerdict {
+	kOk,
+	kUnsigned,
+	kOtherRequest,
+	kBadMac,
+};
+AnswerVerdict verify_control_answer(std::string_view key, std::string_view request_nonce, std::string_view line,
+				    std::string_view *json, std::string *why);
 
 // lumend's side: checks lines against its token and remembers nonces.
 class ControlAuth
@@ -90,7 +133,14 @@ class ControlAuth
 	// A whole line (no newline): kOk with *json the request, the nonce
 	// remembered; else the verdict with *why. Nothing is remembered for a
 	// line that fails.
-	Verdict verify(std::string_view line, uint64_t now_ms, std::string_view *json, std::string *why);
+	// *nonce (when given): the request's nonce, for its signed answer.
+	Verdict verify(std::string_view line, uint64_t now_ms, std::string_view *json, std::string *why,
+		       std::string_view *nonce = nullptr);
+	// The answer to a request that verify() accepted with this nonce, signed.
+	std::string sign_answer(std::string_view nonce, std::string_view answer_json) const
+	{
+		return sign_control_answer(key_, nonce, answer_json);
+	}
 	size_t nonces() const
 	{
 		return seen_.size();

@@ -145,16 +145,34 @@ nlohmann::json json_request(const std::string &endpoint, const nlohmann::json &r
 	timeval tv = {5, 0};
 	setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	// over TCP the token signs the request and never travels (control_auth.h)
+	// over TCP the token signs the request and never travels (control_auth.h);
+	// a Unix socket takes plain JSON (a coordinator's list may mix both)
+	const bool tcp = !token.empty() && is_tcp_endpoint(endpoint);
+	const std::string nonce = tcp ? new_control_nonce() : "";
 	const std::string out =
-		(token.empty() ? request.dump() : sign_control_request(token, request.dump(), realtime_ms())) + "\n";
+		(tcp ? sign_control_request(token, request.dump(), realtime_ms(), nonce) : request.dump()) + "\n";
 	// send, not write: a daemon that closes early must not kill us by SIGPIPE
 	for (size_t done = 0; done < out.size();) {
 		ssize_t n = send(fd.get(), out.data() + done, out.size() - done, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			throw Error("cannot write to " + who + " at " + endpoint + ": " + std::strerror(errno));
+		if (n <= 0) {
+			// a daemon that refused the connection (over a budget) said why
+			// before closing: show that rather than EPIPE
+			const int err = errno;
+			char said[512];
+			ssize_t got = recv(fd.get(), said, sizeof(said) - 1, MSG_DONTWAIT);
+			nlohmann::json e =
+				got > 0 ? nlohmann::json::parse(
+						  std::string(said, (size_t)got)
+							  .substr(0, std::string(said, (size_t)got).find('\n')),
+						  nullptr, false)
+					: nlohmann::json();
+			if (e.is_object() && e.contains("error") && e["error"].is_string())
+				throw Error(who + " at " + endpoint +
+					    " refused the connection: " + e["error"].get<std::string>());
+			throw Error("cannot write to " + who + " at " + endpoint + ": " + std::strerror(err));
+		}
 		done += (size_t)n;
 	}
 	std::string line;
@@ -168,7 +186,22 @@ nlohmann::json json_request(const std::string &endpoint, const nlohmann::json &r
 				    (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
 		line.append(buf, (size_t)n);
 	}
-	nlohmann::json j = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
+	line.resize(line.find('\n'));
+	std::string_view body = line;
+	if (tcp) {
+		// the answer must be signed for this request (control_auth.h):
+		// anyone on the way could write an unsigned one, or hand back an
+		// answer to an earlier request. An unsigned refusal (a wrong token,
+		// a full budget) is shown, but only as what it is.
+		std::string why;
+		if (verify_control_answer(token, nonce, line, &body, &why) != AnswerVerdict::kOk) {
+			nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+			const bool refusal = e.is_object() && e.contains("error") && e["error"].is_string();
+			throw Error(who + " at " + endpoint + ": " + why +
+				    (refusal ? "; it says: " + e["error"].get<std::string>() : ""));
+		}
+	}
+	nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
 	if (j.is_discarded() || !j.is_object())
 		throw Error(who + " at " + endpoint + " answered no JSON object");
 	if (j.contains("error"))

@@ -34,10 +34,13 @@ std::string read_token_file(const std::string &path, const std::string &what);
 // a secret).
 bool tokens_equal(const std::string &a, const std::string &b);
 
-// Sends request (signed with token when token is not empty: control_auth.h),
-// returns the answer object. Error when the endpoint cannot be reached, nothing or no
-// JSON object comes back within 5 s, or the answer is {"error": ...} (its
-// text, after `who`). UsageError for an endpoint that is neither a Unix
+// Sends request (signed with token when token is not empty and the endpoint
+// is HOST:PORT: control_auth.h), returns the answer object. Error when the
+// endpoint cannot be reached, nothing or no JSON object comes back within 5
+// s, the answer is {"error": ...} (its text, after `who`), or, over TCP with
+// a token, the answer is not signed for this request with that token
+// (unsigned, a replayed answer to another request, or forged: the error says
+// which, with an unsigned refusal's own text). UsageError for an endpoint that is neither a Unix
 // socket's path nor HOST:PORT.
 nlohmann::json json_request(const std::string &endpoint, const nlohmann::json &request, const std::string &who,
 			    const std::string &token = "");

@@ -45,18 +45,16 @@ constexpr std::uint64_t kDefaultMaxHoldNs = 10'000'000'000ull;
 // without one, and never sooner than 100 ms: a slot engine late by a
 // scheduling hiccup on a shared host is not a dead lumend, while one
 // SIGKILLed stops its gate within a tenth of a second.
+std::uint64_t default_stale_ns_of(std::uint64_t slot_ns)
+{
+	return std::max<std::uint64_t>(4 * slot_ns, 100'000'000ull);
+}
 std::uint64_t default_stale_ns(const sched::Schedule &s)
 {
-	return std::max<std::uint64_t>(4 * s.slot_ns, 100'000'000ull);
+	return default_stale_ns_of(s.slot_ns);
 }
 
-// Keeps TCP's TSO bursts (and UDP's GSO) within a window: lowers DEV's
-// gso_max_size to what the schedule's window carries, when it is above
-// (ip link; TCP reads it when a connection starts). Left so by detach:
-// smaller bursts change nothing but the CPU cost of a send. A kernel that
-// does not let it change (before 5.19) is said, not
-// refused: such a burst is then dropped and counted as too_long.
-void cap_gso(const Netns &ns, const std::string &dev, const lumen_gate_cfg &cfg)
+GateDevice device_of(const Netns &ns, const std::string &dev)
 {
 	ProcessOptions opts;
 	opts.netns_fd = ns.fd.get();
@@ -66,10 +64,29 @@ void cap_gso(const Netns &ns, const std::string &dev, const lumen_gate_cfg &cfg)
 		return at == std::string::npos ? 0
 					       : std::strtoull(r.output.c_str() + at + name.size() + 2, nullptr, 10);
 	};
-	std::uint64_t mtu = field("mtu"), now = field("gso_max_size");
-	std::uint64_t window = lumen_window_ns(&cfg.banks[0].timing, cfg.margin_ns);
-	std::uint64_t cap = std::max<std::uint64_t>(lumen_gso_cap_bytes(window, cfg.rate_mbps, (__u32)mtu), mtu);
-	if (r.status != 0 || !mtu || !now || now <= cap)
+	GateDevice d;
+	if (r.status == 0) {
+		d.mtu = field("mtu");
+		d.gso_max_size = field("gso_max_size");
+	}
+	return d;
+}
+
+// Keeps TCP's TSO bursts (and UDP's GSO) within a window: lowers DEV's
+// gso_max_size to what the schedule's window carries (gate_gso_cap: at a
+// stage, the shorter of both schedules'), when it is above (ip link; TCP
+// reads it when a connection starts). Never raised, and left so by detach:
+// smaller bursts change nothing but the CPU cost of a send. A kernel that
+// does not let it change (before 5.19) is said, not
+// refused: such a burst is then dropped and counted as too_long.
+void cap_gso(const Netns &ns, const std::string &dev, const lumen_gate_cfg &cfg)
+{
+	ProcessOptions opts;
+	opts.netns_fd = ns.fd.get();
+	GateDevice d = device_of(ns, dev);
+	std::uint64_t mtu = d.mtu, now = d.gso_max_size;
+	std::uint64_t cap = gate_gso_cap(cfg, (std::uint32_t)mtu, tai_ns());
+	if (!mtu || !now || now <= cap)
 		return;
 	ProcessResult set = run_process({"ip", "link", "set", "dev", dev, "gso_max_size", std::to_string(cap)}, opts);
 	if (set.status != 0)
@@ -179,6 +196,21 @@ struct Attached {
 };
 
 } // namespace
+
+std::uint64_t gate_gso_cap(const lumen_gate_cfg &cfg, std::uint32_t mtu, std::uint64_t now_ns)
+{
+	const sched::Banks b = sched::settle(sched::banks_of(cfg), now_ns);
+	const std::uint32_t cur = b.change.bank & 1;
+	std::uint64_t window = lumen_window_ns(&b.bank[cur].timing, cfg.margin_ns);
+	if (b.change.state != LUMEN_CHANGE_NONE) {
+		/* a burst booked before the instant leaves on the old windows,
+		 * one after it on the new: it must fit both */
+		std::uint64_t next = lumen_window_ns(&b.bank[cur ^ 1].timing, cfg.margin_ns);
+		if (next < window)
+			window = next;
+	}
+	return std::max<std::uint64_t>(lumen_gso_cap_bytes(window, cfg.rate_mbps, mtu), mtu);
+}
 
 void check_gate_request(const GateRequest &req)
 {
@@ -372,6 +404,59 @@ GateStatus read_gate(const std::string &netns, const std::string &dev)
 	return st;
 }
 
+GateDevice read_gate_device(const std::string &netns, const std::string &dev)
+{
+	if (!netns.empty() && !netns_exists(netns))
+		return {};
+	return device_of(open_netns(netns), dev);
+}
+
+bool gate_change_overdue(const lumen_gate_cfg &cfg, std::uint64_t now_ns)
+{
+	const std::uint64_t limit =
+		cfg.stale_ns ? cfg.stale_ns : default_stale_ns_of(cfg.banks[cfg.change.bank & 1].timing.slot_ns);
+	return lumen_change_overdue(&cfg.change, now_ns, limit) != 0;
+}
+
+nlohmann::json gate_status_json(const GateStatus &st, const GateDevice &d, std::uint64_t now_ns)
+{
+	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), now_ns);
+	nlohmann::json dsts = nlohmann::json::array();
+	auto one = [](const lumen_gate_stats &s) {
+		nlohmann::json j;
+		for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
+			j[gate_counter_name(i)] = s.packets[i];
+		j["bytes"] = s.bytes;
+		j["held_ns"] = s.held_ns;
+		j["held_max_ns"] = s.held_max_ns;
+		return j;
+	};
+	for (const auto &x : st.dsts)
+		dsts.push_back(one(x));
+	return {{"node", st.cfg.self},
+		{"nodes", st.cfg.nodes},
+		{"version", v.in_force.version},
+		{"quiet", v.quiet},
+		{"change", sched::change_json(v)},
+		{"change_overdue", gate_change_overdue(st.cfg, now_ns)},
+		{"lumend_quiet", sched::quiet_names(st.osched.quiet)},
+		{"rate_mbps", st.cfg.rate_mbps},
+		{"margin_ns", st.cfg.margin_ns},
+		{"max_hold_ns", st.cfg.max_hold_ns},
+		/* 0: attached without --lumend, never stale */
+		{"stale_ns", st.cfg.stale_ns},
+		{"lumend_boundary_ns", st.osched.boundary_ns},
+		/* the cap the gate's windows ask for (both schedules' while a
+		 * change is under way) and what the device has (0: unknown) */
+		{"gso",
+		 {{"cap", d.mtu ? gate_gso_cap(st.cfg, (std::uint32_t)d.mtu, now_ns) : 0},
+		  {"max_size", d.gso_max_size},
+		  {"mtu", d.mtu}}},
+		{"table_period", st.cfg.table_period},
+		{"total", one(st.total)},
+		{"destinations", dsts}};
+}
+
 void stage_gate(const std::string &netns, const std::string &dev, const sched::Schedule &s, std::uint64_t switch_ns)
 {
 	Attached a(netns, dev);
@@ -392,6 +477,15 @@ void stage_gate(const std::string &netns, const std::string &dev, const sched::S
 				 std::to_string((booked - switch_ns) / 1000000) +
 				 " ms): give the change a longer lead");
 	}
+	/* A schedule with shorter windows: TSO bursts made for the old ones
+	 * would be too long for the new (dropped as too_long), so DEV's
+	 * gso_max_size comes down to the shorter now, as attach set it for
+	 * the first (issue 25, §4). Connections already open keep the size
+	 * they read when they started. */
+	lumen_gate_cfg c = a.cfg;
+	sched::set_banks(c, next);
+	if (netns.empty() || netns_exists(netns))
+		cap_gso(open_netns(netns), dev, c);
 }
 
 void commit_gate(const std::string &netns, const std::string &dev, std::uint64_t version)

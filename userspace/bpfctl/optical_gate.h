@@ -19,6 +19,8 @@ extern "C" {
 #include "lumen/bpf_shared.h"
 }
 
+#include <nlohmann/json.hpp>
+
 #include "sched/schedule.h"
 
 namespace lumen
@@ -39,6 +41,14 @@ struct GateRequest {
 	// everything (0: 4 slots, at least 100 ms)
 	std::uint64_t stale_ns = 0;
 };
+
+// The largest GSO skb (gso_max_size) a gate lets DEV make: what the
+// shortest window carries (lumen_gso_cap_bytes, never under the MTU) of the
+// schedule in force at now_ns and, while a change is under way, the next
+// one, so that a burst fits the windows on both sides of the instant.
+// attach lowers DEV's gso_max_size to it, and so does stage when the new
+// schedule's windows are shorter (TCP reads it when a connection starts).
+std::uint64_t gate_gso_cap(const lumen_gate_cfg &cfg, std::uint32_t mtu, std::uint64_t now_ns);
 
 // UsageError for a request that cannot work: self not a node, addresses
 // not one per node or repeated, no rate, a margin that leaves no window, a
@@ -67,6 +77,19 @@ struct GateStatus {
 };
 // Error when DEV has no gate.
 GateStatus read_gate(const std::string &netns, const std::string &dev);
+// DEV's MTU and gso_max_size as `ip -d link` shows them (0: unknown).
+struct GateDevice {
+	std::uint64_t mtu = 0, gso_max_size = 0;
+};
+GateDevice read_gate_device(const std::string &netns, const std::string &dev);
+// `lumen gate stats --json`: the gate's state at now_ns (TAI), what attach
+// configured (margin, rate, max hold, the stale limit, the GSO cap and the
+// device's gso_max_size) and its counters.
+nlohmann::json gate_status_json(const GateStatus &st, const GateDevice &d, std::uint64_t now_ns);
+// A change staged here and not committed, its instant more than the gate's
+// stale limit (or 4 slots, at least 100 ms) ago: the gate is quiet until its
+// coordinator's word (include/lumen/optical.h); stats say so.
+bool gate_change_overdue(const lumen_gate_cfg &cfg, std::uint64_t now_ns);
 const char *gate_counter_name(std::uint32_t i);
 
 } // namespace lumen

@@ -188,44 +188,52 @@ int cmd_detach(const Args &a)
 	return 0;
 }
 
+// 2.5 ms, 10 s, 0 ns: a duration for the stats table
+std::string dur(std::uint64_t ns)
+{
+	char b[32];
+	if (ns >= 1'000'000'000ull)
+		std::snprintf(b, sizeof(b), "%.6g s", (double)ns / 1e9);
+	else if (ns >= 1'000'000ull)
+		std::snprintf(b, sizeof(b), "%.6g ms", (double)ns / 1e6);
+	else if (ns >= 1'000ull)
+		std::snprintf(b, sizeof(b), "%.6g us", (double)ns / 1e3);
+	else
+		std::snprintf(b, sizeof(b), "%llu ns", (unsigned long long)ns);
+	return b;
+}
+
 int cmd_stats(const Args &a)
 {
 	a.allow_only({"--netns", "--testbed", "--host", "--json"});
 	Target t = target_of(a, false);
 	GateStatus st = read_gate(t.netns, t.dev);
-	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), tai_ns());
+	const std::uint64_t now = tai_ns();
+	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), now);
+	GateDevice dev = read_gate_device(t.netns, t.dev);
 	if (a.has("--json")) {
-		nlohmann::json dsts = nlohmann::json::array();
-		auto one = [](const lumen_gate_stats &s) {
-			nlohmann::json j;
-			for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
-				j[gate_counter_name(i)] = s.packets[i];
-			j["bytes"] = s.bytes;
-			j["held_ns"] = s.held_ns;
-			j["held_max_ns"] = s.held_max_ns;
-			return j;
-		};
-		for (const auto &d : st.dsts)
-			dsts.push_back(one(d));
-		nlohmann::json j = {{"node", st.cfg.self},
-				    {"nodes", st.cfg.nodes},
-				    {"version", v.in_force.version},
-				    {"quiet", v.quiet},
-				    {"change", sched::change_json(v)},
-				    {"lumend_quiet", sched::quiet_names(st.osched.quiet)},
-				    {"rate_mbps", st.cfg.rate_mbps},
-				    {"margin_ns", st.cfg.margin_ns},
-				    {"table_period", st.cfg.table_period},
-				    {"total", one(st.total)},
-				    {"destinations", dsts}};
-		std::printf("%s\n", j.dump(2).c_str());
+		std::printf("%s\n", gate_status_json(st, dev, now).dump(2).c_str());
 		return 0;
 	}
 	std::string lumend;
 	for (const std::string &q : sched::quiet_names(st.osched.quiet))
 		lumend += (lumend.empty() ? "; lumend says quiet: " : ", ") + q;
-	std::printf("gate on %s: node %u of %u, %s%s\n%6s", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
-		    sched::describe(v).c_str(), lumend.c_str(), "dst");
+	std::printf("gate on %s: node %u of %u, %s%s\n", t.dev.c_str(), st.cfg.self, st.cfg.nodes,
+		    sched::describe(v).c_str(), lumend.c_str());
+	if (gate_change_overdue(st.cfg, now))
+		std::printf("  the change is overdue: never committed; quiet until its coordinator's word (lumen gate "
+			    "commit if the others switched, abort if none did)\n");
+	/* what attach configured: the limits a user tunes */
+	std::string stale =
+		st.cfg.stale_ns ? dur(st.cfg.stale_ns) + " (lumend's state older: stale)" : "none (no --lumend)";
+	std::printf("  rate %u Mbit/s, margin %s, max hold %s, stale limit %s\n", st.cfg.rate_mbps,
+		    dur(st.cfg.margin_ns).c_str(), dur(st.cfg.max_hold_ns).c_str(), stale.c_str());
+	if (dev.mtu)
+		std::printf("  gso_max_size %llu bytes (the windows carry %llu), mtu %llu\n",
+			    (unsigned long long)dev.gso_max_size,
+			    (unsigned long long)gate_gso_cap(st.cfg, (std::uint32_t)dev.mtu, now),
+			    (unsigned long long)dev.mtu);
+	std::printf("%6s", "dst");
 	for (std::uint32_t i = 0; i < LUMEN_GATE_NCOUNTERS; i++)
 		std::printf(" %10s", gate_counter_name(i));
 	std::printf(" %12s\n", "held max us");

@@ -3,6 +3,7 @@
 // userspace/cli/cmd_rotor.cpp - `lumen rotor`: the emulated optical circuit
 // switch of a rotor testbed (bpfctl/rotor.h): what became of the frames
 // that came in on each port, and a new schedule for it.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -75,8 +76,14 @@ int cmd_stats(const Args &a)
 	if (a.positional.size() != 1)
 		throw UsageError("stats takes no argument");
 	RotorStatus st = read_rotor();
-	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), tai_ns());
+	const std::uint64_t now = tai_ns();
+	sched::ChangeView v = sched::view(sched::banks_of(st.cfg), now);
 	const lumen_slot_timing &t = v.in_force.timing;
+	/* staged and never committed, the instant 4 slots (at least 100 ms)
+	 * ago: the switch drops every frame (changing) until the word comes
+	 * (include/lumen/optical.h) */
+	const bool overdue =
+		lumen_change_overdue(&st.cfg.change, now, std::max<std::uint64_t>(4 * t.slot_ns, 100'000'000ull)) != 0;
 	if (a.has("--json")) {
 		nlohmann::json ports = nlohmann::json::array();
 		for (std::uint32_t k = 0; k < st.ports.size(); k++) {
@@ -88,6 +95,7 @@ int cmd_stats(const Args &a)
 		nlohmann::json j = {{"version", v.in_force.version},
 				    {"quiet", v.quiet},
 				    {"change", sched::change_json(v)},
+				    {"change_overdue", overdue},
 				    {"nodes", st.cfg.nodes},
 				    {"uplinks", st.cfg.uplinks},
 				    {"period", t.period},
@@ -104,6 +112,9 @@ int cmd_stats(const Args &a)
 	std::printf("rotor switch: %s; %u nodes, %u uplink(s), period %u slots of %.3f us (guard %.3f us)\n",
 		    sched::describe(v).c_str(), st.cfg.nodes, st.cfg.uplinks, t.period, (double)t.slot_ns / 1e3,
 		    (double)t.guard_ns / 1e3);
+	if (overdue)
+		std::printf("  the change is overdue: never committed; every frame dropped (changing) until its "
+			    "coordinator's word (lumen rotor commit if the hosts switched, abort if none did)\n");
 	std::printf("%6s %6s", "node", "uplink");
 	for (std::uint32_t i = 0; i < LUMEN_ROTOR_NCOUNTERS; i++)
 		std::printf(" %12s", rotor_counter_name(i));

@@ -323,13 +323,18 @@ void analyse(CollRun &r, const DpLayout &lay, const std::vector<std::uint32_t> &
 		st.cct_us = r.step_cct_us.back();
 		st.start_ns = s.value("start_ns", std::uint64_t(0));
 		st.end_ns = s.value("end_ns", std::uint64_t(0));
-		for (const char *k : {"retransmits", "nacks_rcvd", "timeouts", "reroutes"})
+		for (const char *k : {"retransmits", "nacks_rcvd", "timeouts", "reroutes", "reorder_max"})
 			if (s.contains(k))
 				st.counters[k] = double(s.at(k).get<std::uint64_t>());
 		r.steps.push_back(st);
 	}
 	for (const char *k : {"retransmits", "timeouts", "nacks_rcvd", "reroutes", "spurious_rtos", "reroutes_undone"})
 		r.counters[k] = double(t.at(k).get<std::uint64_t>());
+	double reorder = 0; // the deepest reordering of any step (PSNs)
+	for (const CollStep &st : r.steps)
+		if (st.counters.count("reorder_max"))
+			reorder = std::max(reorder, st.counters.at("reorder_max"));
+	r.counters["reorder_max"] = reorder;
 	double full = 0; // lumen-dp could not hand frames to a port: it, not the fabric, was short
 	for (const auto &h : r.summary.at("hosts"))
 		if (h.contains("port"))

@@ -71,6 +71,8 @@ const std::vector<CellMetric> &cell_metrics()
 		 [](const CollRun &r) {
 			 return r.counters.count("reroutes_undone") ? r.counters.at("reroutes_undone") : 0;
 		 }},
+		{"reorder_max",
+		 [](const CollRun &r) { return r.counters.count("reorder_max") ? r.counters.at("reorder_max") : 0; }},
 		{"subflows", [](const CollRun &r) { return double(r.subflows); }},
 		{"busiest_link_util", [](const CollRun &r) { return r.busiest_util; }}};
 	return m;

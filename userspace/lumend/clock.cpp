@@ -176,15 +176,170 @@ ClockReading judge_ptp4l(const Ptp4lBound::Reading &p, uint64_t margin_ns)
 	return r;
 }
 
-ClockReading Clock::check(uint64_t margin_ns) const
+namespace
 {
-	if (ptp4l_) {
-		ClockReading r = judge_ptp4l(ptp4l_->reading(), margin_ns);
-		if (!is_phc())
-			r.timex = read_timex();
+
+// The system's clocks: CLOCK_TAI, adjtimex, and a PHC by its clock id (0: none).
+class SystemSource : public ClockSource
+{
+      public:
+	explicit SystemSource(int phc_id) : phc_id_(phc_id)
+	{
+	}
+	Timex timex() const override
+	{
+		return read_timex();
+	}
+	bool tai(uint64_t *ns) const override
+	{
+		return read_clock(CLOCK_TAI, ns);
+	}
+	bool phc(uint64_t *ns) const override
+	{
+		return phc_id_ && read_clock(phc_id_, ns);
+	}
+
+      private:
+	int phc_id_;
+};
+
+uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+std::string signed_text(int64_t v)
+{
+	return (v < 0 ? "-" : "+") + ns_text(magnitude(v));
+}
+
+} // namespace
+
+TaiPhc measure_tai_phc(const ClockSource &src, int reads)
+{
+	TaiPhc best;
+	uint64_t best_width = UINT64_MAX;
+	for (int i = 0; i < reads; i++) {
+		uint64_t t1, p, t2;
+		if (!src.tai(&t1) || !src.phc(&p) || !src.tai(&t2) || t2 < t1)
+			continue;
+		const uint64_t width = t2 - t1;
+		if (width >= best_width)
+			continue;
+		best_width = width;
+		best.ok = true;
+		best.offset_ns = (int64_t)(p - (t1 + width / 2));
+		best.uncertainty_ns = (width + 1) / 2;
+	}
+	return best;
+}
+
+ClockReading judge_tai_phc(ClockReading r, const TaiPhc &m, const std::string &phc_name, uint64_t margin_ns)
+{
+	r.phc_bound_ns = r.bound_ns;
+	if (!m.ok) {
+		r.tai_phc_note = phc_name + " could not be read beside CLOCK_TAI";
+		if (r.ok || r.why.empty())
+			r.why = "CLOCK_TAI, which senders count slots on, cannot be compared with " + phc_name +
+				" (no read of it succeeded)";
+		r.ok = false;
+		r.bound_ns = UINT64_MAX;
 		return r;
 	}
-	return judge_bound(is_phc() ? Timex{} : read_timex(), stated_ns_, margin_ns);
+	r.tai_phc_checked = true;
+	r.tai_phc_offset_ns = m.offset_ns;
+	r.tai_phc_uncertainty_ns = m.uncertainty_ns;
+	const uint64_t hop = magnitude(m.offset_ns) + m.uncertainty_ns;
+	if (r.bound_ns == UINT64_MAX)
+		return r; // the PHC's own bound is unknown: its why stands
+	r.bound_ns = hop > UINT64_MAX - 1 - r.bound_ns ? UINT64_MAX - 1 : r.bound_ns + hop;
+	if (r.bound_ns <= margin_ns)
+		return r;
+	// the PHC itself may be fine: what fails is the hop to CLOCK_TAI
+	std::string why = "CLOCK_TAI, which senders count slots on, is " + signed_text(-m.offset_ns) + " from " +
+			  phc_name + " (read within " + ns_text(m.uncertainty_ns) + "): with the PHC's bound " +
+			  ns_text(r.phc_bound_ns) + " that is " + ns_text(r.bound_ns) + ", over the margin " +
+			  ns_text(margin_ns);
+	if (magnitude(m.offset_ns) > 30 * 1'000'000'000ull && r.timex.read && r.timex.tai_offset_s == 0)
+		why += " (the kernel's TAI offset is 0: CLOCK_TAI reads UTC; run phc2sys -w, which sets it)";
+	else
+		why += " (is phc2sys keeping the system clock on " + phc_name + "?)";
+	if (r.ok)
+		r.why = why;
+	else
+		r.why += "; and " + why;
+	r.ok = false;
+	return r;
+}
+
+ClockReading judge_tai_offset(ClockReading r, const Timex &tx)
+{
+	if (!tx.read || tx.tai_offset_s != 0)
+		return r;
+	const std::string why = "the kernel's TAI offset is 0 (adjtimex): CLOCK_TAI reads UTC, 37 s behind the "
+				"PTP time scale the switches keep, so senders would be 37 s off. phc2sys -w (or chrony "
+				"with leapsectz right/UTC) sets it; --tai-offset-0-ok when every party counts on "
+				"this same clock";
+	if (r.ok || r.why.empty())
+		r.why = why;
+	else
+		r.why += "; and " + why;
+	r.ok = false;
+	return r;
+}
+
+ClockReading check_clock(const ClockSource &src, const CheckPlan &plan, uint64_t margin_ns)
+{
+	const Timex tx = src.timex();
+	ClockReading r;
+	if (plan.ptp4l) {
+		r = judge_ptp4l(plan.ptp4l->reading(), margin_ns);
+		r.timex = tx;
+	} else {
+		r = judge_bound(plan.phc ? Timex{} : tx, plan.stated_ns, margin_ns);
+		r.timex = tx;
+	}
+	if (plan.compare_phc)
+		return judge_tai_phc(r, measure_tai_phc(src), plan.phc_name, margin_ns);
+	if (!plan.phc && plan.ptp4l) {
+		// ptp4l's offsets are the PHC's (or, with software time stamps, the
+		// system clock's own): without the PHC, the hop to CLOCK_TAI is
+		// left to the margin, and status says so
+		r.tai_phc_note = "not checked: no PHC known (--tai-phc DEV names the one phc2sys keeps CLOCK_TAI on)";
+		if (!plan.tai_offset_0_ok)
+			r = judge_tai_offset(r, tx);
+	}
+	return r;
+}
+
+void Clock::compare_with_phc(const std::string &device)
+{
+	ref_fd_.reset(open(device.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!ref_fd_.valid()) {
+		int err = errno;
+		throw Error("--tai-phc: cannot open the PTP hardware clock " + device + ": " + errno_text(err) +
+			    (err == ENOENT ? " (ls /sys/class/ptp; ethtool -T IFACE names an interface's)" : ""));
+	}
+	ref_id_ = fd_to_clockid(ref_fd_.get());
+	ref_device_ = device;
+	uint64_t ns;
+	if (!read_clock(ref_id_, &ns))
+		throw Error("--tai-phc: " + device + " is not a readable PTP hardware clock: " + errno_text(errno));
+}
+
+ClockReading Clock::check(uint64_t margin_ns) const
+{
+	CheckPlan plan;
+	plan.phc = is_phc();
+	plan.stated_ns = ptp4l_ ? -1 : stated_ns_;
+	plan.ptp4l = ptp4l_.get();
+	plan.tai_offset_0_ok = tai_offset_0_ok_;
+	// senders count on CLOCK_TAI: with --phc it is compared with the PHC
+	// lumend counts on, with --tai-phc with the one phc2sys follows
+	const int phc_id = is_phc() ? id_ : ref_id_;
+	plan.compare_phc = phc_id != 0;
+	plan.phc_name = is_phc() ? device_ : ref_device_;
+	return check_clock(SystemSource(phc_id), plan, margin_ns);
 }
 
 uint32_t Clock::drift_ppm() const

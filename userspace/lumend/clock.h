@@ -36,6 +36,25 @@
 // that differs from the monotonic one by more than the margin (plus a
 // drift allowance for a PHC, which runs on its own oscillator) is a jump,
 // and so is a read going backwards.
+//
+// Senders (the kernel gate, lumen-dp) count slots on CLOCK_TAI, whatever
+// lumend counts on. So two more checks, each time the bound is read:
+//
+//   CLOCK_TAI against the PHC (phc2sys's hop): with --phc (lumend counts on
+//              the PHC, the senders on CLOCK_TAI), and with --ptp4l on
+//              CLOCK_TAI when --tai-phc DEV names the PHC phc2sys keeps
+//              CLOCK_TAI on (ptp4l's offsets are the PHC's to the master,
+//              and say nothing of the system clock). CLOCK_TAI is read on
+//              both sides of the PHC a few times; the narrowest pair bounds
+//              the read delay. The bound senders see is the PHC's bound plus
+//              |CLOCK_TAI - PHC| plus half that pair's width: quiet when it
+//              exceeds the margin. Without a known PHC, status says it was
+//              not checked.
+//   the kernel's TAI offset (adjtimex's tai), with --ptp4l on CLOCK_TAI: 0
+//              means nobody set it, CLOCK_TAI reads UTC, 37 s behind the
+//              PTP time scale the switches keep: quiet, saying so, unless
+//              --tai-offset-0-ok says every party counts on this same clock
+//              (namespaces on one machine).
 #pragma once
 
 #include <cstdint>
@@ -66,7 +85,56 @@ struct ClockReading {
 	bool stated = false; // the bound is --clock-error's or --phc-error's
 	Timex timex; // the kernel's view (CLOCK_TAI only)
 	std::string why; // why not ok, for status and the log ("" when ok)
+	// CLOCK_TAI against the PHC (see the top of this file)
+	bool tai_phc_checked = false; // measured (else tai_phc_note says why not)
+	int64_t tai_phc_offset_ns = 0; // PHC - CLOCK_TAI
+	uint64_t tai_phc_uncertainty_ns = 0; // half the narrowest TAI-PHC-TAI bracket
+	uint64_t phc_bound_ns = UINT64_MAX; // the PHC's own bound, before the hop was added
+	std::string tai_phc_note; // "" or why it was not checked
 };
+
+// What a check reads, behind an interface so that tests can make it up (a
+// PHC that is 37 s ahead, a kernel that never got its TAI offset).
+class ClockSource
+{
+      public:
+	virtual ~ClockSource() = default;
+	virtual Timex timex() const = 0;
+	virtual bool tai(uint64_t *ns) const = 0; // CLOCK_TAI
+	virtual bool phc(uint64_t *ns) const = 0; // the PHC compared with it (false: none, or unreadable)
+};
+
+// CLOCK_TAI against the PHC as phc2sys measures it: reads CLOCK_TAI, the
+// PHC, CLOCK_TAI, `reads` times, and keeps the narrowest bracket (the one
+// least delayed by a preemption or a slow PHC read).
+struct TaiPhc {
+	bool ok = false; // read
+	int64_t offset_ns = 0; // PHC - CLOCK_TAI at the bracket's middle
+	uint64_t uncertainty_ns = 0; // half the bracket's width
+};
+constexpr int kTaiPhcReads = 5;
+TaiPhc measure_tai_phc(const ClockSource &src, int reads = kTaiPhcReads);
+
+// The verdict with the hop from the PHC to CLOCK_TAI added (pure): r is
+// the PHC's own verdict; bound_ns becomes r's plus |offset| plus the
+// uncertainty, not ok when that exceeds the margin (or the PHC could not be
+// read). r.timex (the kernel's view) says why when CLOCK_TAI is 37 s off.
+ClockReading judge_tai_phc(ClockReading r, const TaiPhc &m, const std::string &phc_name, uint64_t margin_ns);
+// The kernel's TAI offset judged (pure): 0 is not ok, with why.
+ClockReading judge_tai_offset(ClockReading r, const Timex &tx);
+
+// How a clock is checked, for check_clock.
+struct CheckPlan {
+	bool phc = false; // slots counted on a PHC (else CLOCK_TAI)
+	int64_t stated_ns = -1; // --clock-error / --phc-error (-1: none)
+	const Ptp4lBound *ptp4l = nullptr; // --ptp4l's readings (null: none)
+	bool compare_phc = false; // the source has a PHC to compare CLOCK_TAI with
+	std::string phc_name; // its device, for people
+	bool tai_offset_0_ok = false; // --tai-offset-0-ok
+};
+// One check, from what src reads: what Clock::check does, testable with a
+// made-up source.
+ClockReading check_clock(const ClockSource &src, const CheckPlan &plan, uint64_t margin_ns);
 
 // The verdict on a bound: pure, so tests need no clock. stated_ns < 0: the
 // bound is the kernel's (maxerror, or unknown while STA_UNSYNC).
@@ -98,6 +166,16 @@ class Clock
 	{
 		ptp4l_ = std::move(bound);
 	}
+	// CLOCK_TAI, with --ptp4l: the PHC phc2sys keeps it on, compared at
+	// every check (--tai-phc DEV). Error naming the device when it cannot
+	// be opened or read.
+	void compare_with_phc(const std::string &device);
+	// --tai-offset-0-ok: every party counts on this same clock, so a TAI
+	// offset of 0 is no reason to keep quiet.
+	void allow_tai_offset_0()
+	{
+		tai_offset_0_ok_ = true;
+	}
 	// The drift a jump check must allow between this clock and
 	// CLOCK_MONOTONIC, in ppm (0 for CLOCK_TAI, whose rate is theirs).
 	uint32_t drift_ppm() const;
@@ -114,6 +192,10 @@ class Clock
 	std::string device_;
 	int64_t stated_ns_ = -1;
 	std::shared_ptr<const Ptp4lBound> ptp4l_;
+	Fd ref_fd_; // --tai-phc's PHC
+	int ref_id_ = 0;
+	std::string ref_device_;
+	bool tai_offset_0_ok_ = false;
 };
 
 // Catches steps of a clock between checks (see the top of this file).

@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "base/json_socket.h"
 #include "base/system.h"
+#include "base/units.h"
 
 namespace lumen::lumend
 {
@@ -102,6 +103,69 @@ sockaddr_un unix_addr(const std::string &path)
 }
 
 } // namespace
+
+// Ranges: at least 1 of everything (0 connections would lock the owner out,
+// a 0 s timeout would close every connection at its first sweep); budgets up
+// to 1024 connections (each holds a 16 KiB buffer and a recv on the ring);
+// timeouts from 1 s (the sweep looks every 500 ms) to a day; answers from 4
+// KiB (one status) to 4 GiB.
+const std::vector<ControlLimitOption> kControlLimitOptions = {
+	{"--control-max-local", "N"},		{"--control-max-tcp", "N"},
+	{"--control-max-per-peer", "N"},	{"--control-idle", "DURATION"},
+	{"--control-read-timeout", "DURATION"}, {"--control-out-pause", "BYTES"},
+	{"--control-max-out", "BYTES"},		{"--control-auth-failures", "N"},
+	{"--control-auth-backoff", "DURATION"},
+};
+
+void set_control_limit(ControlLimits *l, const std::string &name, const std::string &value)
+{
+	constexpr uint64_t kMaxConns = 1024, kDay = 86'400'000; // ms
+	auto count = [&](uint32_t max) { return (uint32_t)parse_uint(value, name, 1, max); };
+	auto ms = [&] {
+		const uint64_t ns = parse_duration_ns(value, name, kDay * 1'000'000);
+		if (ns < 1'000'000'000)
+			throw UsageError(name + ": " + value + " is under 1s (timeouts are looked at every " +
+					 std::to_string(ControlLimits{}.sweep_ms) + " ms)");
+		return ns / 1'000'000;
+	};
+	auto bytes = [&] {
+		const uint64_t b = parse_bytes(value, name, 4ull << 30);
+		if (b < 4096)
+			throw UsageError(name + ": " + value + " is under 4k (one status answer)");
+		return (size_t)b;
+	};
+	if (name == "--control-max-local")
+		l->max_local = count(kMaxConns);
+	else if (name == "--control-max-tcp")
+		l->max_tcp = count(kMaxConns);
+	else if (name == "--control-max-per-peer")
+		l->max_per_peer = count(kMaxConns);
+	else if (name == "--control-idle")
+		l->idle_ms = ms();
+	else if (name == "--control-read-timeout")
+		l->read_ms = ms();
+	else if (name == "--control-out-pause")
+		l->out_pause = bytes();
+	else if (name == "--control-max-out")
+		l->max_out = bytes();
+	else if (name == "--control-auth-failures")
+		l->auth_failures = count(1'000'000);
+	else if (name == "--control-auth-backoff")
+		l->auth_window_ms = ms();
+	else
+		throw UsageError("no control limit " + name);
+}
+
+void check_control_limits(const ControlLimits &l)
+{
+	if (l.max_per_peer > l.max_tcp)
+		throw UsageError("--control-max-per-peer " + std::to_string(l.max_per_peer) +
+				 " is above --control-max-tcp " + std::to_string(l.max_tcp) +
+				 ": one address would have every TCP connection");
+	if (l.out_pause > l.max_out)
+		throw UsageError("--control-out-pause " + std::to_string(l.out_pause) + " is above --control-max-out " +
+				 std::to_string(l.max_out) + ": a client would be closed before it is paused");
+}
 
 ControlLoop::ControlLoop(const std::string &path, int signal_fd, const std::string &tcp, const std::string &token,
 			 const ControlLimits &limits)
@@ -366,14 +430,16 @@ std::string ControlLoop::answer(Conn &c, std::string_view line, const Handlers &
 	bool ok = false;
 	std::string out;
 	if (c.tcp) {
-		std::string_view body;
+		std::string_view body, nonce;
 		std::string why;
-		if (auth_->verify(line, clock_ms(CLOCK_REALTIME), &body, &why) != ControlAuth::kOk) {
+		if (auth_->verify(line, clock_ms(CLOCK_REALTIME), &body, &why, &nonce) != ControlAuth::kOk) {
 			bad_requests_++;
-			auth_failure(c, why);
+			auth_failure(c, why); // unsigned: nothing authenticated to bind it to
 			return "";
 		}
-		out = answer_line(body, h, &ok, true);
+		// signed and bound to this request's nonce, so that nobody on the
+		// way can forge an answer or replay an old one (control_auth.h)
+		out = auth_->sign_answer(nonce, answer_line(body, h, &ok, true));
 	} else {
 		out = answer_line(line, h, &ok, false);
 	}

@@ -34,8 +34,10 @@
 // than 30 s off) or a nonce seen before is refused. A line that fails is
 // answered {"error":"..."} and the connection closed; an address that
 // fails auth_failures times within auth_window_ms is refused for
-// auth_window_ms. Over TCP a schedule comes inline only: a handler's
-// local_keys ("file": a path on lumend's host) are refused there.
+// auth_window_ms. Answers to authenticated requests are signed for their
+// request ("LUMEN-HMAC1R NONCE MAC JSON", control_auth.h), refusals are not.
+// Over TCP a schedule comes inline only: a handler's local_keys ("file": a
+// path on lumend's host) are refused there.
 //
 // Limits (ControlLimits), so that nobody on the network can lock the owner
 // out: the Unix socket and TCP have budgets of their own, and one address
@@ -43,7 +45,8 @@
 // closed. A connection that moves nothing for idle_ms, or leaves a line
 // unfinished for read_ms, is closed. A client that does not read its
 // answers: lumend reads no further request of it while out_pause bytes of
-// answers wait, and closes it when they pass max_out.
+// answers wait, and closes it when they pass max_out. Each is a lumend
+// option (kControlLimitOptions, below).
 //
 // Why a second thread: the slot engine spins up to the boundaries and must
 // not wait for anybody; on a 2-core machine the control thread sleeps in
@@ -115,6 +118,24 @@ struct ControlLimits {
 	uint64_t sweep_ms = 500; // how often the timeouts are looked at
 	size_t max_peers = 4096; // TCP addresses remembered (connections, failures)
 };
+
+// The limits are lumend's options (--control-max-local N and the others
+// below): an operator whose coordinators run many parallel changes, or
+// whose management network is slow, needs other numbers than the defaults,
+// and must not rebuild lumend for them. Each option, its field, and what a
+// value may be; a bad value is a UsageError (exit 2) naming the option.
+struct ControlLimitOption {
+	const char *name; // "--control-max-local"
+	const char *arg; // "N", "DURATION", "BYTES" (--help has the words: daemon.cpp's kUsage)
+};
+extern const std::vector<ControlLimitOption> kControlLimitOptions;
+// Sets the limit of option name (one of kControlLimitOptions) from its value.
+// UsageError naming the option for anything but a number in its range (no
+// zero, no overflow, no words, a duration with its unit, a size with k/m/g).
+void set_control_limit(ControlLimits *l, const std::string &name, const std::string &value);
+// The limits taken together: UsageError when one defeats another (a per-
+// address limit above the TCP budget, a pause above the cap on answers).
+void check_control_limits(const ControlLimits &l);
 
 struct ControlHooks {
 	Handlers handlers;

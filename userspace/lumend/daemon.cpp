@@ -39,8 +39,13 @@ namespace lumen::lumend
 
 const char kUsage[] =
 	R"(usage: lumend --schedule FILE --node I [--phc DEV [--phc-error NS]] [--clock-error NS | --ptp4l PATH]
+              [--tai-phc DEV] [--tai-offset-0-ok]
               [--margin NS] [--spin NS|auto] [--stride N] [--cpu C] [--fifo P] [--shm PATH]
               [--control PATH] [--control-tcp ADDR:PORT --control-token FILE] [--pin NAME]
+              [--control-max-local N] [--control-max-tcp N] [--control-max-per-peer N]
+              [--control-idle DURATION] [--control-read-timeout DURATION]
+              [--control-out-pause BYTES] [--control-max-out BYTES]
+              [--control-auth-failures N] [--control-auth-backoff DURATION]
               [--gate DEV [--gate-netns NS]] [--dp-telemetry PREFIX,...]
               [--stats-interval S] [--check-interval NS] [--resume-after N]
        lumend --schedule FILE --node I --measure SECONDS [--json] [...]
@@ -66,7 +71,17 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
                       (TIME_STATUS_NP): the bound is the largest |offset| of
                       the last 8; quiet while it follows no grandmaster or
                       does not answer. For CLOCK_TAI (phc2sys keeping it on
-                      the PHC) or the PHC (--phc, no --phc-error needed)
+                      the PHC) or the PHC (--phc, no --phc-error needed).
+                      On CLOCK_TAI it is quiet while the kernel's TAI offset
+                      (adjtimex) is 0: CLOCK_TAI would read UTC, 37 s off
+  --tai-phc DEV       with --ptp4l on CLOCK_TAI: the PHC phc2sys keeps the
+                      system clock on (ethtool -T IFACE); CLOCK_TAI is
+                      compared with it at every check and its offset added
+                      to ptp4l's bound (without it, that hop is unchecked).
+                      With --phc, CLOCK_TAI (what senders count on) is
+                      always compared with that PHC
+  --tai-offset-0-ok   a kernel TAI offset of 0 is fine: every party counts
+                      on this same clock (namespaces on one machine)
   --margin NS         the clock error senders allow for on each side of a
                       window (guard/4); quiet while the bound exceeds it
   --spin NS|auto      wake this long before a boundary and spin; auto:
@@ -91,6 +106,27 @@ lumen_osched_page, include/lumen/optical.h) that lumen-dp reads, and answers
                       printable characters, a file only its owner may read;
                       an HMAC, the token itself never travels), schedules
                       inline only
+  --control-max-local N, --control-max-tcp N
+                      connections at once on the Unix socket and on TCP,
+                      each its own budget (16, 16; 1-1024): one over it is
+                      told so and closed, so the network cannot lock the
+                      owner out of the Unix socket
+  --control-max-per-peer N
+                      TCP connections from one address at once (4; at most
+                      --control-max-tcp)
+  --control-idle DURATION
+                      close a connection that moves nothing this long (60s)
+  --control-read-timeout DURATION
+                      close one that leaves a line unfinished this long
+                      (10s); both from 1s to 24h
+  --control-out-pause BYTES, --control-max-out BYTES
+                      a client that does not read its answers: no further
+                      request of it is read while this much waits (256k),
+                      and it is closed past this (64m); 4k-4g, the pause at
+                      most the cap
+  --control-auth-failures N, --control-auth-backoff DURATION
+                      an address that fails authentication N times (5)
+                      within DURATION (60s) is refused for DURATION
   --gate DEV          answer 'demand' (what this host offered to each node,
                       for 'lumen sched adapt --lumend' on another host) from
                       the kernel gate on DEV ('lumen gate'; --gate-netns NS:
@@ -163,31 +199,36 @@ std::string guard_at_name(const lumen_slot_timing &t)
 
 Options parse_options(const std::vector<std::string> &argv)
 {
-	Args a = Args::parse(argv, {"--json"});
-	a.allow_only({"--schedule",
-		      "--node",
-		      "--phc",
-		      "--phc-error",
-		      "--clock-error",
-		      "--margin",
-		      "--spin",
-		      "--stride",
-		      "--cpu",
-		      "--fifo",
-		      "--shm",
-		      "--control",
-		      "--control-tcp",
-		      "--control-token",
-		      "--pin",
-		      "--ptp4l",
-		      "--stats-interval",
-		      "--gate",
-		      "--gate-netns",
-		      "--dp-telemetry",
-		      "--check-interval",
-		      "--resume-after",
-		      "--measure",
-		      "--json"});
+	Args a = Args::parse(argv, {"--json", "--tai-offset-0-ok"});
+	std::vector<std::string> known = {"--schedule",
+					  "--node",
+					  "--phc",
+					  "--phc-error",
+					  "--clock-error",
+					  "--margin",
+					  "--spin",
+					  "--stride",
+					  "--cpu",
+					  "--fifo",
+					  "--shm",
+					  "--control",
+					  "--control-tcp",
+					  "--control-token",
+					  "--pin",
+					  "--ptp4l",
+					  "--tai-phc",
+					  "--tai-offset-0-ok",
+					  "--stats-interval",
+					  "--gate",
+					  "--gate-netns",
+					  "--dp-telemetry",
+					  "--check-interval",
+					  "--resume-after",
+					  "--measure",
+					  "--json"};
+	for (const ControlLimitOption &l : kControlLimitOptions)
+		known.push_back(l.name);
+	a.allow_only(known);
 	if (!a.positional.empty())
 		throw UsageError("unexpected argument '" + a.positional[0] + "'");
 	Options o;
@@ -220,6 +261,20 @@ Options parse_options(const std::vector<std::string> &argv)
 		if (o.ptp4l.empty())
 			throw UsageError("--ptp4l: give ptp4l's socket, e.g. /var/run/ptp4l");
 	}
+	// CLOCK_TAI's hop from the PHC and its TAI offset (clock.h): checked
+	// with --ptp4l on CLOCK_TAI; with --phc the PHC is compared anyway
+	if (a.has("--tai-phc")) {
+		if (o.ptp4l.empty() || !o.phc.empty())
+			throw UsageError("--tai-phc goes with --ptp4l on CLOCK_TAI (with --phc DEV, CLOCK_TAI is "
+					 "compared with DEV already)");
+		o.tai_phc = *a.get("--tai-phc");
+		if (o.tai_phc.empty())
+			throw UsageError("--tai-phc: give a device, e.g. /dev/ptp0");
+	}
+	o.tai_offset_0_ok = a.has("--tai-offset-0-ok");
+	if (o.tai_offset_0_ok && (o.ptp4l.empty() || !o.phc.empty()))
+		throw UsageError(
+			"--tai-offset-0-ok goes with --ptp4l on CLOCK_TAI (only then is the TAI offset judged)");
 	if (a.has("--margin"))
 		o.margin_ns = (int64_t)parse_ns(*a.get("--margin"), "--margin", 10 * kSec);
 	if (a.has("--spin") && *a.get("--spin") != "auto") {
@@ -276,6 +331,11 @@ Options parse_options(const std::vector<std::string> &argv)
 	}
 	if (a.has("--stats-interval"))
 		o.stats_interval_s = parse_uint(*a.get("--stats-interval"), "--stats-interval", 0, 86400);
+	// the control socket's limits (control.h), checked together once all are read
+	for (const ControlLimitOption &l : kControlLimitOptions)
+		if (a.has(l.name))
+			set_control_limit(&o.control_limits, l.name, *a.get(l.name));
+	check_control_limits(o.control_limits);
 	if (a.has("--check-interval"))
 		o.engine.check_interval_ns = parse_ns(*a.get("--check-interval"), "--check-interval", 60 * kSec);
 	if (o.engine.check_interval_ns < 1'000'000)
@@ -380,6 +440,15 @@ static nlohmann::json clock_json(const Info &info, const EngineStats &st)
 			      {"gm_present", p.gm_present}, {"grandmaster", p.is_gm},
 			      {"queries", p.queries},	    {"failures", p.failures}};
 	}
+	if (r.tai_phc_checked || !r.tai_phc_note.empty())
+		c["tai_vs_phc"] = {
+			{"checked", r.tai_phc_checked},
+			{"offset_ns", r.tai_phc_checked ? nlohmann::json(r.tai_phc_offset_ns) : nlohmann::json()},
+			{"uncertainty_ns",
+			 r.tai_phc_checked ? nlohmann::json(r.tai_phc_uncertainty_ns) : nlohmann::json()},
+			{"phc_bound_ns",
+			 r.phc_bound_ns == UINT64_MAX ? nlohmann::json() : nlohmann::json(r.phc_bound_ns)},
+			{"note", r.tai_phc_note}};
 	if (r.timex.read)
 		c["kernel"] = {{"synced", !r.timex.unsync},
 			       {"maxerror_us", r.timex.maxerror_us},
@@ -440,6 +509,7 @@ nlohmann::json stats_json(const Info &info, const EngineStats &st)
 		{"reloads_refused", info.reloads_refused},
 		{"reloads_applied", st.applied},
 		{"changes", st.changes},
+		{"changes_overdue", st.changes_overdue},
 		{"pin_errors", st.pin_errors},
 		{"requests", info.requests},
 		{"bad_requests", info.bad_requests},
@@ -546,6 +616,13 @@ int run(const Options &o)
 		if (!st)
 			log(why + ": quiet until it answers");
 		clock.use_ptp4l(ptp4l_bound);
+		if (!o.tai_phc.empty())
+			clock.compare_with_phc(o.tai_phc);
+		else if (o.phc.empty())
+			log("CLOCK_TAI is not compared with a PHC (no --tai-phc DEV): ptp4l's offsets are the PHC's, "
+			    "phc2sys's hop to the system clock is left to the margin");
+		if (o.tai_offset_0_ok)
+			clock.allow_tai_offset_0();
 	}
 	bool measure = o.measure_ns > 0;
 	// quiet until the engine has checked the clock
@@ -554,7 +631,7 @@ int run(const Options &o)
 			       : ShmPage::create(o.shm, plan->tables, plan->margin_ns, LUMEN_QUIET_CLOCK);
 	page.remove_on_close();
 	std::string control = measure && !o.control_given ? "" : o.control;
-	ControlLoop loop(control, sfd.get(), o.control_tcp, o.control_token);
+	ControlLoop loop(control, sfd.get(), o.control_tcp, o.control_token, o.control_limits);
 	std::unique_ptr<OschedPin> pin;
 	if (!o.pin.empty())
 		pin = std::make_unique<OschedPin>(o.pin, plan->tables.self, plan->tables.nodes);

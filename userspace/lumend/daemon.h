@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lumend/control.h"
 #include "lumend/demand.h"
 #include "lumend/ptp4l.h"
 #include "lumend/slot_engine.h"
@@ -41,6 +42,8 @@ struct Options {
 	int64_t phc_error_ns = -1; // --phc-error NS
 	int64_t clock_error_ns = -1; // --clock-error NS (CLOCK_TAI; -1: the kernel's)
 	std::string ptp4l; // --ptp4l PATH: the bound from ptp4l's management socket ("": not)
+	std::string tai_phc; // --tai-phc DEV: with --ptp4l on CLOCK_TAI, the PHC CLOCK_TAI is compared with
+	bool tai_offset_0_ok = false; // --tai-offset-0-ok: a kernel TAI offset of 0 is no reason for quiet
 	int64_t margin_ns = -1; // --margin NS (-1: guard_ns / 4)
 	std::string shm = LUMEN_OSCHED_SHM;
 	bool shm_given = false;
@@ -49,6 +52,7 @@ struct Options {
 	bool control_given = false;
 	std::string control_tcp; // --control-tcp ADDR:PORT ("": no TCP control)
 	std::string control_token; // --control-token FILE's token (with control_tcp)
+	ControlLimits control_limits; // --control-max-local N and the rest of kControlLimitOptions
 	DemandSources demand; // --gate, --gate-netns, --dp-telemetry: the `demand` request's
 	uint64_t stats_interval_s = 0; // --stats-interval S (0: no stats log lines)
 	uint64_t measure_ns = 0; // --measure SECONDS (0: run as a daemon)

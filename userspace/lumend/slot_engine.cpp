@@ -183,7 +183,9 @@ SlotEngine::SlotEngine(const Clock &clock, ShmPage &page, std::shared_ptr<const 
 
 void SlotEngine::log(const std::string &line) const
 {
-	if (!o_.quiet_log)
+	if (o_.log_fn)
+		o_.log_fn(line, o_.log_arg);
+	else if (!o_.quiet_log)
 		std::fprintf(stderr, "lumend: %s\n", line.c_str());
 }
 
@@ -343,6 +345,7 @@ bool SlotEngine::follow_change(uint64_t boundary_ns)
 	if (!has_change_.load(std::memory_order_acquire)) {
 		set_quiet(LUMEN_QUIET_VERSION, 0); // an abort ends the quiet
 		page_.set_change(0);
+		overdue_said_ = false;
 		return false;
 	}
 	std::unique_lock<std::mutex> g(offer_mu_);
@@ -352,17 +355,36 @@ bool SlotEngine::follow_change(uint64_t boundary_ns)
 	if (boundary_ns < staged_at_)
 		return false;
 	if (!committed_) {
+		const uint64_t version = staged_->tables.version, at = staged_at_;
 		g.unlock();
 		if (!(st_.quiet & LUMEN_QUIET_VERSION))
-			log("the change to version " + std::to_string(staged_->tables.version) +
+			log("the change to version " + std::to_string(version) +
 			    " is due and not committed: quiet until it is, or is aborted");
 		set_quiet(LUMEN_QUIET_VERSION, LUMEN_QUIET_VERSION);
+		/* Never aborted here, however long it waits: the coordinator
+		 * may have committed the others, who switched at the instant
+		 * (include/lumen/optical.h). Said once, for an operator. */
+		lumen_sched_change c{};
+		c.switch_ns = at;
+		c.state = LUMEN_CHANGE_STAGED;
+		const uint64_t limit =
+			o_.overdue_ns ? o_.overdue_ns : std::max<uint64_t>(4 * timing_.slot_ns, 100'000'000ull);
+		if (!overdue_said_ && lumen_change_overdue(&c, boundary_ns, limit)) {
+			overdue_said_ = true;
+			st_.changes_overdue++;
+			log("the change to version " + std::to_string(version) +
+			    " is overdue: " + std::to_string((boundary_ns - at) / 1'000'000) +
+			    " ms past its instant with no commit or abort (its coordinator died, or its word was "
+			    "lost); quiet until it comes: lumen sched change's coordinator, or by hand `commit` "
+			    "if the others switched, `abort` if none did");
+		}
 		return false;
 	}
 	std::shared_ptr<const Plan> p = std::move(staged_);
 	has_change_.store(false, std::memory_order_relaxed);
 	g.unlock();
 	apply(std::move(p));
+	overdue_said_ = false;
 	st_.changes++;
 	set_quiet(LUMEN_QUIET_VERSION, 0);
 	return true;

@@ -166,6 +166,14 @@ struct EngineOptions {
 	int cpu = -1; // pin the engine's thread to this CPU (-1: no)
 	int fifo = 0; // SCHED_FIFO priority of the engine's thread (0: stay SCHED_OTHER)
 	bool quiet_log = false; // no log lines (--measure --json)
+	// A change staged and not committed this long after its instant is
+	// overdue (lumen_change_overdue): said once, and counted; lumend stays
+	// quiet all the same (include/lumen/optical.h). 0: 4 slots of the
+	// schedule in force, at least 100 ms (the readers' stale limit).
+	uint64_t overdue_ns = 0;
+	// Each log line, when set (tests); stderr otherwise.
+	void (*log_fn)(const std::string &line, void *arg) = nullptr;
+	void *log_arg = nullptr;
 };
 
 // What the engine has done, copied to the control thread.
@@ -180,6 +188,7 @@ struct EngineStats {
 	uint64_t version = 0, margin_ns = 0;
 	uint64_t applied = 0; // schedules applied after the first
 	uint64_t changes = 0; // of them, changes at an instant
+	uint64_t changes_overdue = 0; // changes left staged past their instant + overdue_ns
 	uint64_t pin_errors = 0; // failed writes of the pinned slot state
 	uint64_t clock_checks = 0, clock_bad_checks = 0, clock_jumps = 0, quiet_events = 0;
 	int64_t last_jump_ns = 0;
@@ -249,6 +258,7 @@ class SlotEngine
 	std::shared_ptr<const Plan> staged_;
 	uint64_t staged_at_ = 0;
 	bool committed_ = false;
+	bool overdue_said_ = false; // the staged change was said overdue (engine thread)
 	std::atomic<bool> has_change_{false};
 };
 

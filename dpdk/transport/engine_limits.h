@@ -1,0 +1,68 @@
+/*
+ * engine_limits.h - the ranges of the engine's numeric parameters, once.
+ *
+ * EngineConfig::validate() checks a configuration against these ranges and
+ * lumen-dp's options parse into them, so a value the command line takes is
+ * one the engine takes, and the two say the same thing when it is not.
+ * (They used to differ: --entropies stopped at 16384 while validate()
+ * allowed 65536.) A range is in the unit the user types (the option's);
+ * `scale` turns it into the configuration's unit (1000 for an option in
+ * microseconds whose field is in nanoseconds).
+ *
+ * Constraints between fields (a power-of-two window, Go-Back-N with a
+ * single-path policy, the source ports' base plus the entropies within
+ * 65535, the RTO's minimum below its maximum) stay in validate(): they
+ * depend on more than one value.
+ */
+#ifndef LUMEN_DP_ENGINE_LIMITS_H
+#define LUMEN_DP_ENGINE_LIMITS_H
+
+#include <cstdint>
+#include <string>
+
+#include "lumen/int_option.h"
+#include "lumen/path_policy.h"
+
+namespace lumen::dp
+{
+
+struct ParamRange {
+	const char *name; /* the option's name */
+	uint64_t lo, hi; /* inclusive, in the option's unit */
+	uint64_t scale; /* configuration units per option unit */
+
+	/* v in the configuration's unit */
+	constexpr bool holds(uint64_t v) const
+	{
+		return v >= lo * scale && v <= hi * scale;
+	}
+	/* "mtu must be 576..9000" */
+	std::string refusal() const
+	{
+		return std::string(name) + " must be " + std::to_string(lo) + ".." + std::to_string(hi);
+	}
+};
+
+namespace limits
+{
+inline constexpr ParamRange kMtu{"mtu", 576, 9000, 1};
+inline constexpr ParamRange kIntSlots{"int-slots", 0, LUMEN_INT_MAX_HOPS, 1};
+/* rx and tx windows; also a power of two */
+inline constexpr ParamRange kWindow{"window", 64, 65536, 1};
+inline constexpr ParamRange kAckEvery{"ack-every", 1, 64, 1};
+inline constexpr ParamRange kEntropies{"entropies", 1, LUMEN_PATH_ENTROPIES_MAX, 1};
+inline constexpr ParamRange kExplore{"explore", 0, 0xFFFF, 1};
+inline constexpr ParamRange kFreezeUs{"freeze-us", 1, LUMEN_PATH_FREEZE_NS_MAX / 1000, 1000};
+inline constexpr ParamRange kCeNackThreshold{"ce-nack-threshold", 0, 99, 1};
+inline constexpr ParamRange kCeWindowUs{"ce-window-us", 1, 1'000'000, 1000};
+inline constexpr ParamRange kStartJitterUs{"start-jitter-us", 0, 1'000'000, 1000};
+/* the RTO's bounds (rto.h: at most 2^40 ns) */
+inline constexpr ParamRange kRtoMinUs{"rto-min-us", 1, (1ull << 40) / 1000, 1000};
+inline constexpr ParamRange kRtoMaxUs{"rto-max-us", 1, (1ull << 40) / 1000, 1000};
+inline constexpr ParamRange kMaxConns{"max-conns", 1, 1u << 22, 1};
+inline constexpr ParamRange kInitCwnd{"init-cwnd", 1, 65536, 1};
+} // namespace limits
+
+} // namespace lumen::dp
+
+#endif
