@@ -167,9 +167,9 @@ TEST(LumendAuth, AnswerSignedForItsRequest)
 	EXPECT_EQ(json, answer);
 	// ControlAuth signs the same way for the nonce verify() hands out
 	ControlAuth auth(kKey);
-	std::string_view nonce;
-	ASSERT_EQ(auth.verify(sign_control_request(kKey, "{}", kNow, kNonce), kNow, &json, &why, &nonce),
-		  ControlAuth::kOk);
+	std::string_view nonce; /* into the request line: it must outlive the view */
+	const std::string request = sign_control_request(kKey, "{}", kNow, kNonce);
+	ASSERT_EQ(auth.verify(request, kNow, &json, &why, &nonce), ControlAuth::kOk);
 	EXPECT_EQ(nonce, kNonce);
 	EXPECT_EQ(auth.sign_answer(nonce, answer), line);
 }
