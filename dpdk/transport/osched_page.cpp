@@ -29,7 +29,7 @@ OschedPage::~OschedPage()
 
 uint64_t OschedPage::default_stale_ns(uint64_t slot_ns)
 {
-	return std::max<uint64_t>(4 * slot_ns, 100'000'000ull);
+	return lumen_osched_default_stale_ns(slot_ns);
 }
 
 std::string OschedPage::open(const std::string &path, uint64_t stale_ns)

@@ -35,9 +35,9 @@ class OschedPage
 
 	/* How often poll() checks staleness and the file (of its clock). */
 	static constexpr uint64_t kCheckNs = 10'000'000;
-	/* The stale limit when none is given: the kernel gate's default
-	 * (bpfctl/optical_gate.cpp), 4 slots and never under 100 ms, so that
-	 * a slot engine late by a scheduling hiccup is not a dead lumend. */
+	/* The stale limit when none is given: the kernel gate's default,
+	 * lumen_osched_default_stale_ns (include/lumen/optical_wire.h): 4
+	 * slots and never under 100 ms. */
 	static uint64_t default_stale_ns(uint64_t slot_ns);
 
 	/* Maps path; "" on success, else why not (no file, not a page, an ABI

@@ -104,4 +104,19 @@ LUMEN_INLINE int lumen_osched_stale(__u64 now_ns, __u64 boundary_ns, __u64 stale
 	return now_ns > boundary_ns && now_ns - boundary_ns > stale_ns;
 }
 
+/*
+ * The stale limit a reader of lumend's state takes when none is given (the
+ * kernel gate's loader, lumen-dp's page reader): lumend publishes a
+ * boundary every slot, so 4 slots without one, and never under 100 ms: a
+ * slot engine late by a scheduling hiccup on a shared host is not a dead
+ * lumend, while one SIGKILLed stops its readers within a tenth of a second.
+ */
+#define LUMEN_OSCHED_STALE_MIN_NS 100000000ull
+LUMEN_INLINE __u64 lumen_osched_default_stale_ns(__u64 slot_ns)
+{
+	if (slot_ns > LUMEN_OSCHED_STALE_MIN_NS / 4)
+		return slot_ns > ~0ull / 4 ? ~0ull : 4 * slot_ns;
+	return LUMEN_OSCHED_STALE_MIN_NS;
+}
+
 #endif /* LUMEN_OPTICAL_WIRE_H */

@@ -40,14 +40,11 @@ namespace
 /* fq's own horizon: beyond it, fq drops what the gate booked */
 constexpr std::uint64_t kDefaultMaxHoldNs = 10'000'000'000ull;
 
-// lumend publishes a boundary every slot (every kMinPublishNs of slots at
-// most: slot_engine.h); a gate calls its state stale after 4 slots
-// without one, and never sooner than 100 ms: a slot engine late by a
-// scheduling hiccup on a shared host is not a dead lumend, while one
-// SIGKILLed stops its gate within a tenth of a second.
+// the stale limit without --stale: lumen_osched_default_stale_ns
+// (include/lumen/optical_wire.h), as lumen-dp's page reader takes it
 std::uint64_t default_stale_ns_of(std::uint64_t slot_ns)
 {
-	return std::max<std::uint64_t>(4 * slot_ns, 100'000'000ull);
+	return lumen_osched_default_stale_ns(slot_ns);
 }
 std::uint64_t default_stale_ns(const sched::Schedule &s)
 {
