@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * PowerTCP and theta-PowerTCP as BPF struct_ops: the eBPF shell around the
- * core. The algorithm is explained in include/lumen/powertcp.h, and what is
+ * PowerTCP, theta-PowerTCP and HPCC as BPF struct_ops: the eBPF shell around
+ * the core. The algorithm is explained in include/lumen/powertcp.h (HPCC's
+ * control law in include/lumen/hpcc.h, run by the same core), and what is
  * done around it per ACK, on idle and on loss in include/lumen/powertcp_ack.h,
  * both shared with the kernel module; this file reads the socket, calls them
  * and writes the results back. It registers
@@ -10,6 +11,9 @@
  *			(int_sockops.bpf.c) parses into the sk_storage map
  *			"lumen_int_sk"; without them, the core's RTT fallback.
  *	bpf_theta_ptcp	theta-PowerTCP, RTT only.
+ *	bpf_hpcc	HPCC (LUMEN_PTCP_MODE_HPCC): the same INT echoes as
+ *			bpf_powertcp, read the same way, and the same RTT
+ *			fallback without them; HPCC's window law.
  *
  * What this shell adds:
  *  - State: struct lumen_ptcp does not fit icsk_ca_priv, so each socket has a
@@ -254,7 +258,7 @@ static __always_inline void cc_cong_control(struct sock *sk, enum lumen_ptcp_mod
 	 * The module's hook, which parses on arrival, needs the TSval too
 	 * (lumen_ptcp_echo_match(), powertcp_ack.h); here ack_seq suffices.
 	 */
-	if (mode == LUMEN_PTCP_MODE_INT) {
+	if (lumen_ptcp_mode_int_fed(mode)) {
 		struct lumen_int_sk *isk = bpf_sk_storage_get(&lumen_int_sk, sk, NULL, 0);
 
 		if (isk && isk->echo_gen != cs->echo_gen_seen) {
@@ -316,7 +320,7 @@ static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
 
 /*
  * One set of struct_ops programs per algorithm: each knows its mode at
- * compile time, and no program is shared between the two struct_ops maps.
+ * compile time, and no program is shared between the struct_ops maps.
  * cong_control declares only its first argument (see the header).
  */
 #define LUMEN_CC_OPS(prefix, mode, ca_name)                                                                            \
@@ -367,6 +371,7 @@ static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
 		.name = ca_name,                                                                                       \
 	}
 
-/* struct_ops map names (<= 15 characters): ptcp_ops_int, ptcp_ops_theta */
+/* struct_ops map names (<= 15 characters): ptcp_ops_int, ptcp_ops_theta, ptcp_ops_hpcc */
 LUMEN_CC_OPS(ptcp_ops_int, LUMEN_PTCP_MODE_INT, LUMEN_CC_NAME_INT);
 LUMEN_CC_OPS(ptcp_ops_theta, LUMEN_PTCP_MODE_THETA, LUMEN_CC_NAME_THETA);
+LUMEN_CC_OPS(ptcp_ops_hpcc, LUMEN_PTCP_MODE_HPCC, LUMEN_CC_NAME_HPCC);

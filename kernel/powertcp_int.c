@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * powertcp_int.c - INT reception for tcp_powertcp.ko: a netfilter hook at
- * LOCAL_IN that stores the INT echoes of powertcp sockets for cong_control
+ * LOCAL_IN that stores the INT echoes of powertcp and hpcc sockets (the
+ * INT-fed algorithms; "powertcp socket" below means either) for cong_control
  * (tcp_powertcp.c) to take, registered only while such sockets exist. How
  * it works and what it trusts: "INT reception" below; when it is registered:
  * "Hook registration".
@@ -37,9 +38,10 @@
  * segments:
  *
  *  1. skb->sk, set by early demux for established sockets, must be a full
- *     TCP socket whose icsk_ca_ops is &ptcp_int_ops (one pointer compare;
- *     every segment of every other socket leaves the hook here). The skb
- *     holds a reference on skb->sk, so the socket cannot go away.
+ *     TCP socket whose icsk_ca_ops is &ptcp_int_ops or &ptcp_hpcc_ops (two
+ *     pointer compares; every segment of every other socket leaves the hook
+ *     here). The skb holds a reference on skb->sk, so the socket cannot go
+ *     away.
  *  2. The TCP header and options are copied with skb_header_pointer() (no
  *     assumption about linear data; the skb is not modified) and walked
  *     with TCP's own rules: bounded by the header length, an option whose
@@ -136,9 +138,13 @@ static struct sock *ptcp_nf_lookup(struct sk_buff *skb, const struct tcphdr *th,
 
 static bool ptcp_is_int_sock(const struct sock *sk)
 {
+	const struct tcp_congestion_ops *ops;
+
 	/* type and protocol first: only then is sk an inet_connection_sock */
-	return sk_fullsock(sk) && sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP &&
-	       READ_ONCE(inet_csk(sk)->icsk_ca_ops) == &ptcp_int_ops;
+	if (!sk_fullsock(sk) || sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP)
+		return false;
+	ops = READ_ONCE(inet_csk(sk)->icsk_ca_ops);
+	return ops == &ptcp_int_ops || ops == &ptcp_hpcc_ops;
 }
 
 /*

@@ -33,8 +33,8 @@ enum ptcp_counter {
 	PTCP_CNT_ACKS, /* ACKs the control law processed */
 	PTCP_CNT_INT_UPDATES, /* window updates from INT power */
 	PTCP_CNT_RTT_UPDATES, /* theta_powertcp window updates */
-	PTCP_CNT_FALLBACK_UPDATES, /* powertcp updates from RTT: INT missing */
-	PTCP_CNT_NO_INT, /* powertcp ACKs without a new echo */
+	PTCP_CNT_FALLBACK_UPDATES, /* powertcp / hpcc updates from RTT: INT missing */
+	PTCP_CNT_NO_INT, /* powertcp / hpcc ACKs without a new echo */
 	PTCP_CNT_NO_STATE, /* ACKs of flows without state (Reno fallback) */
 	PTCP_CNT_RESTARTS, /* idle restarts */
 	PTCP_CNT_BW_DETECTED, /* host_bw_mbps=0: HostBw from the link speed */
@@ -44,7 +44,7 @@ enum ptcp_counter {
 	PTCP_CNT_HOOK_SKIPPED, /* echo on a SYN, RST or segment without ACK */
 	PTCP_CNT_HOOK_OLD_ACK, /* echo on an ACK outside [snd_una, snd_nxt] */
 	PTCP_CNT_HOOK_BAD_CSUM, /* echo on a segment with a bad checksum */
-	PTCP_CNT_HOOK_NO_STATE, /* echo for a powertcp socket without state */
+	PTCP_CNT_HOOK_NO_STATE, /* echo for a powertcp / hpcc socket without state */
 	PTCP_CNT_HOOK_LOOKUP, /* echo without skb->sk (no early demux): socket looked up */
 	PTCP_CNT_INT_UNUSABLE, /* echoes the core could not use: no INT for the fallback */
 	PTCP_CNT_RTT_GUARD, /* INT power overridden by the RTT floor (core, "Liveness") */
@@ -57,7 +57,7 @@ enum ptcp_counter {
 	PTCP_CNT_INT_STALE, /* of int_unusable: a stale or implausible hop */
 	PTCP_CNT_INT_DUPLICATE, /* of int_unusable: the previous echo again */
 	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count or rate changed */
-	PTCP_CNT_NO_INT_FLOWS, /* powertcp flows without one INT echo after 16 RTTs */
+	PTCP_CNT_NO_INT_FLOWS, /* powertcp / hpcc flows without one INT echo after 16 RTTs */
 	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
 	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
 	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
@@ -103,7 +103,7 @@ struct ptcp_sk {
 	const struct sock *sk;
 	struct rcu_head rcu;
 	bool hashed;
-	bool hooked; /* counted in ptcp_hook_users (powertcp, not theta) */
+	bool hooked; /* counted in ptcp_hook_users (powertcp, hpcc; not theta) */
 
 	/* INT echo: written by the netfilter hook, taken by cong_control */
 	spinlock_t lock;
@@ -131,10 +131,26 @@ struct ptcp_sk *ptcp_lookup(const struct sock *sk);
 /* Consistent snapshot of the module parameters (tcp_powertcp.c). */
 void ptcp_params_read(struct lumen_ptcp_params *p);
 
-/* The INT-fed algorithm, whose sockets the hook serves. */
+/* The INT-fed algorithms, powertcp and hpcc, whose sockets the hook serves. */
 extern struct tcp_congestion_ops ptcp_int_ops;
+extern struct tcp_congestion_ops ptcp_hpcc_ops;
 
-/* powertcp_int.c: the hooks follow the powertcp sockets (init / release). */
+/* The name a mode is registered under (enum lumen_ptcp_mode). */
+static inline const char *ptcp_mode_name(u32 mode)
+{
+	switch (mode) {
+	case LUMEN_PTCP_MODE_INT:
+		return "powertcp";
+	case LUMEN_PTCP_MODE_THETA:
+		return "theta_powertcp";
+	case LUMEN_PTCP_MODE_HPCC:
+		return "hpcc";
+	default:
+		return "unknown";
+	}
+}
+
+/* powertcp_int.c: the hooks follow the powertcp and hpcc sockets (init / release). */
 void ptcp_hook_get(struct ptcp_sk *s);
 void ptcp_hook_put(struct ptcp_sk *s);
 bool ptcp_hooks_registered(void);

@@ -10,9 +10,10 @@
  *                             allocated now in this namespace, "hooks" = 1
  *                             while the LOCAL_IN hooks are registered
  *                             (host-wide, powertcp_int.c).
- *   /proc/net/powertcp_flows  one line per powertcp or theta_powertcp flow
- *                             of this namespace: its window, tau in use (0:
- *                             no RTT sample yet), rate and why INT was not used for its ACKs (the
+ *   /proc/net/powertcp_flows  one line per powertcp, theta_powertcp or hpcc
+ *                             flow of this namespace: its algorithm, window,
+ *                             tau in use (0: no RTT sample yet), rate and
+ *                             why INT was not used for its ACKs (the
  *                             per-flow counts of struct lumen_ptcp_stats,
  *                             and echoes superseded before any ACK).
  *
@@ -132,8 +133,7 @@ static void ptcp_proc_flow(struct seq_file *seq, const struct ptcp_sk *s, u64 ba
 	u64 tau_ns = base_rtt_ns ? base_rtt_ns : READ_ONCE(s->st.tau_ns);
 
 	ptcp_proc_ends(seq, s->sk);
-	seq_printf(seq, " %s %llu %llu %llu",
-		   READ_ONCE(s->st.mode) == LUMEN_PTCP_MODE_INT ? "powertcp" : "theta_powertcp",
+	seq_printf(seq, " %s %llu %llu %llu", ptcp_mode_name(READ_ONCE(s->st.mode)),
 		   READ_ONCE(s->st.cwnd_bytes), div_u64(tau_ns, NSEC_PER_USEC),
 		   READ_ONCE(s->st.pacing_rate) * 8);
 	for (i = 0; i < ARRAY_SIZE(ptcp_flow_count_off); i++) {

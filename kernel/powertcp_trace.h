@@ -7,8 +7,9 @@
  *   cat /sys/kernel/tracing/trace_pipe
  *
  * Fields: socket address and ports, algorithm (int = powertcp, theta =
- * theta_powertcp), what the ACK did (held, int = window from INT power, rtt =
- * window from RTT power), INT hops of the last echo, the ACK's RTT sample
+ * theta_powertcp, hpcc = hpcc), what the ACK did (held, int = window from INT
+ * power, rtt = window from RTT power; for hpcc, power is HPCC's normalised
+ * inflight U, in the same Q16), INT hops of the last echo, the ACK's RTT sample
  * (0 = none), tau in use, window and window of the acknowledged data
  * (cwnd_old) in bytes, pacing rate in bytes/s, smoothed and last power in Q16
  * (65536 = 1.0); and the flow's counts of why INT was not used so far
@@ -84,7 +85,8 @@ TRACE_EVENT(powertcp_ack,
 		  __entry->skaddr, __entry->sport, __entry->dport,
 		  __print_symbolic(__entry->mode,
 				   { LUMEN_PTCP_MODE_INT, "int" },
-				   { LUMEN_PTCP_MODE_THETA, "theta" }),
+				   { LUMEN_PTCP_MODE_THETA, "theta" },
+				   { LUMEN_PTCP_MODE_HPCC, "hpcc" }),
 		  __print_symbolic(__entry->result,
 				   { LUMEN_PTCP_HELD, "held" },
 				   { LUMEN_PTCP_UPDATED_INT, "int" },

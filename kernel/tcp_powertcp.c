@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * tcp_powertcp.c - PowerTCP and theta-PowerTCP as a kernel module: the
- * kernel shell around the core. The algorithm is explained in
- * include/lumen/powertcp.h, and what is done around it per ACK, on idle and
- * on loss in include/lumen/powertcp_ack.h, both shared with the eBPF
- * struct_ops (bpf/powertcp.bpf.c). Registers powertcp (PowerTCP from INT;
- * without INT the core's RTT fallback) and theta_powertcp (RTT only).
+ * tcp_powertcp.c - PowerTCP, theta-PowerTCP and HPCC as a kernel module:
+ * the kernel shell around the core. The algorithm is explained in
+ * include/lumen/powertcp.h (HPCC's law in include/lumen/hpcc.h), and what is
+ * done around it per ACK, on idle and on loss in include/lumen/powertcp_ack.h,
+ * all shared with the eBPF struct_ops (bpf/powertcp.bpf.c). Registers
+ * powertcp (PowerTCP from INT; without INT the core's RTT fallback),
+ * theta_powertcp (RTT only) and hpcc (HPCC from the same INT echoes, the
+ * core's LUMEN_PTCP_MODE_HPCC; without INT the same RTT fallback).
  *
  * What this shell adds, each part explained at its section below:
  *  - Hooks: cong_control in both prototypes ((sk, rs) before 6.10, (sk, ack,
@@ -13,8 +15,9 @@
  *    get_info. A flow without state (no memory) runs Reno (no_state).
  *  - INT reception (powertcp_int.c): lumen's sockops program writes the
  *    request and echo options; a netfilter hook at LOCAL_IN reads the echoes
- *    for powertcp sockets, so the per-ACK path has no BPF map and no
- *    userspace. The hook is registered only while a powertcp socket exists.
+ *    for powertcp and hpcc sockets (the INT-fed ones), so the per-ACK path
+ *    has no BPF map and no userspace. The hook is registered only while such
+ *    a socket exists.
  *  - Trust model: the hook runs before TCP validates a segment. It stores an
  *    echo with its segment's ack_seq and TSval, and cong_control applies it
  *    only to the ACK that TCP accepted with exactly those, once; any other
@@ -79,7 +82,11 @@ static void ptcp_count_events(const struct sock *sk, u32 events)
 
 /*
  * /sys/module/tcp_powertcp/parameters/, writable at runtime by root; one set
- * for both algorithms (ranges in MODULE_PARM_DESC below and in README.md).
+ * for all three algorithms (ranges in MODULE_PARM_DESC below and in
+ * README.md); hpcc_* are HPCC's own (lumen/hpcc.h), the others shared (HPCC
+ * uses expected_flows for its W_AI, host_bw_mbps and base_rtt_us as all do).
+ * hpcc_* have no range of their own here: the core's validation refuses a
+ * bad value, with its text.
  * A new value is validated by lumen_ptcp_params_validate() together with the
  * current values of the others; a refused one returns -EINVAL and logs the
  * parameter and its range, and the old value stays. The set is published
@@ -93,6 +100,9 @@ enum ptcp_param_id {
 	PTCP_PARAM_EXPECTED_FLOWS,
 	PTCP_PARAM_BETA_BYTES,
 	PTCP_PARAM_GAMMA,
+	PTCP_PARAM_HPCC_ETA,
+	PTCP_PARAM_HPCC_MAX_STAGE,
+	PTCP_PARAM_HPCC_WAI_BYTES,
 };
 
 /* What the user wrote; 0 = auto where allowed. */
@@ -102,6 +112,9 @@ struct ptcp_conf {
 	u32 expected_flows;
 	u32 beta_bytes;
 	u32 gamma_permille;
+	u32 hpcc_eta_permille;
+	u32 hpcc_max_stage;
+	u32 hpcc_wai_bytes;
 };
 
 struct ptcp_param_desc {
@@ -149,6 +162,28 @@ static const struct ptcp_param_desc ptcp_desc_gamma = {
 	.range = "[10, 1000] permille",
 };
 
+/* HPCC's: any number here, the core's validation decides (ptcp_param_set) */
+static const struct ptcp_param_desc ptcp_desc_hpcc_eta = {
+	.id = PTCP_PARAM_HPCC_ETA,
+	.max = U32_MAX,
+	.zero_ok = true,
+	.range = "[500, 1000] permille",
+};
+
+static const struct ptcp_param_desc ptcp_desc_hpcc_max_stage = {
+	.id = PTCP_PARAM_HPCC_MAX_STAGE,
+	.max = U32_MAX,
+	.zero_ok = true,
+	.range = "[0, 100]",
+};
+
+static const struct ptcp_param_desc ptcp_desc_hpcc_wai = {
+	.id = PTCP_PARAM_HPCC_WAI_BYTES,
+	.max = U32_MAX,
+	.zero_ok = true,
+	.range = "0 (HostBw * tau * (1 - eta) / expected_flows) or [1, 1073741824] bytes",
+};
+
 /* Protects ptcp_conf and ptcp_params; readers run per ACK, in softirq too. */
 static DEFINE_SEQLOCK(ptcp_params_lock);
 
@@ -166,6 +201,9 @@ static struct ptcp_conf ptcp_conf = {
 	.expected_flows = LUMEN_PTCP_DEFAULT_EXPECTED_FLOWS,
 	.beta_bytes = 0,
 	.gamma_permille = 900,
+	.hpcc_eta_permille = 950,
+	.hpcc_max_stage = LUMEN_HPCC_DEFAULT_MAX_STAGE,
+	.hpcc_wai_bytes = 0,
 };
 
 /* ptcp_conf in the core's units; host_bw_mbps 0 still means "link speed". */
@@ -175,15 +213,25 @@ static struct lumen_ptcp_params ptcp_params = {
 	.beta_bytes = 0,
 	.host_bw_mbps = 0,
 	.base_rtt_ns = 0,
+	.hpcc = {.eta = LUMEN_HPCC_DEFAULT_ETA, .max_stage = LUMEN_HPCC_DEFAULT_MAX_STAGE},
 };
+
+/* permille to Q16, rounded; past U32_MAX stays out of every range */
+static u32 ptcp_permille_q16(u32 permille)
+{
+	return (u32)min_t(u64, div_u64((u64)permille * LUMEN_PTCP_ONE + 500, 1000), U32_MAX);
+}
 
 static void ptcp_conf_to_params(const struct ptcp_conf *c, struct lumen_ptcp_params *p)
 {
-	p->gamma = (u32)div_u64((u64)c->gamma_permille * LUMEN_PTCP_ONE + 500, 1000);
+	p->gamma = ptcp_permille_q16(c->gamma_permille);
 	p->expected_flows = c->expected_flows;
 	p->beta_bytes = c->beta_bytes;
 	p->host_bw_mbps = c->host_bw_mbps;
 	p->base_rtt_ns = (u64)c->base_rtt_us * NSEC_PER_USEC;
+	p->hpcc.eta = ptcp_permille_q16(c->hpcc_eta_permille);
+	p->hpcc.max_stage = c->hpcc_max_stage;
+	p->hpcc.wai_bytes = c->hpcc_wai_bytes;
 }
 
 static u32 *ptcp_conf_field(struct ptcp_conf *c, enum ptcp_param_id id)
@@ -197,6 +245,12 @@ static u32 *ptcp_conf_field(struct ptcp_conf *c, enum ptcp_param_id id)
 		return &c->expected_flows;
 	case PTCP_PARAM_BETA_BYTES:
 		return &c->beta_bytes;
+	case PTCP_PARAM_HPCC_ETA:
+		return &c->hpcc_eta_permille;
+	case PTCP_PARAM_HPCC_MAX_STAGE:
+		return &c->hpcc_max_stage;
+	case PTCP_PARAM_HPCC_WAI_BYTES:
+		return &c->hpcc_wai_bytes;
 	case PTCP_PARAM_GAMMA:
 	default:
 		return &c->gamma_permille;
@@ -279,6 +333,12 @@ module_param_cb(beta_bytes, &ptcp_param_ops, (void *)&ptcp_desc_beta, 0644);
 MODULE_PARM_DESC(beta_bytes, "additive increase in bytes, [1, 2^30]; 0 = HostBw * tau / expected_flows (default 0)");
 module_param_cb(gamma, &ptcp_param_ops, (void *)&ptcp_desc_gamma, 0644);
 MODULE_PARM_DESC(gamma, "EWMA weight gamma in permille, [10, 1000] (default 900)");
+module_param_cb(hpcc_eta, &ptcp_param_ops, (void *)&ptcp_desc_hpcc_eta, 0644);
+MODULE_PARM_DESC(hpcc_eta, "hpcc: target utilisation eta in permille, [500, 1000] (default 950)");
+module_param_cb(hpcc_max_stage, &ptcp_param_ops, (void *)&ptcp_desc_hpcc_max_stage, 0644);
+MODULE_PARM_DESC(hpcc_max_stage, "hpcc: additive steps before a multiplicative one, [0, 100] (default 5)");
+module_param_cb(hpcc_wai_bytes, &ptcp_param_ops, (void *)&ptcp_desc_hpcc_wai, 0644);
+MODULE_PARM_DESC(hpcc_wai_bytes, "hpcc: additive increase W_AI in bytes, [1, 2^30]; 0 = HostBw * tau * (1 - eta) / expected_flows (default 0)");
 /* clang-format on */
 
 /* Consistent snapshot of the parameters, for one ACK. */
@@ -562,7 +622,7 @@ static void ptcp_init(struct sock *sk, enum lumen_ptcp_mode mode)
 	s->hashed = !rhashtable_insert_fast(&ptcp_socks, &s->node, ptcp_socks_params);
 	if (!s->hashed)
 		ptcp_count(sock_net(sk), PTCP_CNT_HASH_FAIL);
-	else if (mode == LUMEN_PTCP_MODE_INT)
+	else if (lumen_ptcp_mode_int_fed(mode))
 		ptcp_hook_get(s); /* only a hashed state can receive echoes */
 	ca->s = s;
 
@@ -580,6 +640,11 @@ static void ptcp_int_init(struct sock *sk)
 static void ptcp_theta_init(struct sock *sk)
 {
 	ptcp_init(sk, LUMEN_PTCP_MODE_THETA);
+}
+
+static void ptcp_hpcc_init(struct sock *sk)
+{
+	ptcp_init(sk, LUMEN_PTCP_MODE_HPCC);
 }
 
 static void ptcp_release(struct sock *sk)
@@ -656,11 +721,11 @@ static bool ptcp_take_echo(struct ptcp_sk *s, const struct sock *sk, struct lume
 }
 
 /*
- * A powertcp flow that never saw INT (NO_INT_FLOWS, powertcp_ack.h) runs on
- * RTT alone: said in the kernel log, since nothing else would tell a user
- * that INT is missing on the path.
+ * A powertcp or hpcc flow that never saw INT (NO_INT_FLOWS, powertcp_ack.h)
+ * runs on RTT alone: said in the kernel log, since nothing else would tell a
+ * user that INT is missing on the path.
  */
-static void ptcp_warn_no_int(const struct sock *sk)
+static void ptcp_warn_no_int(const struct sock *sk, const char *algo)
 {
 	const struct inet_sock *inet = inet_sk(sk);
 
@@ -668,13 +733,13 @@ static void ptcp_warn_no_int(const struct sock *sk)
 	"no INT echo after %u RTTs, on RTT alone (INT sockops at both ends, INT switch?)\n"
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6) {
-		pr_warn_ratelimited("powertcp flow [%pI6c]:%u -> [%pI6c]:%u: " PTCP_NO_INT_MSG,
+		pr_warn_ratelimited("%s flow [%pI6c]:%u -> [%pI6c]:%u: " PTCP_NO_INT_MSG, algo,
 				    &sk->sk_v6_rcv_saddr, ntohs(inet->inet_sport), &sk->sk_v6_daddr,
 				    ntohs(inet->inet_dport), LUMEN_PTCP_NO_INT_ROUNDS);
 		return;
 	}
 #endif
-	pr_warn_ratelimited("powertcp flow %pI4:%u -> %pI4:%u: " PTCP_NO_INT_MSG, &inet->inet_saddr,
+	pr_warn_ratelimited("%s flow %pI4:%u -> %pI4:%u: " PTCP_NO_INT_MSG, algo, &inet->inet_saddr,
 			    ntohs(inet->inet_sport), &inet->inet_daddr, ntohs(inet->inet_dport),
 			    LUMEN_PTCP_NO_INT_ROUNDS);
 #undef PTCP_NO_INT_MSG
@@ -713,14 +778,14 @@ static void ptcp_on_ack(struct sock *sk, const struct rate_sample *rs)
 			    tp->lost_out, tp->retrans_out, tp->delivered, tp->data_segs_out,
 			    tcp_snd_cwnd(tp));
 
-	if (s->st.mode == LUMEN_PTCP_MODE_INT)
+	if (lumen_ptcp_mode_int_fed(s->st.mode))
 		have_echo = ptcp_take_echo(s, sk, &echo);
 
 	events = lumen_ptcp_loss_begin(&s->st, &p, &t, tp->snd_nxt, tp->mss_cache);
 	events |= lumen_ptcp_ack_process(&s->st, &p, &ack, have_echo ? &echo : NULL, &res);
 	ptcp_count_events(sk, events);
 	if (events & LUMEN_PTCP_EV(NO_INT_FLOWS))
-		ptcp_warn_no_int(sk);
+		ptcp_warn_no_int(sk, ptcp_mode_name(s->st.mode));
 	if (res != LUMEN_PTCP_HELD)
 		s->last_src = (u8)res;
 	ptcp_apply(sk, &s->st,
@@ -820,7 +885,7 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 	return len;
 }
 
-/* The two algorithms differ only in their init (the mode) and name. */
+/* The three algorithms differ only in their init (the mode) and name. */
 #define PTCP_OPS(init_fn, algo_name)                                                               \
 	{                                                                                          \
 		.init = init_fn, .release = ptcp_release, .ssthresh = ptcp_ssthresh,               \
@@ -832,40 +897,56 @@ static size_t ptcp_get_info(struct sock *sk, u32 ext, int *attr, union tcp_cc_in
 struct tcp_congestion_ops ptcp_int_ops __read_mostly = PTCP_OPS(ptcp_int_init, "powertcp");
 static struct tcp_congestion_ops ptcp_theta_ops __read_mostly =
 	PTCP_OPS(ptcp_theta_init, "theta_powertcp");
+struct tcp_congestion_ops ptcp_hpcc_ops __read_mostly = PTCP_OPS(ptcp_hpcc_init, "hpcc");
+
+/* Registered in this order, unregistered in the reverse. */
+static struct tcp_congestion_ops *const ptcp_algos[] = {
+	&ptcp_int_ops,
+	&ptcp_theta_ops,
+	&ptcp_hpcc_ops,
+};
 
 /* ---------------------------------------------------------------------- */
 /* Module                                                                  */
 
 /*
  * Loading and unloading. init registers, in order: the socket table, the
- * per-namespace counters and /proc/net files, the netdevice notifier,
- * powertcp, theta_powertcp; any failure unwinds what was
- * registered before it, and the netfilter hooks come later, with the first
- * powertcp socket (powertcp_int.c, "Hook registration"). A name already taken (another
- * module, or a BPF struct_ops of that name) is logged with EEXIST. The
- * kernel exports no lookup by name, so the names cannot be checked before
- * registering; and once powertcp is registered a socket may select it at
- * once, taking a reference on this module that a failed init would ignore
- * (the module would be freed under the socket). So:
- *  - powertcp taken: nothing was selectable, init fails with EEXIST;
- *  - theta_powertcp taken: the module loads with powertcp alone and says so
- *    in the log (unregistering powertcp is not safe, see above).
- * init never succeeds with no algorithm registered. Sockets using either
- * algorithm hold a reference on the module (taken by the TCP core), so rmmod
- * fails with EBUSY while any exists, and every state has been released when
- * exit runs. exit unregisters the algorithms (the TCP core waits for RCU
- * readers such as inet_diag), cancels the hook work and unregisters the
- * hooks if the last socket's linger had not yet (nf_unregister_net_hooks
- * waits for running ones), then the notifier, the counters and /proc
- * files, and calls rcu_barrier() before it destroys the tables. (kfree_rcu
- * runs no module code, so pending frees need not be waited for; the barrier
- * is for anything that does.) The "states" counter in /proc/net/powertcp
- * shows per-socket states allocated and not yet released, so a leak would be
- * visible from a shell.
+ * per-namespace counters and /proc/net files, the netdevice notifier, then
+ * the algorithms powertcp, theta_powertcp, hpcc (ptcp_algos); any failure
+ * unwinds what was registered before it, and the netfilter hooks come later,
+ * with the first INT-fed socket (powertcp_int.c, "Hook registration").
+ *
+ * The algorithms are all or nothing: if one name is taken (another module,
+ * or a BPF struct_ops of that name; logged with EEXIST; the kernel exports no
+ * lookup by name, so names cannot be checked before registering), the ones
+ * registered before it are unregistered and init fails. That is safe only if
+ * no socket selected one of them in between: from its registration a name is
+ * selectable, and the socket's reference on this module (try_module_get
+ * succeeds while init runs) would not stop a failed init from freeing the
+ * module under it. tcp_unregister_congestion_control() waits for RCU, and
+ * every lookup by name takes its reference inside an RCU section or under
+ * the list's lock, so once the names are gone the module's reference count
+ * says whether anyone holds one: 1, the loader's own reference during init,
+ * means nobody, and init fails cleanly. More (a socket selected a name in
+ * those microseconds) and init cannot fail: it succeeds with no algorithm
+ * registered, says so in the log, and the module stays until that socket
+ * lets go and rmmod removes it. Either way no name is left registered.
+ *
+ * Sockets using any algorithm hold a reference on the module (taken by the
+ * TCP core), so rmmod fails with EBUSY while any exists, and every state has
+ * been released when exit runs. exit unregisters the algorithms (the TCP
+ * core waits for RCU readers such as inet_diag), cancels the hook work and
+ * unregisters the hooks if the last socket's linger had not yet
+ * (nf_unregister_net_hooks waits for running ones), then the notifier, the
+ * counters and /proc files, and calls rcu_barrier() before it destroys the
+ * tables. (kfree_rcu runs no module code, so pending frees need not be
+ * waited for; the barrier is for anything that does.) The "states" counter
+ * in /proc/net/powertcp shows per-socket states allocated and not yet
+ * released, so a leak would be visible from a shell.
  */
 
-/* theta_powertcp registered (powertcp always is once init succeeded). */
-static bool ptcp_theta_registered;
+/* The algorithms are registered (all of them; none after the rare case above). */
+static bool ptcp_algos_registered;
 
 /* States left in the table at exit: impossible while sockets hold the module. */
 static void ptcp_leaked(void *ptr, void *arg)
@@ -874,6 +955,45 @@ static void ptcp_leaked(void *ptr, void *arg)
 
 	WARN_ONCE(1, "socket state leaked");
 	kfree(s);
+}
+
+/* Whether anyone but the loader holds the module (during init). */
+static bool ptcp_module_held(void)
+{
+#ifdef CONFIG_MODULE_UNLOAD
+	return module_refcount(THIS_MODULE) > 1;
+#else
+	return true; /* not counted: assume the worst */
+#endif
+}
+
+/*
+ * All the algorithms, or none ("Loading and unloading"). 0 with
+ * ptcp_algos_registered false: init must succeed without them.
+ */
+static int __init ptcp_register_algos(void)
+{
+	unsigned int i, n;
+	int ret = 0;
+
+	for (n = 0; n < ARRAY_SIZE(ptcp_algos); n++) {
+		ret = tcp_register_congestion_control(ptcp_algos[n]);
+		if (ret)
+			break;
+	}
+	if (!ret) {
+		ptcp_algos_registered = true;
+		return 0;
+	}
+	pr_err("cannot register %s (%d): the name is taken; registering none of powertcp, theta_powertcp, hpcc\n",
+	       ptcp_algos[n]->name, ret);
+	for (i = n; i-- > 0;)
+		tcp_unregister_congestion_control(ptcp_algos[i]);
+	if (n && ptcp_module_held()) {
+		pr_err("a socket selected an algorithm while init failed: loaded with none registered; rmmod once it is closed\n");
+		return 0;
+	}
+	return ret;
 }
 
 static int __init ptcp_register(void)
@@ -897,16 +1017,9 @@ static int __init ptcp_register(void)
 	ret = register_netdevice_notifier(&ptcp_netdev_nb);
 	if (ret)
 		goto err_stats;
-	ret = tcp_register_congestion_control(&ptcp_int_ops);
-	if (ret) {
-		pr_err("cannot register powertcp (%d): the name is taken\n", ret);
-		goto err_notifier;
-	}
-	ret = tcp_register_congestion_control(&ptcp_theta_ops);
+	ret = ptcp_register_algos();
 	if (ret)
-		pr_err("cannot register theta_powertcp (%d): the name is taken; loaded with powertcp only\n",
-		       ret);
-	ptcp_theta_registered = !ret;
+		goto err_notifier;
 	return 0;
 
 err_notifier:
@@ -922,9 +1035,10 @@ err_socks:
 
 static void __exit ptcp_unregister(void)
 {
-	if (ptcp_theta_registered)
-		tcp_unregister_congestion_control(&ptcp_theta_ops);
-	tcp_unregister_congestion_control(&ptcp_int_ops);
+	unsigned int i;
+
+	for (i = ARRAY_SIZE(ptcp_algos); ptcp_algos_registered && i-- > 0;)
+		tcp_unregister_congestion_control(ptcp_algos[i]);
 	ptcp_hooks_exit();
 	unregister_netdevice_notifier(&ptcp_netdev_nb);
 	ptcp_bw_flush();
@@ -938,6 +1052,7 @@ module_exit(ptcp_unregister);
 
 MODULE_AUTHOR("lumen");
 MODULE_LICENSE("Dual BSD/GPL");
-MODULE_DESCRIPTION("PowerTCP (INT) and theta-PowerTCP (RTT) congestion control");
+MODULE_DESCRIPTION("PowerTCP (INT), theta-PowerTCP (RTT) and HPCC (INT) congestion control");
 MODULE_ALIAS("tcp_powertcp");
 MODULE_ALIAS("tcp_theta_powertcp");
+MODULE_ALIAS("tcp_hpcc");

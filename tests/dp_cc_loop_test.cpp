@@ -2,7 +2,8 @@
 //
 // tests/dp_cc_loop_test.cpp - lumen-dp's congestion control
 // (dpdk/transport/cc.h) in a closed loop: two flows of one algorithm share
-// a single bottleneck and must fill it, fairly, with a bounded queue.
+// a single bottleneck and must fill it (HPCC: to its target utilisation),
+// fairly (TIMELY: neither starved), with a bounded queue.
 #include "transport/cc.h"
 
 #include <gtest/gtest.h>
@@ -131,7 +132,11 @@ LoopResult run_loop(const LoopConfig &cfg)
 			uint64_t gap = kStep;
 			if (f.cc->pacing_bps())
 				gap = std::max<uint64_t>(gap, kMss * 8 * 1000000000ull / f.cc->pacing_bps());
-			f.next_send_ns = now + gap;
+			// the pacer's clock runs on from when this packet was due,
+			// not from the step that sent it: otherwise every gap would
+			// round up to whole steps (a rate just below the link's
+			// would send every other step). Up to a step of credit.
+			f.next_send_ns = std::max(f.next_send_ns, now - kStep) + gap;
 		}
 		while (!wire.empty() && wire.front().at_ns <= now) {
 			Pkt p = wire.front();
@@ -218,5 +223,48 @@ TEST(CcLoopTest, ALateFlowConvergesToItsShare)
 		LoopResult r = run_loop(cfg);
 		expect_fair_and_full(r);
 		EXPECT_LT(r.max_queue, 2 * kDctcpK) << describe(r);
+	}
+}
+
+// HPCC aims at U = eta (0.95) of the link with the queue near empty: the
+// bottleneck about 95% busy, at most a packet or two queued, fair shares,
+// also for a flow that joins late.
+TEST(CcLoopTest, HpccHoldsTheLinkNearEtaWithAnEmptyQueue)
+{
+	for (uint64_t second_start : {uint64_t(0), uint64_t(10000)}) {
+		SCOPED_TRACE(second_start ? "late second flow" : "together");
+		LoopConfig cfg{CcAlgorithm::kHpcc};
+		cfg.second_start_step = second_start;
+		cfg.warmup_steps = second_start ? 30000 : 20000;
+		LoopResult r = run_loop(cfg);
+		EXPECT_GT(r.utilization, 0.92) << describe(r);
+		EXPECT_LT(r.utilization, 0.97) << describe(r);
+		EXPECT_LT(r.avg_queue, double(kMss)) << describe(r);
+		EXPECT_LE(r.max_queue, 3u * kMss) << describe(r);
+		uint64_t total = r.delivered[0] + r.delivered[1];
+		for (uint64_t d : r.delivered)
+			EXPECT_NEAR(double(d), 0.5 * double(total), 0.05 * double(total)) << describe(r);
+	}
+}
+
+// TIMELY raises its rate while the RTT is below T_low (50 us; the base RTT
+// here is 24 us) and follows the gradient above it: the link nearly full,
+// the queue held around the T_low's worth (26 us, 32.5 kB) and far below
+// T_high's, neither flow starved (TIMELY does not promise fair shares).
+TEST(CcLoopTest, TimelyFillsTheLinkWithAQueueNearTLow)
+{
+	constexpr double kTLowQueue = 26000 * 1.25; // bytes: (T_low - base RTT) at 10 Gbit/s
+	for (uint64_t second_start : {uint64_t(0), uint64_t(10000)}) {
+		SCOPED_TRACE(second_start ? "late second flow" : "together");
+		LoopConfig cfg{CcAlgorithm::kTimely};
+		cfg.second_start_step = second_start;
+		cfg.warmup_steps = second_start ? 30000 : 20000;
+		LoopResult r = run_loop(cfg);
+		EXPECT_GT(r.utilization, 0.95) << describe(r);
+		EXPECT_LT(r.avg_queue, kTLowQueue) << describe(r);
+		EXPECT_LT(double(r.max_queue), 2 * kTLowQueue) << describe(r);
+		uint64_t total = r.delivered[0] + r.delivered[1];
+		for (uint64_t d : r.delivered)
+			EXPECT_GT(double(d), 0.35 * double(total)) << describe(r);
 	}
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // tests/dp_cc_test.cpp - lumen-dp's congestion control (dpdk/transport/cc.h):
-// DCTCP's rules one by one with a window-filling sender, PowerTCP and
-// theta-PowerTCP through the shared core with synthetic RTT and INT streams,
-// and parameter validation. The closed loop (two flows at one bottleneck) is
+// DCTCP's rules one by one with a window-filling sender, PowerTCP,
+// theta-PowerTCP and HPCC through the shared core with synthetic RTT and INT
+// streams, TIMELY's rate per completion event and per loss episode, and
+// parameter validation. The closed loop (two flows at one bottleneck) is
 // dp_cc_loop_test.cpp.
 #include "transport/cc.h"
 
@@ -26,6 +27,7 @@ using lumen::dp::CongestionControl;
 using lumen::dp::Dctcp;
 using lumen::dp::make_cc;
 using lumen::dp::PowerTcp;
+using lumen::dp::Timely;
 
 constexpr uint32_t kMss = 1000;
 
@@ -742,11 +744,430 @@ TEST(PowerTcpTest, ClampsAreTheCores)
 }
 
 // ---------------------------------------------------------------------------
+// HPCC: the PowerTCP core in LUMEN_PTCP_MODE_HPCC, through the same class
+
+TEST(DpHpccTest, StartsWithOneHostBdpInHpccMode)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	EXPECT_STREQ(cc.name(), "hpcc");
+	EXPECT_STREQ(make_cc(ptcp_params(CcAlgorithm::kHpcc))->name(), "hpcc");
+	EXPECT_EQ(cc.state().mode, uint32_t(LUMEN_PTCP_MODE_HPCC));
+	EXPECT_EQ(cc.cwnd_bytes(), kBdp);
+	EXPECT_EQ(cc.pacing_bps(), 25000000000ull);
+	EXPECT_EQ(cc.core_params().hpcc.eta, uint32_t(LUMEN_HPCC_DEFAULT_ETA));
+	EXPECT_EQ(cc.core_params().hpcc.max_stage, uint32_t(LUMEN_HPCC_DEFAULT_MAX_STAGE));
+}
+
+TEST(DpHpccTest, ParametersReachTheCore)
+{
+	CcParams p = ptcp_params(CcAlgorithm::kHpcc);
+	p.hpcc_eta = 60000;
+	p.hpcc_max_stage = 3;
+	p.hpcc_wai_bytes = 777;
+	PowerTcp cc(p);
+	EXPECT_EQ(cc.core_params().hpcc.eta, 60000u);
+	EXPECT_EQ(cc.core_params().hpcc.max_stage, 3u);
+	EXPECT_EQ(cc.core_params().hpcc.wai_bytes, 777u);
+	// PowerTCP leaves HPCC's fields at the core's defaults
+	p.algorithm = CcAlgorithm::kPowerTcp;
+	EXPECT_EQ(p.ptcp_params().hpcc.eta, uint32_t(LUMEN_HPCC_DEFAULT_ETA));
+	EXPECT_EQ(p.ptcp_params().hpcc.wai_bytes, 0u);
+}
+
+constexpr uint64_t kWai = (kBdp * (65536 - LUMEN_HPCC_DEFAULT_ETA) >> 16) / 10; // W_AI: 312 bytes
+
+// A growing queue at the hop (1.5x its rate): U far above eta, every round
+// multiplicative, down to the floor, all from INT.
+TEST(DpHpccTest, AHotHopCutsTheWindow)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	PtDriver d(cc, true);
+
+	d.acks(60, 2250);
+	EXPECT_GT(d.qlen(), kBdp / 2);
+	EXPECT_LT(cc.cwnd_bytes(), kBdp / 2);
+	EXPECT_EQ(cc.state().hpcc.inc_stage, 0u); // multiplicative steps only
+	d.acks(60, 2250);
+	EXPECT_EQ(cc.cwnd_bytes(), 2u * kPtMss); // the core's floor
+	EXPECT_EQ(cc.event_count(LUMEN_PTCP_EVBIT_INT_UPDATES), 119u); // every ACK but the first
+	EXPECT_EQ(cc.event_count(LUMEN_PTCP_EVBIT_FALLBACK_UPDATES), 0u);
+	EXPECT_EQ(cc.last_result(), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(cc.pacing_bps(), cc.cwnd_bytes() * 8 * 1000000000ull / kTau);
+}
+
+// The law W = Wc * eta / U + W_AI, once per round, at a link exactly busy
+// (U = 1, no queue): each round takes the window eta / U = 0.95 of the way,
+// to the fixed point W_AI / (1 - eta / U) = 20 W_AI, where the cut and the
+// additive step balance. (Open loop: the window does not change U here.)
+TEST(DpHpccTest, TheWindowMovesTowardUEqualsEta)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	PtDriver d(cc, true);
+
+	d.acks(40, 1500);
+	uint64_t first = cc.cwnd_bytes();
+	EXPECT_LT(first, kBdp);
+	d.acks(400, 1500);
+	uint64_t mid = cc.cwnd_bytes();
+	EXPECT_LT(mid, first);
+	d.acks(1600, 1500);
+	EXPECT_LT(cc.cwnd_bytes(), mid);
+	EXPECT_NEAR(double(cc.cwnd_bytes()), 20.0 * kWai, 0.05 * 20 * kWai);
+	EXPECT_EQ(cc.state().hpcc.inc_stage, 0u);
+}
+
+// Below eta (a half-busy link, U = 0.5): max_stage rounds of + W_AI, then a
+// multiplicative step up by eta / U (1.9x), here to the ceiling.
+TEST(DpHpccTest, BelowEtaAdditiveStagesThenAMultiplicativeStep)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	PtDriver d(cc, true);
+
+	d.acks(20, 750);
+	EXPECT_EQ(cc.state().hpcc.inc_stage, 1u);
+	EXPECT_EQ(cc.state().hpcc.wc_bytes, kBdp + kWai);
+	EXPECT_EQ(cc.cwnd_bytes(), kBdp + 2 * kWai);
+	d.acks(160, 750);
+	EXPECT_EQ(cc.cwnd_bytes(), kBdp + kBeta); // 1.9x, clamped by the core
+
+	// with max_stage 0 the first round is multiplicative already
+	CcParams p = ptcp_params(CcAlgorithm::kHpcc);
+	p.hpcc_max_stage = 0;
+	PowerTcp eager(p);
+	PtDriver e(eager, true);
+	e.acks(20, 750);
+	EXPECT_EQ(eager.cwnd_bytes(), kBdp + kBeta);
+}
+
+// No INT on the path: HPCC falls back to the RTT (U from theta-PowerTCP's
+// estimate), once per round, and the growing queue still cuts the window.
+TEST(DpHpccTest, MissingIntFallsBackToTheRtt)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	PtDriver d(cc, false);
+
+	d.acks(400, 2250);
+	EXPECT_LT(cc.cwnd_bytes(), kBdp / 2);
+	EXPECT_EQ(cc.event_count(LUMEN_PTCP_EVBIT_NO_INT), 400u);
+	EXPECT_GT(cc.event_count(LUMEN_PTCP_EVBIT_FALLBACK_UPDATES), 5u);
+	EXPECT_EQ(cc.event_count(LUMEN_PTCP_EVBIT_INT_UPDATES), 0u);
+	EXPECT_EQ(cc.last_result() == LUMEN_PTCP_UPDATED_INT, false);
+}
+
+TEST(DpHpccTest, LossLeavesTheWindowAlone)
+{
+	PowerTcp cc(ptcp_params(CcAlgorithm::kHpcc));
+	PtDriver d(cc, true);
+
+	d.acks(60, 2250);
+	uint64_t cwnd = cc.cwnd_bytes();
+	cc.on_loss(1, false);
+	cc.on_loss(2, true);
+	cc.undo_timeout();
+	EXPECT_EQ(cc.cwnd_bytes(), cwnd);
+	EXPECT_EQ(cc.counters().losses, 1u);
+	EXPECT_EQ(cc.counters().timeouts, 1u);
+}
+
+// ---------------------------------------------------------------------------
+// TIMELY
+
+namespace
+{
+
+constexpr uint32_t kTmMss = 1500;
+constexpr uint64_t kTmRate = 1250000000ull; // 10 Gbit/s in bytes/s
+constexpr uint64_t kTmDelta = 1250000ull; // 10 Mbit/s: HostBw / 1000
+
+CcParams timely_params()
+{
+	CcParams p;
+	p.algorithm = CcAlgorithm::kTimely;
+	p.mss = kTmMss;
+	p.host_bw_bps = 10000000000ull; // the paper's
+	return p;
+}
+
+// ACKs of a sender that keeps a fixed amount of data in flight ahead of
+// snd_una; event() acknowledges one whole segment (16 KB) with one ACK, one
+// completion event each.
+class TmDriver
+{
+      public:
+	explicit TmDriver(Timely &cc) : cc_(cc)
+	{
+	}
+	void ack(uint64_t rtt_ns, uint32_t bytes = kTmMss)
+	{
+		CcAck a;
+		una_ += bytes;
+		now_ += 1000;
+		a.now_ns = now_;
+		a.acked_pkts = (bytes + kTmMss - 1) / kTmMss;
+		a.acked_bytes = bytes;
+		a.rtt_ns = rtt_ns;
+		a.snd_una_bytes = una_;
+		a.snd_nxt_bytes = nxt();
+		cc_.on_ack(a);
+	}
+	void event(uint64_t rtt_ns)
+	{
+		ack(rtt_ns, LUMEN_TIMELY_DEFAULT_SEG_BYTES);
+	}
+	uint32_t una() const
+	{
+		return una_;
+	}
+	uint32_t nxt() const
+	{
+		return una_ + kInFlight;
+	}
+	static constexpr uint32_t kInFlight = 200000;
+
+      private:
+	Timely &cc_;
+	uint64_t now_ = 7000000;
+	uint32_t una_ = 0xfffe0000u;
+};
+
+// Halve the rate by a loss, and end that episode (snd_una past the snd_nxt
+// of the loss), so that the rate has room to grow.
+void halve(Timely &cc, TmDriver &d)
+{
+	d.ack(0); // the sequence space: the loss's snd_nxt is this ACK's
+	cc.on_loss(1, false);
+	d.ack(0, TmDriver::kInFlight + 1);
+	ASSERT_FALSE(cc.in_loss_episode());
+}
+
+} // namespace
+
+TEST(DpTimelyTest, StartsAtLineRate)
+{
+	Timely cc(timely_params());
+	EXPECT_STREQ(cc.name(), "timely");
+	EXPECT_STREQ(make_cc(timely_params())->name(), "timely");
+	EXPECT_EQ(cc.pacing_bps(), 10000000000ull);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate);
+	// twice the rate times T_low before any RTT: 2 * 1.25e9 B/s * 50 us
+	EXPECT_EQ(cc.cwnd_bytes(), 125000u);
+	EXPECT_EQ(cc.core_params().host_bw_mbps, 10000u);
+	EXPECT_EQ(cc.core_params().t_low_ns, LUMEN_TIMELY_DEFAULT_T_LOW_NS);
+	EXPECT_EQ(cc.core_params().seg_bytes, uint32_t(LUMEN_TIMELY_DEFAULT_SEG_BYTES));
+}
+
+TEST(DpTimelyTest, ParametersReachTheCore)
+{
+	CcParams p = timely_params();
+	p.timely_t_low_ns = 30000;
+	p.timely_t_high_ns = 300000;
+	p.timely_min_rtt_ns = 10000;
+	p.timely_delta_mbps = 50;
+	p.timely_alpha = 32768;
+	p.timely_beta = 16384;
+	p.timely_hai_events = 3;
+	p.timely_seg_bytes = 65536;
+	Timely cc(p);
+	const lumen_timely_params &c = cc.core_params();
+	EXPECT_EQ(c.t_low_ns, 30000u);
+	EXPECT_EQ(c.t_high_ns, 300000u);
+	EXPECT_EQ(c.min_rtt_ns, 10000u);
+	EXPECT_EQ(c.delta_mbps, 50u);
+	EXPECT_EQ(c.alpha, 32768u);
+	EXPECT_EQ(c.beta, 16384u);
+	EXPECT_EQ(c.hai_events, 3u);
+	EXPECT_EQ(c.seg_bytes, 65536u);
+}
+
+// Below T_low every event adds delta (the first only seeds the RTT history).
+TEST(DpTimelyTest, LowRttRaisesTheRate)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+	halve(cc, d);
+	uint64_t half = cc.rate_bytes_per_s();
+	EXPECT_EQ(half, kTmRate / 2);
+
+	d.event(20000); // seeds
+	EXPECT_EQ(cc.rate_bytes_per_s(), half);
+	for (int i = 1; i <= 10; i++) {
+		d.event(20000);
+		EXPECT_EQ(cc.rate_bytes_per_s(), half + uint64_t(i) * kTmDelta);
+	}
+	EXPECT_EQ(cc.state().stats.low, 10u);
+	EXPECT_EQ(cc.pacing_bps(), cc.rate_bytes_per_s() * 8);
+	EXPECT_EQ(cc.counters().updates, 11u);
+	// the window is twice the rate times the latest RTT
+	EXPECT_EQ(cc.cwnd_bytes(), cc.rate_bytes_per_s() / 1000 * 20000 / 1000000 * 2);
+}
+
+// Between T_low and T_high the gradient decides: a rising RTT cuts, a
+// falling one raises (by 5 delta after 5 such events: HAI).
+TEST(DpTimelyTest, RisingRttCutsTheRateFallingRttRaisesIt)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+
+	uint64_t rate = cc.rate_bytes_per_s();
+	for (uint64_t rtt = 100000; rtt <= 200000; rtt += 20000) {
+		d.event(rtt);
+		EXPECT_LE(cc.rate_bytes_per_s(), rate) << rtt;
+		rate = cc.rate_bytes_per_s();
+	}
+	EXPECT_EQ(cc.state().stats.decreases, 5u);
+	EXPECT_LT(cc.rate_bytes_per_s(), kTmRate / 2);
+
+	uint64_t low = cc.rate_bytes_per_s();
+	for (uint64_t rtt = 190000; rtt >= 100000; rtt -= 10000) {
+		d.event(rtt);
+		EXPECT_GE(cc.rate_bytes_per_s(), rate) << rtt;
+		rate = cc.rate_bytes_per_s();
+	}
+	EXPECT_GT(cc.rate_bytes_per_s(), low);
+	EXPECT_GT(cc.state().stats.increases + cc.state().stats.hai, 5u);
+	EXPECT_GT(cc.state().stats.hai, 0u);
+}
+
+// Above T_high: rate * (1 - beta * (1 - T_high / rtt)), 0.6 at twice T_high.
+TEST(DpTimelyTest, AboveTHighTheRateFallsWithTheRtt)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+
+	d.event(1000000); // seeds
+	d.event(1000000);
+	EXPECT_NEAR(double(cc.rate_bytes_per_s()), 0.6 * kTmRate, 0.001 * kTmRate);
+	EXPECT_EQ(cc.state().stats.high, 1u);
+}
+
+// A loss halves the rate once per episode; the episode ends when snd_una
+// passes the snd_nxt of the loss, and the next loss cuts again.
+TEST(DpTimelyTest, LossHalvesOncePerEpisode)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+	d.ack(20000);
+	uint32_t end = d.nxt(); // snd_nxt at the loss
+
+	cc.on_loss(1, false);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2);
+	EXPECT_TRUE(cc.in_loss_episode());
+	cc.on_loss(2, false); // the same episode
+	cc.on_loss(3, true);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2);
+	EXPECT_EQ(cc.counters().loss_cuts, 1u);
+	EXPECT_EQ(cc.counters().losses, 2u);
+	EXPECT_EQ(cc.counters().timeouts, 1u);
+
+	d.ack(0, end - d.una()); // snd_una reaches, but does not pass, the loss's snd_nxt
+	EXPECT_TRUE(cc.in_loss_episode());
+	cc.on_loss(4, false);
+	EXPECT_EQ(cc.counters().loss_cuts, 1u);
+	d.ack(0, 1);
+	EXPECT_FALSE(cc.in_loss_episode());
+	cc.on_loss(5, false);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 4);
+	EXPECT_EQ(cc.counters().loss_cuts, 2u);
+	EXPECT_EQ(cc.state().stats.loss_cuts, 2u);
+}
+
+// A loss before the first ACK: its episode ends with the first ACK's snd_nxt.
+TEST(DpTimelyTest, LossBeforeTheFirstAck)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+
+	cc.on_loss(1, true);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2);
+	d.ack(0);
+	EXPECT_TRUE(cc.in_loss_episode());
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2); // the first ACK keeps the cut
+	d.ack(0, TmDriver::kInFlight);
+	EXPECT_TRUE(cc.in_loss_episode()); // at the first ACK's snd_nxt
+	d.ack(0);
+	EXPECT_FALSE(cc.in_loss_episode());
+}
+
+// undo_timeout gives back what an RTO's cut took, and only that.
+TEST(DpTimelyTest, UndoRestoresAnRtoCut)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+	d.ack(20000);
+
+	cc.on_loss(1, true);
+	cc.on_loss(2, true); // backed off: the same episode
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2);
+	cc.undo_timeout();
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate);
+	EXPECT_EQ(cc.pacing_bps(), kTmRate * 8);
+	EXPECT_FALSE(cc.in_loss_episode());
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+	EXPECT_EQ(cc.state().stats.loss_undos, 1u);
+	cc.undo_timeout(); // nothing left to undo
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+
+	// a fast loss's cut is not an RTO's
+	cc.on_loss(3, false);
+	cc.on_loss(4, true);
+	cc.undo_timeout();
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmRate / 2);
+	EXPECT_EQ(cc.counters().undone_timeouts, 1u);
+
+	// once snd_una has moved, the RTO stands
+	Timely late(timely_params());
+	TmDriver e(late);
+	e.ack(20000);
+	late.on_loss(5, true);
+	e.ack(20000);
+	late.undo_timeout();
+	EXPECT_EQ(late.rate_bytes_per_s(), kTmRate / 2);
+	EXPECT_EQ(late.counters().undone_timeouts, 0u);
+}
+
+TEST(DpTimelyTest, IdleRestartForgetsTheRttHistoryKeepsTheRate)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+	d.event(100000);
+	d.event(150000);
+	uint64_t rate = cc.rate_bytes_per_s();
+	ASSERT_NE(cc.state().prev_rtt_ns, 0u);
+	ASSERT_NE(cc.state().rtt_diff_ns, 0);
+
+	cc.on_idle_restart(1);
+	EXPECT_EQ(cc.state().prev_rtt_ns, 0u);
+	EXPECT_EQ(cc.state().rtt_diff_ns, 0);
+	EXPECT_EQ(cc.rate_bytes_per_s(), rate);
+	EXPECT_EQ(cc.counters().idle_restarts, 1u);
+	d.event(400000); // seeds again: no gradient from before the idle
+	EXPECT_EQ(cc.rate_bytes_per_s(), rate);
+}
+
+// The rate's floor is delta; the window's, 4 MSS.
+TEST(DpTimelyTest, FloorsAreTheCores)
+{
+	Timely cc(timely_params());
+	TmDriver d(cc);
+	for (int i = 0; i < 100; i++)
+		d.event(999000000);
+	EXPECT_EQ(cc.rate_bytes_per_s(), kTmDelta);
+	CcParams p = timely_params();
+	p.host_bw_bps = 100000000; // 100 Mbit/s: delta 1 Mbit/s
+	Timely slow(p);
+	TmDriver s(slow);
+	for (int i = 0; i < 100; i++)
+		s.event(900000);
+	EXPECT_EQ(slow.cwnd_bytes(), 4u * kTmMss);
+}
+
+// ---------------------------------------------------------------------------
 // Parameters
 
 TEST(CcParamsTest, DefaultsAreValid)
 {
-	for (CcAlgorithm a : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp}) {
+	for (CcAlgorithm a : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp,
+			      CcAlgorithm::kHpcc, CcAlgorithm::kTimely}) {
 		CcParams p;
 		p.algorithm = a;
 		EXPECT_EQ(p.validate(), "") << lumen::dp::cc_algorithm_name(a);
@@ -798,6 +1219,31 @@ TEST(CcParamsTest, RefusesBadValues)
 		{"wtd weight 0", CcAlgorithm::kDctcp, [](CcParams &p) { p.dctcp_wtd_weight = 0; }, "wtd_weight"},
 		{"wtd threshold 2", CcAlgorithm::kDctcp, [](CcParams &p) { p.dctcp_wtd_threshold = 131072; },
 		 "wtd_threshold"},
+		// HPCC: the core's words (lumen_hpcc_param_strerror)
+		{"hpcc eta 0.4", CcAlgorithm::kHpcc, [](CcParams &p) { p.hpcc_eta = 26214; },
+		 "hpcc eta must be within [0.5, 1]"},
+		{"hpcc eta 1.1", CcAlgorithm::kHpcc, [](CcParams &p) { p.hpcc_eta = 72090; }, "hpcc eta"},
+		{"hpcc stage 101", CcAlgorithm::kHpcc, [](CcParams &p) { p.hpcc_max_stage = 101; },
+		 "hpcc max_stage must be within [0, 100]"},
+		{"hpcc wai 1 GiB + 1", CcAlgorithm::kHpcc, [](CcParams &p) { p.hpcc_wai_bytes = (1u << 30) + 1; },
+		 "hpcc W_AI must be at most 1 GiB"},
+		{"hpcc gamma 0 (shared)", CcAlgorithm::kHpcc, [](CcParams &p) { p.ptcp_gamma = 0; }, "hpcc: gamma"},
+		{"hpcc mss 0", CcAlgorithm::kHpcc, [](CcParams &p) { p.mss = 0; }, "mss"},
+		// TIMELY: the core's words (lumen_timely_param_strerror)
+		{"timely T_low 0", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_t_low_ns = 0; },
+		 "timely T_low must be within [1 us, 1 s]"},
+		{"timely T_high = T_low", CcAlgorithm::kTimely,
+		 [](CcParams &p) { p.timely_t_high_ns = p.timely_t_low_ns; }, "timely T_high must be above T_low"},
+		{"timely min_rtt 500 ns", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_min_rtt_ns = 500; },
+		 "timely min_rtt"},
+		{"timely delta above host bw", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_delta_mbps = 25001; },
+		 "timely delta"},
+		{"timely alpha 0", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_alpha = 0; }, "timely alpha"},
+		{"timely beta 1.5", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_beta = 98304; }, "timely beta"},
+		{"timely hai 0", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_hai_events = 0; }, "timely HAI"},
+		{"timely segment 512", CcAlgorithm::kTimely, [](CcParams &p) { p.timely_seg_bytes = 512; },
+		 "timely segment"},
+		{"timely host bw 0", CcAlgorithm::kTimely, [](CcParams &p) { p.host_bw_bps = 0; }, "host_bw"},
 	};
 	for (const Case &c : cases) {
 		CcParams p;
@@ -824,10 +1270,30 @@ TEST(CcParamsTest, OnlyTheChosenAlgorithmsFieldsCount)
 	p.host_bw_bps = 100000000000ull;
 	p.base_rtt_ns = 0; // auto
 	EXPECT_EQ(p.validate(), "");
+	// HPCC's fields count for HPCC only, TIMELY's for TIMELY only
+	p.hpcc_eta = 0;
+	p.timely_alpha = 0;
+	EXPECT_EQ(p.validate(), "");
+	p.algorithm = CcAlgorithm::kPowerTcp;
+	EXPECT_EQ(p.validate(), "");
+	p.algorithm = CcAlgorithm::kHpcc;
+	EXPECT_NE(p.validate().find("hpcc eta"), std::string::npos);
+	p.hpcc_eta = LUMEN_HPCC_DEFAULT_ETA;
+	EXPECT_EQ(p.validate(), "");
+	p.algorithm = CcAlgorithm::kTimely;
+	EXPECT_NE(p.validate().find("timely alpha"), std::string::npos);
+	p.timely_alpha = LUMEN_TIMELY_DEFAULT_ALPHA;
+	p.ptcp_gamma = 0; // PowerTCP's, unused by TIMELY
+	EXPECT_EQ(p.validate(), "");
 }
 
 TEST(CcParamsTest, ConstructorsCheckTheAlgorithm)
 {
 	EXPECT_THROW(Dctcp{ptcp_params(CcAlgorithm::kPowerTcp)}, std::invalid_argument);
 	EXPECT_THROW(PowerTcp{dctcp_params()}, std::invalid_argument);
+	EXPECT_THROW(PowerTcp{timely_params()}, std::invalid_argument);
+	EXPECT_THROW(Timely{ptcp_params(CcAlgorithm::kHpcc)}, std::invalid_argument);
+	EXPECT_THROW(Dctcp{ptcp_params(CcAlgorithm::kHpcc)}, std::invalid_argument);
+	EXPECT_STREQ(lumen::dp::cc_algorithm_name(CcAlgorithm::kHpcc), "hpcc");
+	EXPECT_STREQ(lumen::dp::cc_algorithm_name(CcAlgorithm::kTimely), "timely");
 }

@@ -80,6 +80,78 @@ std::vector<Case> cases()
 		{L::kMaxConns, [](EngineConfig &c, uint64_t v) { c.max_conns = (uint32_t)v; }},
 		{L::kInitCwnd, [](EngineConfig &c, uint64_t v) { c.cc.init_cwnd_pkts = (uint32_t)v; },
 		 "init_cwnd_pkts"},
+		/* congestion control: the cores' checks, in the cores' words */
+		{L::kHpccEta,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kHpcc;
+			 c.cc.hpcc_eta = (uint32_t)v;
+		 },
+		 "hpcc eta"},
+		{L::kHpccMaxStage,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kHpcc;
+			 c.cc.hpcc_max_stage = (uint32_t)v;
+		 },
+		 "hpcc max_stage"},
+		{L::kHpccWai,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kHpcc;
+			 c.cc.hpcc_wai_bytes = (uint32_t)v;
+		 },
+		 "hpcc W_AI"},
+		/* T_low's ceiling is T_high's: a T_low past it leaves no T_high */
+		{L::kTimelyTLowUs,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_t_low_ns = v;
+			 c.cc.timely_t_high_ns = std::max<uint64_t>(c.cc.timely_t_high_ns, v + 1000);
+		 },
+		 "timely T_"},
+		{L::kTimelyTHighUs,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_t_high_ns = v;
+			 /* the lowest T_low, unless T_high is below it */
+			 c.cc.timely_t_low_ns = v >= 2000 ? 1000 : v;
+		 },
+		 "timely T_high"},
+		{L::kTimelyMinRttUs,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_min_rtt_ns = v;
+		 },
+		 "timely min_rtt"},
+		{L::kTimelyDeltaMbps,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.host_bw_bps = 1600000000000ull; /* delta is at most the host's bandwidth */
+			 c.cc.timely_delta_mbps = (uint32_t)v;
+		 },
+		 "timely delta"},
+		{L::kTimelyAlpha,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_alpha = (uint32_t)v;
+		 },
+		 "timely alpha"},
+		{L::kTimelyBeta,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_beta = (uint32_t)v;
+		 },
+		 "timely beta"},
+		{L::kTimelyHai,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_hai_events = (uint32_t)v;
+		 },
+		 "timely HAI"},
+		{L::kTimelySegment,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kTimely;
+			 c.cc.timely_seg_bytes = (uint32_t)v;
+		 },
+		 "timely segment"},
 	};
 }
 
@@ -126,4 +198,11 @@ TEST(DpEngineLimits, ARangeHoldsItsBoundsInTheConfigurationsUnit)
 	EXPECT_TRUE(us.holds(5000));
 	EXPECT_FALSE(us.holds(5001));
 	EXPECT_EQ(us.refusal(), "x-us must be 2..5");
+}
+
+TEST(DpEngineLimits, FractionsAreSaidAsTyped)
+{
+	EXPECT_EQ(limits::fraction_text(limits::kHpccEta), "0.5..1");
+	EXPECT_EQ(limits::fraction_text(limits::kTimelyAlpha), "(0, 1]");
+	EXPECT_EQ(limits::fraction_text(limits::kTimelyBeta), "(0, 1]");
 }

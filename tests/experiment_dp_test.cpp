@@ -74,6 +74,12 @@ TEST(ExperimentDp, MistakesAreNamed)
 	d = spray();
 	d["datapath"]["cc"] = "cubic";
 	EXPECT_NE(parse_error(d).find("unknown congestion control"), std::string::npos) << parse_error(d);
+	EXPECT_NE(parse_error(d).find("hpcc, timely"), std::string::npos) << parse_error(d);
+	for (const char *cc : {"dctcp", "powertcp", "theta-powertcp", "hpcc", "timely"}) {
+		d = spray();
+		d["datapath"]["cc"] = cc;
+		EXPECT_EQ(parse_experiment(d.dump(), "spray.json").datapath.cc, cc);
+	}
 	d = spray();
 	d["datapath"]["pace"] = 1;
 	EXPECT_NE(parse_error(d).find("pace"), std::string::npos) << parse_error(d);

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/stats.h"
+#include "experiment/experiment_claims.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/report.h"
 #include "experiment/report_plot.h"
@@ -247,7 +249,7 @@ TEST(ResultFiles, HeadersAndShapes)
 	ASSERT_EQ(flows.size(), 1u + 2 + 5);
 	for (const auto &l : flows)
 		EXPECT_EQ(fields(l), fields(kFlowsHeader)) << l;
-	EXPECT_EQ(flows[1].rfind("cubic,run,0.000,long.s1,0,", 0), 0u) << flows[1];
+	EXPECT_EQ(flows[1].rfind("cubic,run,1,0.000,long.s1,0,", 0), 0u) << flows[1];
 
 	auto samples = csv_lines(write_samples_csv, runs);
 	EXPECT_EQ(samples[0], kSamplesHeader);
@@ -256,13 +258,13 @@ TEST(ResultFiles, HeadersAndShapes)
 	auto queue = csv_lines(write_queue_csv, runs);
 	EXPECT_EQ(queue[0], kQueueHeader);
 	EXPECT_EQ(queue.size(), 1u + 201 * 2 + 101 * 2);
-	EXPECT_EQ(queue[1], "cubic,run,0.000,sw1->sw2,1,10000,0,0,0,0");
+	EXPECT_EQ(queue[1], "cubic,run,1,0.000,sw1->sw2,1,10000,0,0,0,0");
 
 	auto tput = csv_lines(write_throughput_csv, runs);
 	EXPECT_EQ(tput[0], kThroughputHeader);
 	// long flows: 20 bins of 100 ms each; poisson flows (5 ms long): one bin each
 	EXPECT_EQ(tput.size(), 1u + 2 * 20 + 5);
-	EXPECT_EQ(tput[1], "cubic,run,long.s1,0,long,0.0,500");
+	EXPECT_EQ(tput[1], "cubic,run,1,long.s1,0,long,0.0,500");
 	for (const auto &l : tput)
 		EXPECT_EQ(fields(l), fields(kThroughputHeader)) << l;
 }
@@ -277,6 +279,174 @@ TEST(ResultFiles, TableHasEveryRunAndSection)
 	EXPECT_NE(t.find("10:1"), std::string::npos); // the incast section
 	EXPECT_NE(t.find("FCT slowdown"), std::string::npos);
 	EXPECT_NE(t.find("3.98"), std::string::npos); // bbr's short p99
+}
+
+// Mean and spread over seeds: NaN values are missing, not zeros; the
+// sample standard deviation; a run the other seeds lack a metric of.
+TEST(Seeds, SpreadByHand)
+{
+	Spread s = spread_of({2, 4, 4, 4, 5, 5, 7, 9, kNaN});
+	EXPECT_EQ(s.n, 8u);
+	EXPECT_DOUBLE_EQ(s.mean, 5.0);
+	EXPECT_DOUBLE_EQ(s.sd, std::sqrt(32.0 / 7.0));
+	EXPECT_DOUBLE_EQ(s.min, 2.0);
+	EXPECT_DOUBLE_EQ(s.max, 9.0);
+	Spread one = spread_of({3});
+	EXPECT_EQ(one.n, 1u);
+	EXPECT_DOUBLE_EQ(one.sd, 0.0);
+	Spread none = spread_of({kNaN});
+	EXPECT_EQ(none.n, 0u);
+	EXPECT_TRUE(std::isnan(none.mean));
+	EXPECT_EQ(spread_text(none, "%.1f"), "-");
+	EXPECT_EQ(spread_text(spread_of({1, 3}), "%.1f"), "2.0 +-1.4 [1.0..3.0]");
+}
+
+TEST(Seeds, AggregatePerCaseAndAlgorithm)
+{
+	std::vector<RunSummary> sums;
+	for (std::uint64_t seed : {1, 2, 3}) {
+		RunData d = dumbbell_run(), p = poisson_run();
+		d.seed = p.seed = seed;
+		RunSummary sd = summarise_run(d), sp = summarise_run(p);
+		sd.goodput_mbps = 100.0 * double(seed); // 100, 200, 300
+		sp.slowdown["short"].p999 = double(seed); // 1, 2, 3
+		sums.push_back(sd);
+		sums.push_back(sp);
+	}
+	auto cells = aggregate_over_seeds(sums);
+	ASSERT_EQ(cells.size(), 2u);
+	EXPECT_EQ(cells[0].algo, "cubic");
+	EXPECT_EQ(cells[0].seeds, (std::vector<std::uint64_t>{1, 2, 3}));
+	const Spread &g = cells[0].metrics.at("goodput_mbps");
+	EXPECT_EQ(g.n, 3u);
+	EXPECT_DOUBLE_EQ(g.mean, 200.0);
+	EXPECT_DOUBLE_EQ(g.sd, 100.0);
+	EXPECT_DOUBLE_EQ(g.min, 100.0);
+	EXPECT_DOUBLE_EQ(g.max, 300.0);
+	EXPECT_EQ(cells[1].case_name, "load50");
+	EXPECT_DOUBLE_EQ(cells[1].metrics.at("fct.short.p999").mean, 2.0);
+	EXPECT_EQ(cells[1].metrics.at("fct.medium.p50").n, 0u); // no medium flows: missing, not 0
+	EXPECT_EQ(cells[0].metrics.count("fct.short.p999"), 0u); // no poisson flows at all
+	EXPECT_EQ(cells[0].metrics.at("incast.burst.peak_max_bytes").n, 3u);
+
+	auto j = aggregate_to_json(cells);
+	EXPECT_EQ(j["cells"][0]["metrics"]["goodput_mbps"]["sd"].get<double>(), 100.0);
+	EXPECT_TRUE(j["cells"][1]["metrics"]["fct.medium.p50"]["mean"].is_null());
+	EXPECT_EQ(j["cells"][1]["load"].get<double>(), 0.5);
+
+	// the table names runs by seed and adds the table over seeds
+	std::string t = summary_table(sums);
+	EXPECT_NE(t.find("cubic s2"), std::string::npos) << t;
+	EXPECT_NE(t.find("over seeds"), std::string::npos) << t;
+	EXPECT_NE(t.find("200 +-100 [100..300]"), std::string::npos) << t;
+	// one seed: the table as it was
+	std::string one = summary_table({sums[0], sums[1]});
+	EXPECT_EQ(one.find("over seeds"), std::string::npos);
+	EXPECT_EQ(one.find("cubic s1"), std::string::npos);
+	EXPECT_EQ(summary_to_json(sums[2])["seed"].get<std::uint64_t>(), 2u);
+}
+
+TEST(Seeds, PercentileNinetyNineNine)
+{
+	RunData r = poisson_run();
+	r.flows.clear();
+	for (std::uint64_t i = 0; i < 1001; i++)
+		r.flows.push_back(poisson_flow(i, 5'000, double(i)));
+	RunSummary s = summarise_run(r);
+	EXPECT_DOUBLE_EQ(s.slowdown.at("short").p999, 999.0); // position 0.999 x 1000
+	EXPECT_DOUBLE_EQ(run_metrics(s).at("fct.short.p999"), 999.0);
+	EXPECT_EQ(summary_to_json(s)["fct_slowdown"]["short"]["p999"].get<double>(), 999.0);
+}
+
+namespace
+{
+
+RunSummary claim_run(const std::string &algo, const std::string &cs, std::uint64_t seed, double short_p999,
+		     double queue_p99)
+{
+	RunSummary s;
+	s.algo = algo;
+	s.case_name = cs;
+	s.seed = seed;
+	s.slowdown["short"].count = 10;
+	s.slowdown["short"].p999 = short_p999;
+	s.queue_bytes.count = 100;
+	s.queue_bytes.p99 = queue_p99;
+	return s;
+}
+
+ClaimSpec claim(const std::string &id, std::vector<std::string> cases, const std::string &metric,
+		const std::string &expect, std::optional<double> thesis = -0.33)
+{
+	ClaimSpec c;
+	c.id = id;
+	c.text = id;
+	c.member = "web";
+	c.cases = std::move(cases);
+	c.metric = metric;
+	c.algo = "bpf_powertcp";
+	c.vs = "bpf_hpcc";
+	c.thesis = thesis;
+	c.expect = expect;
+	return c;
+}
+
+} // namespace
+
+// Per seed algo / vs - 1, averaged over the claim's cases, then mean and
+// spread over the seeds; verdicts; a case or algorithm not run is no data.
+TEST(Claims, RatiosPerSeedBySpread)
+{
+	std::map<std::string, std::vector<RunSummary>> by = {
+		{"web",
+		 {claim_run("bpf_powertcp", "load60", 1, 6, 100), claim_run("bpf_hpcc", "load60", 1, 10, 50),
+		  claim_run("bpf_powertcp", "load60", 2, 8, 100), claim_run("bpf_hpcc", "load60", 2, 10, 200),
+		  claim_run("bpf_powertcp", "load20", 1, 1, 100), claim_run("bpf_hpcc", "load20", 1, 2, 100),
+		  claim_run("bpf_powertcp", "load20", 2, 3, 100), claim_run("bpf_hpcc", "load20", 2, 2, 100)}}};
+	std::vector<ClaimSpec> claims = {
+		claim("short60", {"load60"}, "fct.short.p999", "lower"), // -40 %, -20 %
+		claim("queue60", {"load60"}, "queue_p99_bytes", "lower"), // +100 %, -50 %
+		claim("both", {"load20", "load60"}, "fct.short.p999",
+		      "lower"), // seed 1: (-50 - 40) / 2; 2: (+50 - 20) / 2
+		claim("higher", {"load60"}, "fct.short.p999", "higher", std::nullopt),
+		claim("similar", {"load20"}, "queue_p99_bytes", "similar", std::nullopt),
+		claim("missing", {"load80"}, "fct.short.p999", "lower"),
+		claim("nometric", {"load60"}, "incast.x.util_kept", "lower"),
+	};
+	auto r = evaluate_claims(claims, by);
+	ASSERT_EQ(r.size(), claims.size());
+	EXPECT_EQ(r[0].seeds, (std::vector<std::uint64_t>{1, 2}));
+	EXPECT_DOUBLE_EQ(r[0].measured.mean, -0.3);
+	EXPECT_NEAR(r[0].measured.sd, std::sqrt(0.02), 1e-12);
+	EXPECT_DOUBLE_EQ(r[0].measured.min, -0.4);
+	EXPECT_DOUBLE_EQ(r[0].measured.max, -0.2);
+	EXPECT_DOUBLE_EQ(r[0].algo_value.mean, 7.0);
+	EXPECT_DOUBLE_EQ(r[0].vs_value.mean, 10.0);
+	EXPECT_EQ(r[0].verdict, "agrees");
+	EXPECT_DOUBLE_EQ(r[1].measured.mean, 0.25);
+	EXPECT_EQ(r[1].verdict, "mixed");
+	EXPECT_DOUBLE_EQ(r[2].measured.min, -0.45);
+	EXPECT_DOUBLE_EQ(r[2].measured.max, 0.15);
+	EXPECT_EQ(r[2].verdict, "mixed");
+	EXPECT_EQ(r[3].verdict, "disagrees");
+	EXPECT_EQ(r[4].verdict, "agrees"); // seed 1 -0 %, seed 2 0 %
+	EXPECT_EQ(r[5].verdict, "no data");
+	EXPECT_EQ(r[5].measured.n, 0u);
+	EXPECT_EQ(r[6].verdict, "no data");
+	EXPECT_EQ(evaluate_claims(claims, {})[0].verdict, "no data"); // member not run
+
+	auto j = claims_to_json(r);
+	EXPECT_EQ(j["claims"][0]["thesis"].get<double>(), -0.33);
+	EXPECT_EQ(j["claims"][0]["measured"]["mean"].get<double>(), -0.3);
+	EXPECT_TRUE(j["claims"][3]["thesis"].is_null());
+	EXPECT_TRUE(j["claims"][5]["measured"]["mean"].is_null());
+	auto csv = lines_of(claims_csv(r));
+	ASSERT_EQ(csv.size(), 1u + claims.size());
+	EXPECT_EQ(csv[1].rfind("short60,web,load60,fct.short.p999,bpf_powertcp,bpf_hpcc,-0.33,-0.3,", 0), 0u) << csv[1];
+	std::string t = claims_table(r);
+	EXPECT_NE(t.find("-33 %"), std::string::npos) << t;
+	EXPECT_NE(t.find("-30 % +-14 % [-40 %..-20 %] (2)"), std::string::npos) << t;
+	EXPECT_NE(t.find("no data"), std::string::npos);
 }
 
 // Real hosts without a switch in the inventory: no queue samples, so no

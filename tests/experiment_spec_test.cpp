@@ -5,11 +5,14 @@
 // path and the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "experiment/experiment.h"
+#include "experiment/experiment_run.h"
 
 using namespace lumen;
 
@@ -217,7 +220,191 @@ TEST(ExperimentSpec, AlgorithmLists)
 	EXPECT_THROW(parse_algorithm_list("a_very_long_algorithm_name"), UsageError);
 	EXPECT_TRUE(is_bpf_algorithm("bpf_powertcp"));
 	EXPECT_TRUE(is_bpf_algorithm("bpf_theta_ptcp"));
+	EXPECT_TRUE(is_bpf_algorithm("bpf_hpcc"));
+	EXPECT_TRUE(is_bpf_algorithm("bpf_timely"));
+	EXPECT_FALSE(is_bpf_algorithm("hpcc")); // the module's
 	EXPECT_FALSE(is_bpf_algorithm("cubic"));
+	EXPECT_NE(std::string(bpf_algorithm_list()).find("bpf_timely"), std::string::npos);
+	EXPECT_NE(error_of(variant("\"cubic\"]", "\"Cubic!\"]")).find("bpf_hpcc, bpf_timely"), std::string::npos);
+}
+
+TEST(ExperimentSeeds, KeyAndOption)
+{
+	EXPECT_EQ(parse_experiment(kValid, "x.json").seeds, (std::vector<std::uint64_t>{1})); // the default
+	ExperimentSpec s = parse_experiment(variant("\"cc_params\"", "\"seeds\": [3, 1, 2], \"cc_params\""), "x.json");
+	EXPECT_EQ(s.seeds, (std::vector<std::uint64_t>{3, 1, 2}));
+	EXPECT_NE(experiment_to_json(s).find("\"seeds\""), std::string::npos);
+	struct Case {
+		std::string seeds, expect;
+	};
+	std::vector<Case> cases = {
+		{"[]", "x.json: seeds: expected a non-empty list of at most 100 seeds within 1..1000000"},
+		{"1", "seeds: expected a non-empty list"},
+		{"[0]", "seeds[0]: expected a whole number within 1..1000000"},
+		{"[1000001]", "seeds[0]: expected a whole number within 1..1000000"},
+		{"[1.5]", "seeds[0]: expected a whole number"},
+		{"[\"1\"]", "seeds[0]: expected a whole number"},
+		{"[1, 2, 1]", "seeds[2]: seed 1 is listed twice"},
+	};
+	for (const auto &c : cases) {
+		std::string e = error_of(variant("\"cc_params\"", "\"seeds\": " + c.seeds + ", \"cc_params\""));
+		EXPECT_NE(e.find(c.expect), std::string::npos) << "got: " << e << "\nwanted: " << c.expect;
+	}
+	EXPECT_EQ(parse_seed_list("1,2,3"), (std::vector<std::uint64_t>{1, 2, 3}));
+	EXPECT_EQ(parse_seed_list("7"), (std::vector<std::uint64_t>{7}));
+	for (const char *bad : {"", "1,", "1,1", "0", "1000001", "a", "-1", "1.5"})
+		EXPECT_THROW(parse_seed_list(bad), UsageError) << bad;
+
+	// --seeds replaces the description's; --smoke keeps only the first
+	RunOptions o;
+	EXPECT_EQ(resolve_experiment(s, o).seeds, (std::vector<std::uint64_t>{3, 1, 2}));
+	o.seeds = {5, 6};
+	EXPECT_EQ(resolve_experiment(s, o).seeds, (std::vector<std::uint64_t>{5, 6}));
+	o.smoke = true;
+	EXPECT_EQ(resolve_experiment(s, o).seeds, (std::vector<std::uint64_t>{5}));
+	o.seeds.clear();
+	EXPECT_EQ(resolve_experiment(s, o).seeds, (std::vector<std::uint64_t>{3}));
+}
+
+// The generators' seeds: a function of the run's seed, the phase and the
+// sender only (so every algorithm of a seed runs the same flows), the same
+// as before seeds existed for seed 1, and never the same for two
+// (seed, phase, sender) of any description.
+TEST(ExperimentSeeds, TrafficSeedsPerRunSeed)
+{
+	EXPECT_EQ(traffic_seed(1, 0, 0), 1001u);
+	EXPECT_EQ(traffic_seed(1, 1, 4), 2005u);
+	std::set<std::uint64_t> seen;
+	for (std::uint64_t seed : {1, 2, 3, 1000000})
+		for (std::size_t p = 0; p < 20; p++)
+			for (std::size_t h = 0; h < 64; h++)
+				EXPECT_TRUE(seen.insert(traffic_seed(seed, p, h)).second)
+					<< seed << " " << p << " " << h;
+	EXPECT_NE(traffic_seed(1, 0, 0), traffic_seed(2, 0, 0));
+	EXPECT_EQ(traffic_seed(2, 3, 4), traffic_seed(2, 3, 4)); // no other input (algorithm) exists
+}
+
+TEST(ExperimentSeeds, LoadScale)
+{
+	ExperimentSpec s = parse_experiment(variant("\"cc_params\"", "\"load_scale\": 0.25, \"cc_params\""), "x.json");
+	EXPECT_DOUBLE_EQ(s.load_scale, 0.25);
+	EXPECT_DOUBLE_EQ(parse_experiment(kValid, "x.json").load_scale, 1.0);
+	for (const char *bad : {"0", "1.5", "\"0.5\"", "-0.1"})
+		EXPECT_NE(error_of(variant("\"cc_params\"", std::string("\"load_scale\": ") + bad + ", \"cc_params\""))
+				  .find("load_scale: expected a factor within (0, 1]"),
+			  std::string::npos)
+			<< bad;
+}
+
+// TIMELY's thresholds from tau: the TIMELY paper's 2.5x and 25x its minimum RTT.
+TEST(ExperimentSeeds, TimelyThresholdsFromTau)
+{
+	EXPECT_EQ(timely_t_low_ns(20'000), 50'000u); // the paper's 20 us -> 50 us, 500 us
+	EXPECT_EQ(timely_t_high_ns(20'000), 500'000u);
+	EXPECT_EQ(timely_t_low_ns(200'000), 500'000u);
+	EXPECT_EQ(timely_t_high_ns(200'000), 5'000'000u);
+}
+
+const char kSuite[] = R"({
+  "name": "s", "description": "a suite", "suite": ["a/web", "a/inc"],
+  "algorithms": ["bpf_powertcp", "bpf_hpcc"], "seeds": [1, 2],
+  "smoke": {"members": ["web"], "algorithms": ["bpf_powertcp"], "loads": [0.6]},
+  "claims": [{"id": "c1", "text": "t", "source": "L1", "member": "web", "cases": ["load60"],
+              "metric": "fct.short.p999", "algo": "bpf_powertcp", "vs": "bpf_hpcc", "thesis": -0.33,
+              "expect": "lower"}]
+})";
+
+TEST(ExperimentSuite, ParsesAndRefuses)
+{
+	ExperimentSpec s = parse_experiment(kSuite, "s.json");
+	EXPECT_TRUE(s.is_suite());
+	EXPECT_EQ(s.suite, (std::vector<std::string>{"a/web", "a/inc"}));
+	EXPECT_EQ(s.seeds, (std::vector<std::uint64_t>{1, 2}));
+	EXPECT_EQ(s.suite_smoke.members, (std::vector<std::string>{"web"}));
+	EXPECT_EQ(s.suite_smoke.loads, (std::vector<double>{0.6}));
+	ASSERT_EQ(s.claims.size(), 1u);
+	EXPECT_EQ(s.claims[0].cases, (std::vector<std::string>{"load60"}));
+	EXPECT_DOUBLE_EQ(*s.claims[0].thesis, -0.33);
+	EXPECT_NE(experiment_to_json(s).find("\"suite\""), std::string::npos); // config of a suite (no topology)
+	auto refused = [](const std::string &from, const std::string &to) {
+		std::string t = kSuite;
+		t.replace(t.find(from), from.size(), to);
+		try {
+			parse_experiment(t, "s.json");
+		} catch (const UsageError &e) {
+			return std::string(e.what());
+		}
+		return std::string("(accepted)");
+	};
+	EXPECT_NE(refused("\"suite\": [\"a/web\", \"a/inc\"]", "\"suite\": []")
+			  .find("s.json: suite: expected a non-empty"),
+		  std::string::npos);
+	EXPECT_NE(refused("\"a/inc\"", "\"../x\"").find("suite[1]: '../x' is not a member"), std::string::npos);
+	EXPECT_NE(refused("\"a/inc\"", "\"a/web\"").find("suite[1]: 'a/web' is listed twice"), std::string::npos);
+	EXPECT_NE(refused("\"seeds\": [1, 2]", "\"seeds\": [0]").find("seeds[0]"), std::string::npos);
+	EXPECT_NE(refused("\"description\"", "\"duration\": 3, \"description\"").find("duration: unknown key"),
+		  std::string::npos);
+	EXPECT_NE(refused("\"lower\"", "\"less\"").find("claims[0].expect: expected lower, higher or similar"),
+		  std::string::npos);
+	EXPECT_NE(refused("\"vs\": \"bpf_hpcc\"", "\"vs\": \"bpf_powertcp\"").find("claims[0].vs: compares"),
+		  std::string::npos);
+	EXPECT_NE(refused("-0.33", "\"-33%\"").find("claims[0].thesis: expected the thesis' relative difference"),
+		  std::string::npos);
+	EXPECT_NE(refused("\"cases\": [\"load60\"]", "\"cases\": []").find("claims[0].cases: expected a non-empty"),
+		  std::string::npos);
+	EXPECT_NE(refused("\"loads\": [0.6]", "\"loads\": [0.6], \"seeds\": [1]").find("smoke.seeds: unknown key"),
+		  std::string::npos);
+}
+
+// The built-in thesis suite: its members load, get the suite's algorithms
+// and seeds, --smoke runs the smoke's member, algorithms and load; every
+// claim names a member, a case it has and algorithms it runs.
+TEST(ExperimentSuite, BuiltinThesis)
+{
+	ExperimentSpec t = load_experiment("thesis");
+	ASSERT_TRUE(t.is_suite());
+	EXPECT_EQ(t.seeds, (std::vector<std::uint64_t>{1, 2, 3}));
+	auto members = suite_members(t, false);
+	ASSERT_EQ(members.size(), 2u);
+	EXPECT_EQ(members[0].name, "thesis-websearch");
+	EXPECT_EQ(members[1].name, "thesis-incast");
+	for (const auto &m : members) {
+		EXPECT_EQ(m.algorithms, t.algorithms);
+		EXPECT_EQ(m.seeds, t.seeds);
+	}
+	EXPECT_EQ(experiment_cases(members[0]).size(), 3u);
+	EXPECT_DOUBLE_EQ(members[0].load_scale, 0.25);
+	for (const auto &c : t.claims) {
+		auto m = std::find_if(members.begin(), members.end(),
+				      [&c](const ExperimentSpec &s) { return s.name == c.member; });
+		ASSERT_NE(m, members.end()) << c.id;
+		auto cases = experiment_cases(*m);
+		for (const auto &cs : c.cases)
+			EXPECT_TRUE(std::any_of(cases.begin(), cases.end(),
+						[&cs](const ExperimentCase &x) { return x.name == cs; }))
+				<< c.id << " " << cs;
+		for (const auto &a : {c.algo, c.vs})
+			EXPECT_NE(std::find(t.algorithms.begin(), t.algorithms.end(), a), t.algorithms.end()) << c.id;
+	}
+	auto smoke = suite_members(t, true);
+	ASSERT_EQ(smoke.size(), 1u);
+	EXPECT_EQ(smoke[0].name, "thesis-websearch");
+	EXPECT_EQ(smoke[0].algorithms, (std::vector<std::string>{"bpf_powertcp", "bpf_hpcc"}));
+	EXPECT_EQ(smoke[0].loads, (std::vector<double>{0.6}));
+	RunOptions o;
+	o.smoke = true;
+	EXPECT_EQ(resolve_experiment(smoke[0], o).seeds.size(), 1u);
+}
+
+// The built-ins that compare algorithms default to the thesis' baselines.
+TEST(ExperimentSuite, BuiltinAlgorithms)
+{
+	std::vector<std::string> six = {"bpf_powertcp", "bpf_theta_ptcp", "bpf_hpcc", "bpf_timely", "cubic", "bbr"};
+	for (const char *name : {"incast", "websearch", "fairness"})
+		EXPECT_EQ(load_experiment(name).algorithms, six) << name;
+	EXPECT_EQ(load_experiment("quick").algorithms, (std::vector<std::string>{"bpf_powertcp", "bpf_hpcc", "cubic"}));
+	auto shallow = load_experiment("shallow").algorithms;
+	EXPECT_NE(std::find(shallow.begin(), shallow.end(), "bpf_timely"), shallow.end());
 }
 
 TEST(HostSelectors, NamesRangesAndRoles)

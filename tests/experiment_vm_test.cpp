@@ -41,7 +41,7 @@ TEST(ExperimentVm, DefaultAlgorithmsAreValidAndIncludeTheModule)
 	for (const auto &a : algos)
 		list += (list.empty() ? "" : ",") + a;
 	EXPECT_EQ(parse_algorithm_list(list), algos);
-	EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_kmod_algorithm), 2);
+	EXPECT_EQ(std::count_if(algos.begin(), algos.end(), is_kmod_algorithm), 3);
 }
 
 TEST(ExperimentVm, GuestTmpfsPaths)
@@ -163,6 +163,8 @@ TEST(ExperimentKmod, Algorithms)
 {
 	EXPECT_TRUE(is_kmod_algorithm("powertcp"));
 	EXPECT_TRUE(is_kmod_algorithm("theta_powertcp"));
+	EXPECT_TRUE(is_kmod_algorithm("hpcc"));
+	EXPECT_STREQ(cc_impl("hpcc"), "kmod");
 	EXPECT_FALSE(is_kmod_algorithm("bpf_powertcp"));
 	EXPECT_FALSE(is_kmod_algorithm("cubic"));
 	EXPECT_STREQ(cc_impl("powertcp"), "kmod");

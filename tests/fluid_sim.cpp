@@ -53,6 +53,8 @@ Simulator::Simulator(Config cfg) : cfg_(std::move(cfg))
 	}
 	for (const FlowSpec &spec : cfg_.flows) {
 		require(lumen_ptcp_params_validate(&spec.params) == 0, "invalid PowerTCP parameters");
+		require(!spec.timely || lumen_timely_params_validate(&spec.timely_params) == 0,
+			"invalid TIMELY parameters");
 		Flow f{};
 		f.spec = spec;
 		flows_.push_back(f);
@@ -107,6 +109,11 @@ const lumen_ptcp &Simulator::ptcp(std::size_t flow) const
 lumen_ptcp &Simulator::ptcp_mut(std::size_t flow)
 {
 	return flows_[flow].st;
+}
+
+const lumen_timely &Simulator::timely(std::size_t flow) const
+{
+	return flows_[flow].tl;
 }
 
 std::uint32_t Simulator::snd_nxt(std::size_t flow) const
@@ -187,7 +194,11 @@ void Simulator::deliver_acks()
 			}
 		}
 		counters_.acks++;
-		if (lumen_ptcp_on_ack(&f.st, &f.spec.params, &ack, echo) == LUMEN_PTCP_UPDATED_INT)
+		if (f.spec.timely) {
+			lumen_timely_on_ack(&f.tl, &f.spec.timely_params, ack.snd_una, ack.snd_nxt, ack.rtt_ns);
+			f.st.cwnd_bytes = lumen_timely_cwnd_bytes(&f.tl, &f.spec.timely_params, cfg_.mss);
+			f.st.pacing_rate = f.tl.rate;
+		} else if (lumen_ptcp_on_ack(&f.st, &f.spec.params, &ack, echo) == LUMEN_PTCP_UPDATED_INT)
 			counters_.int_max_hop[f.st.max_hop % LUMEN_INT_MAX_HOPS]++;
 		acks_.pop_front();
 	}
@@ -206,6 +217,11 @@ void Simulator::send()
 
 		if (!f.started && now_ >= f.spec.start_ns) {
 			lumen_ptcp_init(&f.st, &f.spec.params, f.spec.mode, f.spec.isn, cfg_.mss);
+			if (f.spec.timely) {
+				lumen_timely_init(&f.tl, &f.spec.timely_params, f.spec.isn);
+				f.st.cwnd_bytes = lumen_timely_cwnd_bytes(&f.tl, &f.spec.timely_params, cfg_.mss);
+				f.st.pacing_rate = f.tl.rate;
+			}
 			f.started = true;
 			f.snd_una = f.spec.isn;
 			f.snd_nxt = f.spec.isn;
@@ -232,7 +248,7 @@ void Simulator::send()
 		c.bytes = (std::uint32_t)bytes;
 		c.send_ns = now_;
 		c.event_ns = now_ + cfg_.base_rtt_ns / 2;
-		if (f.spec.mode == LUMEN_PTCP_MODE_INT) {
+		if (!f.spec.timely && lumen_ptcp_mode_int_fed(f.spec.mode)) {
 			int len = lumen_int_write_request(c.opt.data(), (__u32)c.opt.size(), (__u32)hops_.size());
 			if (len > 0)
 				c.opt_len = (std::uint8_t)len;

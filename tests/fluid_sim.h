@@ -74,6 +74,14 @@
  * (with one ACK per step, about 0.5 units apart, two flows settled at 60%
  * of the theoretical queue). Real receivers ACK per segment or per two.
  *
+ * Baselines. HPCC is a mode of the same core (LUMEN_PTCP_MODE_HPCC, INT
+ * requests like PowerTCP). A TIMELY flow (FlowSpec::timely) runs
+ * include/lumen/timely.h instead: its ACKs go to lumen_timely_on_ack, no INT
+ * is requested, and the rate and window it sets (pacing = rate, window =
+ * lumen_timely_cwnd_bytes) are written into the flow's struct lumen_ptcp,
+ * whose cwnd_bytes and pacing_rate the sender and the measurements read for
+ * every flow.
+ *
  * What is not modelled: losses (buffers are unbounded), the return path's
  * hops (ACKs only see propagation delay), a queue at the sender NIC (the
  * sender never exceeds HostBw), and packetisation.
@@ -89,6 +97,7 @@
 #include <vector>
 
 #include "lumen/powertcp.h"
+#include "lumen/timely.h"
 
 namespace lumen::fluid
 {
@@ -98,6 +107,8 @@ inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max(
 struct FlowSpec {
 	lumen_ptcp_params params{};
 	lumen_ptcp_mode mode = LUMEN_PTCP_MODE_INT;
+	bool timely = false; /* TIMELY instead of the lumen_ptcp core */
+	lumen_timely_params timely_params{};
 	std::uint64_t start_ns = 0;
 	std::uint64_t stop_ns = kNever;
 	std::uint32_t isn = 0xfff00000u; /* wraps after 1 MiB */
@@ -173,6 +184,7 @@ class Simulator
 	const lumen_ptcp &ptcp(std::size_t flow) const;
 	/* For perturbation experiments: the state may be edited between steps. */
 	lumen_ptcp &ptcp_mut(std::size_t flow);
+	const lumen_timely &timely(std::size_t flow) const;
 	std::uint32_t snd_nxt(std::size_t flow) const;
 	const lumen_ptcp_params &params(std::size_t flow) const;
 	std::uint64_t inflight(std::size_t flow) const;
@@ -218,6 +230,7 @@ class Simulator
 	struct Flow {
 		FlowSpec spec;
 		lumen_ptcp st;
+		lumen_timely tl; /* spec.timely */
 		bool started;
 		bool stopped;
 		std::uint32_t snd_una;

@@ -14,6 +14,7 @@
 #include "lumen/powertcp_ack.h"
 #include "lumen/rng.h"
 #include "lumen/tcp_option.h"
+#include "lumen/timely.h"
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,
 		       const struct lumen_int_opt *echo);
@@ -48,6 +49,8 @@ __u64 lumen_check_wire_ns(__u32 len, __u32 rate_mbps);
 int lumen_check_switch(__u8 *buf, __u32 len, const struct lumen_check_port *port);
 int lumen_check_echo(__u8 *buf, __u32 len, const struct lumen_int_opt *req);
 int lumen_check_request(__u8 *buf, __u32 len, __u32 slots);
+int lumen_check_timely(struct lumen_timely *st, const struct lumen_timely_params *p, __u32 snd_una, __u64 rtt_ns,
+		       __u32 mss);
 
 int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, const struct lumen_ptcp_ack *ack,
 		       const struct lumen_int_opt *echo)
@@ -55,6 +58,18 @@ int lumen_check_on_ack(struct lumen_ptcp *st, const struct lumen_ptcp_params *p,
 	if (lumen_ptcp_params_validate(p))
 		return -1;
 	return (int)lumen_ptcp_on_ack(st, p, ack, echo);
+}
+
+/* TIMELY's per-ACK path and the binding's window; HPCC runs inside lumen_ptcp_on_ack. */
+int lumen_check_timely(struct lumen_timely *st, const struct lumen_timely_params *p, __u32 snd_una, __u64 rtt_ns,
+		       __u32 mss)
+{
+	if (lumen_timely_params_validate(p))
+		return -1;
+	lumen_timely_loss(st, p, rtt_ns > p->t_high_ns);
+	if (!lumen_timely_on_ack(st, p, snd_una, snd_una + mss, rtt_ns))
+		lumen_timely_undo(st, p);
+	return (int)lumen_timely_cwnd_bytes(st, p, mss);
 }
 
 /* The shells' per-ACK policy (powertcp_ack.h); BPF calls take <= 5 arguments. */

@@ -71,11 +71,11 @@ struct Outcome {
 
 // ACKs of 1 MSS, self-clocked (a window per RTT), RTT constant at rtt_ns.
 Outcome drive(const Stream &stream, uint64_t rtt_ns, const lumen_ptcp_params &p = params(), int acks = 4000,
-	      uint64_t seed = 1)
+	      uint64_t seed = 1, lumen_ptcp_mode mode = LUMEN_PTCP_MODE_INT)
 {
 	std::mt19937_64 rng(seed);
 	ptcp_stream s;
-	ptcp_stream_init(&s, &p, rtt_ns, kMss, 1000);
+	ptcp_stream_init_mode(&s, &p, rtt_ns, kMss, 1000, mode);
 	for (int i = 0; i < acks; i++) {
 		uint64_t dt = ptcp_stream_spacing(&s, kMss) + 1;
 		const lumen_int_opt *e = stream(i, s.now_ns + dt, rng);
@@ -203,6 +203,39 @@ TEST(Liveness, EveryHostileStreamLetsTheWindowFallWithTheRtt)
 		// and the counters say why: the RTT fallback or the RTT guard acted
 		EXPECT_GT(o.stats.fallback_updates + o.stats.rtt_guard, 0u) << c.name;
 	}
+}
+
+// HPCC runs on the same machinery: the same streams cannot switch it off.
+TEST(Liveness, HpccEveryHostileStreamLetsTheWindowFallWithTheRtt)
+{
+	for (const auto &c : hostile_streams()) {
+		SCOPED_TRACE(c.name);
+		Outcome o = drive(c.stream, kFar, params(), 4000, 1, LUMEN_PTCP_MODE_HPCC);
+		EXPECT_LE(o.cwnd, o.bound) << c.name;
+		EXPECT_LT(o.cwnd, 25000u / 4) << c.name;
+		EXPECT_GT(o.stats.fallback_updates + o.stats.rtt_guard, 0u) << c.name;
+	}
+}
+
+TEST(Liveness, HpccHoldsAcrossEtaStagesAndRtts)
+{
+	const uint32_t etas[] = {LUMEN_HPCC_DEFAULT_ETA, LUMEN_HPCC_ONE, LUMEN_HPCC_ETA_MIN};
+	const uint32_t stages[] = {0, LUMEN_HPCC_DEFAULT_MAX_STAGE, LUMEN_HPCC_MAX_STAGE_MAX};
+	const uint64_t rtts[] = {320000, 5000000, 100000000}; // 16 tau .. 5000 tau
+	auto cases = hostile_streams();
+	for (uint32_t eta : etas)
+		for (uint32_t stage : stages)
+			for (uint64_t rtt : rtts)
+				for (const auto &c : cases) {
+					SCOPED_TRACE(std::string(c.name) + " eta " + std::to_string(eta) + " stage " +
+						     std::to_string(stage) + " rtt " + std::to_string(rtt));
+					lumen_ptcp_params p = params();
+					p.hpcc.eta = eta;
+					p.hpcc.max_stage = stage;
+					ASSERT_EQ(lumen_ptcp_params_validate(&p), 0);
+					Outcome o = drive(c.stream, rtt, p, 3000, 1, LUMEN_PTCP_MODE_HPCC);
+					EXPECT_LE(o.cwnd, o.bound);
+				}
 }
 
 TEST(Liveness, UnusableEchoesCountAsNoIntForTheFallback)

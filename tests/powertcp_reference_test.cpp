@@ -235,6 +235,7 @@ struct RefFlow {
 lumen_ptcp_params random_params(std::mt19937_64 &rng)
 {
 	lumen_ptcp_params p;
+	lumen_ptcp_params_default(&p); // HPCC's fields, which this model does not use
 	std::uniform_int_distribution<uint32_t> gamma(LUMEN_PTCP_GAMMA_MIN, LUMEN_PTCP_GAMMA_MAX);
 	const uint32_t rates[] = {100, 1000, 10000, 25000, 40000, 100000, 400000};
 	p.gamma = gamma(rng);

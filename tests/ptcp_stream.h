@@ -12,6 +12,9 @@
  * (from w = w / P + beta). Whatever the echoes say (nothing, garbage, lies,
  * or the truth), after enough acknowledged data the window is at most
  * max(w*, 2 MSS) plus 10 % and one MSS: INT may only ever make it smaller.
+ * HPCC (LUMEN_PTCP_MODE_HPCC) shares the machinery with its own law,
+ * W = Wc * eta / U + W_AI, whose fixed point for U = P is
+ * w* = W_AI * P / (P - eta): the same bound with that w*.
  */
 #ifndef LUMEN_TESTS_PTCP_STREAM_H
 #define LUMEN_TESTS_PTCP_STREAM_H
@@ -27,15 +30,21 @@ struct ptcp_stream {
 	__u32 mss;
 };
 
-static inline void ptcp_stream_init(struct ptcp_stream *s, const struct lumen_ptcp_params *p, __u64 rtt_ns, __u32 mss,
-				    __u32 isn)
+static inline void ptcp_stream_init_mode(struct ptcp_stream *s, const struct lumen_ptcp_params *p, __u64 rtt_ns,
+					 __u32 mss, __u32 isn, enum lumen_ptcp_mode mode)
 {
 	s->p = *p;
 	s->now_ns = 1000000000ull;
 	s->rtt_ns = rtt_ns;
 	s->una = isn;
 	s->mss = mss;
-	lumen_ptcp_init(&s->st, &s->p, LUMEN_PTCP_MODE_INT, isn, mss);
+	lumen_ptcp_init(&s->st, &s->p, mode, isn, mss);
+}
+
+static inline void ptcp_stream_init(struct ptcp_stream *s, const struct lumen_ptcp_params *p, __u64 rtt_ns, __u32 mss,
+				    __u32 isn)
+{
+	ptcp_stream_init_mode(s, p, rtt_ns, mss, isn, LUMEN_PTCP_MODE_INT);
 }
 
 /*
@@ -71,6 +80,14 @@ static inline __u64 ptcp_stream_bound(const struct ptcp_stream *s)
 	__u64 beta = lumen_ptcp_beta(&s->p, tau);
 	__u64 fixed = s->rtt_ns > tau ? lumen_div64(beta * s->rtt_ns, s->rtt_ns - tau) : ~0ull;
 	__u64 floor = 2ull * s->mss;
+
+	if (s->st.mode == LUMEN_PTCP_MODE_HPCC) {
+		/* W_AI * R / (R - eta * tau); eta * tau < 2^46 */
+		__u64 wai = lumen_hpcc_wai(&s->p.hpcc, lumen_ptcp_host_bdp(&s->p, tau), s->p.expected_flows);
+		__u64 eta_tau = (s->p.hpcc.eta * tau) >> LUMEN_HPCC_SHIFT;
+
+		fixed = s->rtt_ns > eta_tau ? lumen_div64(wai * s->rtt_ns, s->rtt_ns - eta_tau) : ~0ull;
+	}
 
 	if (fixed < floor)
 		fixed = floor;

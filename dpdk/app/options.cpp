@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +80,17 @@ enum Opt {
 	kProbeAge,
 	kCeNackThreshold,
 	kCeWindow,
+	kHpccEta,
+	kHpccMaxStage,
+	kHpccWai,
+	kTimelyTLow,
+	kTimelyTHigh,
+	kTimelyMinRtt,
+	kTimelyDelta,
+	kTimelyAlpha,
+	kTimelyBeta,
+	kTimelyHai,
+	kTimelySegment,
 	kCollective,
 	kSize,
 	kChannels,
@@ -150,12 +162,24 @@ const option kLong[] = {
 	{"probe-age-ms", required_argument, nullptr, kProbeAge},
 	{"ce-nack-threshold", required_argument, nullptr, kCeNackThreshold},
 	{"ce-window-us", required_argument, nullptr, kCeWindow},
+	{"hpcc-eta", required_argument, nullptr, kHpccEta},
+	{"hpcc-max-stage", required_argument, nullptr, kHpccMaxStage},
+	{"hpcc-wai", required_argument, nullptr, kHpccWai},
+	{"timely-t-low-us", required_argument, nullptr, kTimelyTLow},
+	{"timely-t-high-us", required_argument, nullptr, kTimelyTHigh},
+	{"timely-min-rtt-us", required_argument, nullptr, kTimelyMinRtt},
+	{"timely-delta-mbps", required_argument, nullptr, kTimelyDelta},
+	{"timely-alpha", required_argument, nullptr, kTimelyAlpha},
+	{"timely-beta", required_argument, nullptr, kTimelyBeta},
+	{"timely-hai", required_argument, nullptr, kTimelyHai},
+	{"timely-segment", required_argument, nullptr, kTimelySegment},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
 
 const char kCommonUsage[] = "transport:\n"
-			    "  --cc dctcp|powertcp|theta-powertcp   congestion control (dctcp)\n"
+			    "  --cc dctcp|powertcp|theta-powertcp|hpcc|timely   congestion control (dctcp);\n"
+			    "                      powertcp and hpcc read INT (give --int-slots)\n"
 			    "  --path ecmp|ops|reps|reps-freeze|ethereal\n"
 			    "                      path policy (reps). ethereal: one pinned entropy per\n"
 			    "                      connection, moved only by a NACK or a timeout on it\n"
@@ -181,6 +205,18 @@ const char kCommonUsage[] = "transport:\n"
 			    "                      then NACK no out-of-order packet for a window; 0..99,\n"
 			    "                      0 = off (0; 50 with --path ethereal)\n"
 			    "  --ce-window-us N    that window, ~ a loaded RTT, below the RTO (100)\n"
+			    "  --hpcc-eta F        hpcc: target utilisation, 0.5..1 (0.95)\n"
+			    "  --hpcc-max-stage N  hpcc: additive rounds before a multiplicative one, 0..100 (5)\n"
+			    "  --hpcc-wai BYTES    hpcc: additive increase W_AI, 0 = host BDP x (1 - eta) / 10 (0)\n"
+			    "  --timely-t-low-us N   timely: below this RTT, always increase (50)\n"
+			    "  --timely-t-high-us N  timely: above this RTT, always decrease; > T_low (500)\n"
+			    "  --timely-min-rtt-us N timely: the gradient's normaliser, 0 = smallest RTT seen (0)\n"
+			    "  --timely-delta-mbps N timely: additive step, 0 = host bandwidth / 1000 (0)\n"
+			    "  --timely-alpha F    timely: EWMA weight of a new RTT difference, (0, 1] (0.875)\n"
+			    "  --timely-beta F     timely: multiplicative decrease, (0, 1] (0.8)\n"
+			    "  --timely-hai N      timely: increase events before hyperactive increase, 1..1000 (5)\n"
+			    "  --timely-segment BYTES  timely: bytes acknowledged per rate update, 1024..16777216\n"
+			    "                      (16384)\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
 			    "  --seed N            seed of the host's random choices (1)\n"
@@ -267,6 +303,25 @@ std::string range_error(const char *opt, const char *v, uint64_t lo, uint64_t hi
 {
 	return std::string("--") + opt + ": '" + v + "' is not a whole number in " + std::to_string(lo) + ".." +
 	       std::to_string(hi);
+}
+
+/* a fraction typed as a decimal ("0.95") into Q16, within r (in Q16) */
+std::string parse_fraction(const char *s, const ParamRange &r, uint32_t *out)
+{
+	char *end = nullptr;
+	double x = -1;
+
+	if (s && *s) {
+		errno = 0;
+		x = std::strtod(s, &end);
+		if (errno || *end)
+			x = -1;
+	}
+	if (!(x >= 0 && x <= 1) || !r.holds((uint64_t)std::llround(x * 65536.0)))
+		return std::string("--") + r.name + ": '" + (s ? s : "") + "' is not a fraction in " +
+		       limits::fraction_text(r);
+	*out = (uint32_t)std::llround(x * 65536.0);
+	return "";
 }
 
 /* --conns N, or N,M,... (bench runs each) */
@@ -406,16 +461,63 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			std::string name = a;
 			std::replace(name.begin(), name.end(), '-', '_');
 			bool found = false;
-			for (CcAlgorithm x : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp})
+			for (CcAlgorithm x : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp,
+					      CcAlgorithm::kHpcc, CcAlgorithm::kTimely})
 				if (name == cc_algorithm_name(x)) {
 					o->engine.cc.algorithm = x;
 					found = true;
 				}
 			if (!found)
 				return std::string("--cc: unknown algorithm '") + a +
-				       "' (dctcp, powertcp, theta-powertcp)";
+				       "' (dctcp, powertcp, theta-powertcp, hpcc, timely)";
 			break;
 		}
+		case kHpccEta:
+			if (std::string e = parse_fraction(a, limits::kHpccEta, &o->engine.cc.hpcc_eta); !e.empty())
+				return e;
+			break;
+		case kHpccMaxStage:
+			LIMIT(limits::kHpccMaxStage);
+			o->engine.cc.hpcc_max_stage = (uint32_t)v;
+			break;
+		case kHpccWai:
+			LIMIT(limits::kHpccWai);
+			o->engine.cc.hpcc_wai_bytes = (uint32_t)v;
+			break;
+		case kTimelyTLow:
+			LIMIT(limits::kTimelyTLowUs);
+			o->engine.cc.timely_t_low_ns = v;
+			break;
+		case kTimelyTHigh:
+			LIMIT(limits::kTimelyTHighUs);
+			o->engine.cc.timely_t_high_ns = v;
+			break;
+		case kTimelyMinRtt:
+			LIMIT(limits::kTimelyMinRttUs);
+			o->engine.cc.timely_min_rtt_ns = v;
+			break;
+		case kTimelyDelta:
+			LIMIT(limits::kTimelyDeltaMbps);
+			o->engine.cc.timely_delta_mbps = (uint32_t)v;
+			break;
+		case kTimelyAlpha:
+			if (std::string e = parse_fraction(a, limits::kTimelyAlpha, &o->engine.cc.timely_alpha);
+			    !e.empty())
+				return e;
+			break;
+		case kTimelyBeta:
+			if (std::string e = parse_fraction(a, limits::kTimelyBeta, &o->engine.cc.timely_beta);
+			    !e.empty())
+				return e;
+			break;
+		case kTimelyHai:
+			LIMIT(limits::kTimelyHai);
+			o->engine.cc.timely_hai_events = (uint32_t)v;
+			break;
+		case kTimelySegment:
+			LIMIT(limits::kTimelySegment);
+			o->engine.cc.timely_seg_bytes = (uint32_t)v;
+			break;
 		case kPath: {
 			int m = lumen_path_mode_from_name(a);
 			if (m < 0) {
@@ -683,6 +785,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 				return std::string("--") + k + " is collective mode's";
 	if (!o->engine.randomize_order && o->engine.start_jitter_ns)
 		return "--start-jitter-us is part of the randomized order that --no-randomize turns off";
+	/* an algorithm's parameters without the algorithm would do nothing */
+	for (const char *k : {"hpcc-eta", "hpcc-max-stage", "hpcc-wai"})
+		if (o->given.count(k) && o->engine.cc.algorithm != CcAlgorithm::kHpcc)
+			return std::string("--") + k + " tunes --cc hpcc";
+	for (const char *k : {"timely-t-low-us", "timely-t-high-us", "timely-min-rtt-us", "timely-delta-mbps",
+			      "timely-alpha", "timely-beta", "timely-hai", "timely-segment"})
+		if (o->given.count(k) && o->engine.cc.algorithm != CcAlgorithm::kTimely)
+			return std::string("--") + k + " tunes --cc timely";
 	return o->engine.validate();
 }
 

@@ -122,6 +122,7 @@ int tel_stats(const char *, const char *params, rte_tel_data *d)
 	std::lock_guard<std::mutex> lock(h.snap_mu);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "host", h.ep->name().c_str());
+	rte_tel_data_add_dict_string(d, "cc", cc_algorithm_name(h.ep->engine().config().cc.algorithm));
 	rte_tel_data_add_dict_u64(d, "conns", h.snap.conns);
 	tel_add(d, conn_json(h.snap.totals));
 	rte_tel_data_add_dict_u64(d, "rx_frames", h.snap.engine.rx_frames);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// dpdk/transport/cc.cpp - CcParams (validation, the PowerTCP core's parameter
-// set) and make_cc. The algorithms are cc_dctcp.cpp and cc_powertcp.cpp.
+// dpdk/transport/cc.cpp - CcParams (validation, the PowerTCP and TIMELY
+// cores' parameter sets) and make_cc. The algorithms are cc_dctcp.cpp,
+// cc_powertcp.cpp (PowerTCP, theta-PowerTCP, HPCC) and cc_timely.cpp.
 #include "transport/cc.h"
 #include "transport/engine_limits.h"
 
@@ -43,6 +44,24 @@ std::string dctcp_errors(const CcParams &p)
 	return {};
 }
 
+// The core's message, after the algorithm's name unless it names it already
+// ("hpcc eta must be ...", "timely T_low must be ...").
+std::string core_error(const char *algorithm, const char *text)
+{
+	std::string t = text, a = algorithm;
+	if (t.compare(0, a.size() + 1, a + " ") == 0)
+		return t;
+	return a + ": " + t;
+}
+
+// host_bw_bps in whole Mbit/s; a rate beyond 32 bits of Mbit/s is refused by
+// validate(): saturate so that a core's own check reports it
+uint32_t host_bw_mbps(uint64_t host_bw_bps)
+{
+	uint64_t mbps = host_bw_bps / kMbit;
+	return mbps > UINT32_MAX ? UINT32_MAX : uint32_t(mbps);
+}
+
 } // namespace
 
 const char *cc_algorithm_name(CcAlgorithm a)
@@ -54,6 +73,10 @@ const char *cc_algorithm_name(CcAlgorithm a)
 		return "powertcp";
 	case CcAlgorithm::kThetaPowerTcp:
 		return "theta_powertcp";
+	case CcAlgorithm::kHpcc:
+		return "hpcc";
+	case CcAlgorithm::kTimely:
+		return "timely";
 	}
 	return "unknown";
 }
@@ -66,19 +89,39 @@ lumen_ptcp_params CcParams::ptcp_params() const
 	p.gamma = ptcp_gamma;
 	p.expected_flows = ptcp_expected_flows;
 	p.beta_bytes = ptcp_beta_bytes;
-	// a rate beyond 32 bits of Mbit/s is refused by validate(); saturate so
-	// that the core's own check reports it
-	uint64_t mbps = host_bw_bps / kMbit;
-	p.host_bw_mbps = mbps > UINT32_MAX ? UINT32_MAX : uint32_t(mbps);
+	p.host_bw_mbps = host_bw_mbps(host_bw_bps);
 	p.base_rtt_ns = base_rtt_ns;
+	if (algorithm == CcAlgorithm::kHpcc) {
+		p.hpcc.eta = hpcc_eta;
+		p.hpcc.max_stage = hpcc_max_stage;
+		p.hpcc.wai_bytes = hpcc_wai_bytes;
+	}
+	return p;
+}
+
+lumen_timely_params CcParams::timely_params() const
+{
+	lumen_timely_params p;
+
+	lumen_timely_params_default(&p);
+	p.t_low_ns = timely_t_low_ns;
+	p.t_high_ns = timely_t_high_ns;
+	p.min_rtt_ns = timely_min_rtt_ns;
+	p.host_bw_mbps = host_bw_mbps(host_bw_bps);
+	p.delta_mbps = timely_delta_mbps;
+	p.alpha = timely_alpha;
+	p.beta = timely_beta;
+	p.hai_events = timely_hai_events;
+	p.seg_bytes = timely_seg_bytes;
 	return p;
 }
 
 std::string CcParams::validate() const
 {
 	if (algorithm != CcAlgorithm::kDctcp && algorithm != CcAlgorithm::kPowerTcp &&
-	    algorithm != CcAlgorithm::kThetaPowerTcp)
-		return "algorithm must be dctcp, powertcp or theta_powertcp";
+	    algorithm != CcAlgorithm::kThetaPowerTcp && algorithm != CcAlgorithm::kHpcc &&
+	    algorithm != CcAlgorithm::kTimely)
+		return "algorithm must be dctcp, powertcp, theta_powertcp, hpcc or timely";
 	if (mss < 64 || mss > 65535)
 		return "mss must be within [64, 65535] bytes";
 	if (host_bw_bps < LUMEN_PTCP_HOST_BW_MIN_MBPS * kMbit || host_bw_bps > LUMEN_PTCP_HOST_BW_MAX_MBPS * kMbit)
@@ -87,10 +130,18 @@ std::string CcParams::validate() const
 		return "base_rtt_ns must be 0 (auto) or within [1 us, 1 s]";
 	if (algorithm == CcAlgorithm::kDctcp)
 		return dctcp_errors(*this);
+	if (algorithm == CcAlgorithm::kTimely) {
+		lumen_timely_params t = timely_params();
+		int err = lumen_timely_params_validate(&t);
+		if (err)
+			return core_error("timely", lumen_timely_param_strerror(err));
+		return {};
+	}
 	lumen_ptcp_params p = ptcp_params();
 	int err = lumen_ptcp_params_validate(&p);
 	if (err)
-		return std::string("powertcp: ") + lumen_ptcp_param_strerror(err);
+		return core_error(algorithm == CcAlgorithm::kHpcc ? "hpcc" : "powertcp",
+				  lumen_ptcp_param_strerror(err));
 	return {};
 }
 
@@ -101,6 +152,8 @@ std::unique_ptr<CongestionControl> make_cc(const CcParams &params)
 		throw std::invalid_argument(err);
 	if (params.algorithm == CcAlgorithm::kDctcp)
 		return std::make_unique<Dctcp>(params);
+	if (params.algorithm == CcAlgorithm::kTimely)
+		return std::make_unique<Timely>(params);
 	return std::make_unique<PowerTcp>(params);
 }
 

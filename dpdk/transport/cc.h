@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // dpdk/transport/cc.h - congestion control for lumen-dp: one interface,
-// CongestionControl, fed per ACK by the connection engine, and two
-// algorithms behind it: DCTCP (what Ethereal runs) and PowerTCP /
-// theta-PowerTCP (include/lumen/powertcp.h, the core the kernel module and the
-// eBPF struct_ops run too). No DPDK, no allocation and no exceptions after
+// CongestionControl, fed per ACK by the connection engine, and three
+// families behind it: DCTCP (what Ethereal runs), PowerTCP / theta-PowerTCP
+// / HPCC (include/lumen/powertcp.h and hpcc.h, the core the kernel module and
+// the eBPF struct_ops run too) and TIMELY (include/lumen/timely.h, shared
+// with the eBPF struct_ops). No DPDK, no allocation and no exceptions after
 // construction, integer arithmetic only on the per-ACK path.
 //
 // Units
@@ -84,6 +85,41 @@
 // change the window, as in the kernel shells (powertcp_ack.h, "Loss and
 // recovery"): the queue that caused them shows as power > 1. A new flow
 // starts with one host BDP (init_cwnd_pkts is DCTCP's).
+//
+// HPCC (Y. Li et al., SIGCOMM 2019)
+// ----------------------------------
+// The same class and core in LUMEN_PTCP_MODE_HPCC (lumen/hpcc.h): it reads
+// the ACK's INT echo as PowerTCP does, takes each hop's inflight bytes over
+// its BDP, U, and sets the window from a reference window Wc that moves once
+// per RTT: Wc / (U / eta) + W_AI when U >= eta (or after max_stage additive
+// rounds), Wc + W_AI otherwise. Everything around the law is PowerTCP's: the
+// INT history, the RTT fallback when no usable INT arrives for a round, the
+// clamps [2 MSS, host BDP + beta], pacing at cwnd / tau, and loss and
+// timeouts leave the window alone, as for PowerTCP above. Its own
+// parameters are hpcc_eta, hpcc_max_stage and hpcc_wai_bytes; the shared
+// ones (ptcp_expected_flows, N of W_AI's default, and ptcp_beta_bytes, the
+// ceiling's) are PowerTCP's fields.
+//
+// TIMELY (R. Mittal et al., SIGCOMM 2015)
+// ----------------------------------------
+// A rate, not a window, from the RTT's gradient (lumen/timely.h): once per
+// completion event (timely_seg_bytes cumulatively acknowledged, or one
+// round trip of data, with that ACK's RTT sample) the rate grows by delta
+// when the RTT is below T_low or the smoothed gradient is <= 0 (5 delta
+// after timely_hai_events such events in a row), and shrinks by beta times
+// the gradient when it is positive, or by beta * (1 - T_high / RTT) above
+// T_high; it stays within [delta, HostBw], starting at HostBw. pacing_bps() is the rate; the window is the
+// core's TCP window, twice the rate times the latest RTT (at least 4 MSS):
+// pacing sets the pace while ACKs flow, the window bounds what one rate puts
+// in flight when they stop. TIMELY assumes a lossless fabric; lumen-dp's is
+// not, so a loss halves the rate once per loss episode. An episode begins
+// with on_loss (fast or RTO) while none is open, and ends, as DCTCP's
+// reduction, when snd_una passes the snd_nxt of the moment it began: the
+// losses of data sent before the cut describe the queue it answered. The
+// rate keeps following the RTT within an episode. undo_timeout restores the
+// rate an RTO's cut took (not a fast loss's: that one was real) and closes
+// the episode; on_idle_restart forgets the RTT history (lumen_timely_restart)
+// and keeps the rate.
 #pragma once
 
 #include <cstdint>
@@ -91,6 +127,7 @@
 #include <string>
 
 #include "lumen/powertcp_ack.h"
+#include "lumen/timely.h"
 
 namespace lumen::dp
 {
@@ -99,9 +136,12 @@ enum class CcAlgorithm : uint8_t {
 	kDctcp,
 	kPowerTcp, // INT-fed PowerTCP
 	kThetaPowerTcp, // RTT-fed theta-PowerTCP
+	kHpcc, // INT-fed HPCC, the PowerTCP core's third mode
+	kTimely, // RTT-gradient TIMELY
 };
 
-// "dctcp", "powertcp", "theta_powertcp" (the kernel module's names).
+// "dctcp", "powertcp", "theta_powertcp" (the kernel module's names), "hpcc",
+// "timely".
 const char *cc_algorithm_name(CcAlgorithm a);
 
 struct CcParams {
@@ -132,12 +172,30 @@ struct CcParams {
 	uint32_t ptcp_expected_flows = LUMEN_PTCP_DEFAULT_EXPECTED_FLOWS; // N
 	uint32_t ptcp_beta_bytes = 0; // 0: HostBw * tau / N
 
+	// HPCC (lumen_hpcc_params; also PowerTCP's fields above but gamma)
+	uint32_t hpcc_eta = LUMEN_HPCC_DEFAULT_ETA; // target utilisation, Q16, [0.5, 1]
+	uint32_t hpcc_max_stage = LUMEN_HPCC_DEFAULT_MAX_STAGE; // [0, 100]
+	uint32_t hpcc_wai_bytes = 0; // W_AI, <= 1 GiB; 0: HostBw * tau * (1 - eta) / N
+
+	// TIMELY (lumen_timely_params; HostBw is host_bw_bps)
+	uint64_t timely_t_low_ns = LUMEN_TIMELY_DEFAULT_T_LOW_NS; // [1 us, 1 s]
+	uint64_t timely_t_high_ns = LUMEN_TIMELY_DEFAULT_T_HIGH_NS; // (T_low, 1 s]
+	uint64_t timely_min_rtt_ns = 0; // 0: the smallest RTT seen, else [1 us, 1 s]
+	uint32_t timely_delta_mbps = 0; // additive step; 0: HostBw / 1000
+	uint32_t timely_alpha = LUMEN_TIMELY_DEFAULT_ALPHA; // Q16, (0, 1]
+	uint32_t timely_beta = LUMEN_TIMELY_DEFAULT_BETA; // Q16, (0, 1]
+	uint32_t timely_hai_events = LUMEN_TIMELY_DEFAULT_HAI_EVENTS; // [1, 1000]
+	uint32_t timely_seg_bytes = LUMEN_TIMELY_DEFAULT_SEG_BYTES; // per completion event, [1 KiB, 16 MiB]
+
 	// An error message naming the first bad field, or "" when the set is
 	// usable. Only the fields of the chosen algorithm are checked.
 	std::string validate() const;
-	// The core's parameter set for PowerTCP (host_bw_bps in Mbit/s,
-	// rounded down).
+	// The core's parameter set for PowerTCP, theta-PowerTCP and HPCC
+	// (host_bw_bps in Mbit/s, rounded down); the hpcc_* fields only with
+	// algorithm = hpcc, the core's defaults otherwise.
 	lumen_ptcp_params ptcp_params() const;
+	// TIMELY's (host_bw_bps in Mbit/s, rounded down).
+	lumen_timely_params timely_params() const;
 };
 
 struct CcAck {
@@ -154,11 +212,13 @@ struct CcAck {
 // Observability, per connection. Fields an algorithm has no use for stay 0.
 struct CcCounters {
 	uint64_t acks = 0; // on_ack calls
-	uint64_t updates = 0; // DCTCP: alpha updates (windows); PowerTCP: window updates
+	// DCTCP: alpha updates (windows); PowerTCP, HPCC: window updates;
+	// TIMELY: completion events (rate updates)
+	uint64_t updates = 0;
 	uint64_t ecn_cuts = 0; // DCTCP: cwnd * (1 - alpha/2)
 	uint64_t wtd_held = 0; // DCTCP: CE ACKs that WTD kept from cutting
 	uint64_t losses = 0; // on_loss(now, false)
-	uint64_t loss_cuts = 0; // DCTCP: halvings taken for them
+	uint64_t loss_cuts = 0; // DCTCP, TIMELY: halvings taken for them (TIMELY: RTOs' too)
 	uint64_t timeouts = 0; // on_loss(now, true)
 	uint64_t undone_timeouts = 0; // undo_timeout: episodes of RTOs found spurious
 	uint64_t idle_restarts = 0; // on_idle_restart
@@ -301,7 +361,8 @@ class PowerTcp final : public CongestionControl
 {
       public:
 	// params.algorithm picks the mode (kPowerTcp: INT, kThetaPowerTcp:
-	// RTT). Throws std::invalid_argument when params.validate() fails.
+	// RTT, kHpcc: HPCC on INT). Throws std::invalid_argument when
+	// params.validate() fails.
 	explicit PowerTcp(const CcParams &params);
 
 	void on_ack(const CcAck &ack) override;
@@ -340,6 +401,52 @@ class PowerTcp final : public CongestionControl
 	uint32_t snd_nxt_ = 0;
 	lumen_ptcp_result last_result_ = LUMEN_PTCP_HELD;
 	uint64_t events_[LUMEN_PTCP_EVBIT_COUNT] = {};
+};
+
+class Timely final : public CongestionControl
+{
+      public:
+	// Throws std::invalid_argument when params.validate() fails or
+	// params.algorithm is not kTimely.
+	explicit Timely(const CcParams &params);
+
+	void on_ack(const CcAck &ack) override;
+	void on_loss(uint64_t now_ns, bool timeout) override;
+	void on_idle_restart(uint64_t now_ns) override;
+	void undo_timeout() override;
+
+	const lumen_timely &state() const
+	{
+		return st_;
+	}
+	const lumen_timely_params &core_params() const
+	{
+		return p_;
+	}
+	// the rate in bytes/s (pacing_bps() / 8)
+	uint64_t rate_bytes_per_s() const
+	{
+		return st_.rate;
+	}
+	// a loss episode is open: no further loss cuts until snd_una passes
+	// the snd_nxt of its beginning
+	bool in_loss_episode() const
+	{
+		return st_.in_loss != 0;
+	}
+
+      private:
+	void publish();
+
+	lumen_timely_params p_;
+	uint32_t mss_;
+	lumen_timely st_{};
+	bool started_ = false; // sequence space known (first ACK seen)
+	uint32_t snd_nxt_ = 0; // latest seen
+	uint32_t snd_una_ = 0;
+	uint32_t episode_end_ = 0; // the loss episode ends when snd_una passes it
+	bool episode_end_pending_ = false; // begun before any ACK: the first one's snd_nxt
+	bool rto_cut_ = false; // the open episode's cut was an RTO's: undo_timeout may restore it
 };
 
 } // namespace lumen::dp

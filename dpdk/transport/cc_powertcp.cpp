@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// dpdk/transport/cc_powertcp.cpp - PowerTCP and theta-PowerTCP for lumen-dp:
-// the third shell of include/lumen/powertcp.h. Like kernel/tcp_powertcp.c and
+// dpdk/transport/cc_powertcp.cpp - PowerTCP, theta-PowerTCP and HPCC (the
+// core's LUMEN_PTCP_MODE_HPCC, lumen/hpcc.h) for lumen-dp: the third shell of
+// include/lumen/powertcp.h. Like kernel/tcp_powertcp.c and
 // bpf/powertcp.bpf.c it calls lumen_ptcp_init once, lumen_ptcp_ack_process
 // per ACK (with the INT echo of that very ACK in INT mode), and
 // lumen_ptcp_tx_event for idle, and installs the core's window and pacing
@@ -25,13 +26,24 @@ namespace lumen::dp
 
 PowerTcp::PowerTcp(const CcParams &params) : CongestionControl(cc_algorithm_name(params.algorithm))
 {
-	if (params.algorithm != CcAlgorithm::kPowerTcp && params.algorithm != CcAlgorithm::kThetaPowerTcp)
-		throw std::invalid_argument("PowerTcp needs algorithm = powertcp or theta_powertcp");
+	if (params.algorithm != CcAlgorithm::kPowerTcp && params.algorithm != CcAlgorithm::kThetaPowerTcp &&
+	    params.algorithm != CcAlgorithm::kHpcc)
+		throw std::invalid_argument("PowerTcp needs algorithm = powertcp, theta_powertcp or hpcc");
 	std::string err = params.validate();
 	if (!err.empty())
 		throw std::invalid_argument(err);
 	p_ = params.ptcp_params();
-	mode_ = params.algorithm == CcAlgorithm::kPowerTcp ? LUMEN_PTCP_MODE_INT : LUMEN_PTCP_MODE_THETA;
+	switch (params.algorithm) {
+	case CcAlgorithm::kPowerTcp:
+		mode_ = LUMEN_PTCP_MODE_INT;
+		break;
+	case CcAlgorithm::kHpcc:
+		mode_ = LUMEN_PTCP_MODE_HPCC;
+		break;
+	default:
+		mode_ = LUMEN_PTCP_MODE_THETA;
+		break;
+	}
 	mss_ = params.mss;
 	// the initial window (one host BDP) and rate, before the sequence
 	// space is known; on_ack initialises again at the first ACK
@@ -85,7 +97,7 @@ void PowerTcp::on_ack(const CcAck &ack)
 	core_ack.snd_nxt = ack.snd_nxt_bytes;
 	core_ack.mss = mss_;
 	// theta mode takes no INT, as the kernel shells fetch none for it
-	const lumen_int_opt *echo = mode_ == LUMEN_PTCP_MODE_INT ? ack.int_echo : nullptr;
+	const lumen_int_opt *echo = lumen_ptcp_mode_int_fed(mode_) ? ack.int_echo : nullptr;
 	count_events(lumen_ptcp_ack_process(&st_, &p_, &core_ack, echo, &res));
 	last_result_ = res;
 	if (res != LUMEN_PTCP_HELD)
@@ -93,7 +105,8 @@ void PowerTcp::on_ack(const CcAck &ack)
 	publish();
 }
 
-// Loss is not a PowerTCP signal (powertcp.h, powertcp_ack.h): counted only.
+// Loss is not a PowerTCP (or HPCC) signal (powertcp.h, powertcp_ack.h):
+// counted only.
 void PowerTcp::on_loss(uint64_t now_ns, bool timeout)
 {
 	(void)now_ns;

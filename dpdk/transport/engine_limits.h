@@ -20,8 +20,10 @@
 #include <cstdint>
 #include <string>
 
+#include "lumen/hpcc.h"
 #include "lumen/int_option.h"
 #include "lumen/path_policy.h"
+#include "lumen/timely.h"
 
 namespace lumen::dp
 {
@@ -61,6 +63,46 @@ inline constexpr ParamRange kRtoMinUs{"rto-min-us", 1, (1ull << 40) / 1000, 1000
 inline constexpr ParamRange kRtoMaxUs{"rto-max-us", 1, (1ull << 40) / 1000, 1000};
 inline constexpr ParamRange kMaxConns{"max-conns", 1, 1u << 22, 1};
 inline constexpr ParamRange kInitCwnd{"init-cwnd", 1, 65536, 1};
+/*
+ * Congestion control (CcParams, checked by the cores' own validation, whose
+ * words EngineConfig::validate() repeats; these are the same bounds, for the
+ * options). Fractions are typed as decimals ("0.95") and kept in Q16: their
+ * ranges are in Q16 (LUMEN_HPCC_ONE = LUMEN_TIMELY_ONE = 1.0), and
+ * fraction_text() says them as the user types them.
+ */
+inline constexpr ParamRange kHpccEta{"hpcc-eta", LUMEN_HPCC_ETA_MIN, LUMEN_HPCC_ETA_MAX, 1};
+inline constexpr ParamRange kHpccMaxStage{"hpcc-max-stage", 0, LUMEN_HPCC_MAX_STAGE_MAX, 1};
+/* W_AI in bytes, 0 = host BDP * (1 - eta) / N */
+inline constexpr ParamRange kHpccWai{"hpcc-wai", 0, LUMEN_HPCC_WAI_MAX_BYTES, 1};
+/* T_low below T_high, both within [1 us, 1 s] */
+inline constexpr ParamRange kTimelyTLowUs{"timely-t-low-us", LUMEN_TIMELY_RTT_MIN_NS / 1000,
+					  LUMEN_TIMELY_RTT_MAX_NS / 1000 - 1, 1000};
+inline constexpr ParamRange kTimelyTHighUs{"timely-t-high-us", LUMEN_TIMELY_RTT_MIN_NS / 1000 + 1,
+					   LUMEN_TIMELY_RTT_MAX_NS / 1000, 1000};
+/* 0 = the smallest RTT seen (the option takes 0 or 1..1e6) */
+inline constexpr ParamRange kTimelyMinRttUs{"timely-min-rtt-us", 0, LUMEN_TIMELY_RTT_MAX_NS / 1000, 1000};
+/* 0 = host bandwidth / 1000; also at most the host bandwidth */
+inline constexpr ParamRange kTimelyDeltaMbps{"timely-delta-mbps", 0, LUMEN_TIMELY_HOST_BW_MAX_MBPS, 1};
+inline constexpr ParamRange kTimelyAlpha{"timely-alpha", 1, LUMEN_TIMELY_ONE, 1};
+inline constexpr ParamRange kTimelyBeta{"timely-beta", 1, LUMEN_TIMELY_ONE, 1};
+inline constexpr ParamRange kTimelyHai{"timely-hai", 1, LUMEN_TIMELY_HAI_MAX, 1};
+inline constexpr ParamRange kTimelySegment{"timely-segment", LUMEN_TIMELY_SEG_MIN_BYTES, LUMEN_TIMELY_SEG_MAX_BYTES, 1};
+
+/* A Q16 fraction's range as typed: "0.5..1", or "(0, 1]" from the smallest
+ * positive Q16 value */
+inline std::string fraction_text(const ParamRange &r)
+{
+	auto dec = [](uint64_t q16) {
+		std::string s = std::to_string((double)q16 / 65536.0);
+		s.erase(s.find_last_not_of('0') + 1);
+		if (s.back() == '.')
+			s.pop_back();
+		return s;
+	};
+	if (r.lo == 1)
+		return "(0, " + dec(r.hi) + "]";
+	return dec(r.lo) + ".." + dec(r.hi);
+}
 } // namespace limits
 
 } // namespace lumen::dp

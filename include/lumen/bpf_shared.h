@@ -11,8 +11,10 @@
  *   int_sockops.bpf.c  cgroup sockops: writes INT requests on data segments,
  *                      echoes the latest request in ACKs, parses echoes into
  *                      lumen_int_sk (map "lumen_int_sk").
- *   powertcp.bpf.c     struct_ops bpf_powertcp / bpf_theta_ptcp: reads
- *                      lumen_int_sk on every ACK, runs lumen_ptcp_on_ack().
+ *   powertcp.bpf.c     struct_ops bpf_powertcp / bpf_theta_ptcp / bpf_hpcc:
+ *                      reads lumen_int_sk on every ACK, runs
+ *                      lumen_ptcp_on_ack().
+ *   timely.bpf.c       struct_ops bpf_timely: RTT only, lumen/timely.h.
  *   int_switch.bpf.c   tc programs turning a link into an INT switch port:
  *                      egress (enqueue) and the peer's ingress (dequeue).
  *   rotor_switch.bpf.c tc ingress of every port of an emulated optical
@@ -24,6 +26,7 @@
 
 #include "optical.h"
 #include "powertcp.h"
+#include "timely.h"
 
 #ifdef LUMEN_USERSPACE
 #include <linux/bpf.h> /* struct bpf_spin_lock */
@@ -47,6 +50,11 @@
 #define LUMEN_PIN_CC_SK "lumen_cc_sk"
 #define LUMEN_PIN_CC_OPS_INT "cc_ops_int" /* struct_ops maps */
 #define LUMEN_PIN_CC_OPS_THETA "cc_ops_theta"
+#define LUMEN_PIN_CC_OPS_HPCC "cc_ops_hpcc"
+#define LUMEN_PIN_CC_OPS_TIMELY "cc_ops_timely"
+#define LUMEN_PIN_TIMELY_PARAMS "lumen_timely_params" /* timely.bpf.c's maps */
+#define LUMEN_PIN_TIMELY_STATS "lumen_timely_stats"
+#define LUMEN_PIN_TIMELY_SK "lumen_timely_sk"
 #define LUMEN_PIN_SW_PORTS "lumen_sw_ports" /* the control plane's port records */
 #define LUMEN_PIN_SW_CFG "lumen_sw_cfg"
 #define LUMEN_PIN_SW_STATS "lumen_sw_stats"
@@ -109,10 +117,11 @@ enum lumen_int_counter {
 #undef LUMEN_INT_COUNTER_ENUM
 
 /* ---------------------------------------------------------------------- */
-/* struct_ops PowerTCP                                                     */
+/* struct_ops PowerTCP, theta-PowerTCP and HPCC                           */
 
 #define LUMEN_CC_NAME_INT "bpf_powertcp" /* <= 15 characters */
 #define LUMEN_CC_NAME_THETA "bpf_theta_ptcp"
+#define LUMEN_CC_NAME_HPCC "bpf_hpcc" /* the core in LUMEN_PTCP_MODE_HPCC */
 
 /*
  * Parameters, one struct lumen_cc_param_val per algorithm (index = enum
@@ -127,7 +136,8 @@ enum lumen_int_counter {
  * on every ACK and takes the lock only when they differ (an old value read
  * there means one more ACK with the previous set, never a torn one).
  */
-#define LUMEN_CC_PARAM_ENTRIES 2 /* algorithms */
+#define LUMEN_CC_PARAM_ENTRIES 3 /* algorithms: LUMEN_PTCP_MODES */
+LUMEN_STATIC_ASSERT(LUMEN_CC_PARAM_ENTRIES == LUMEN_PTCP_MODES, "one parameter set per mode of the core");
 
 struct lumen_cc_param_val {
 	struct bpf_spin_lock lock;
@@ -137,7 +147,8 @@ struct lumen_cc_param_val {
 
 /*
  * Fault injection for tests (array "lumen_cc_faults", one __u32 of flags,
- * 0 in normal operation; set with bpftool).
+ * 0 in normal operation; set with bpftool). Shared by powertcp.bpf.c and
+ * timely.bpf.c (pinned by name: one map, one set of flags for both).
  * NO_STATE: init creates no per-socket state for new flows, as when the
  * sk_storage allocation fails, so the Reno fallback runs.
  */
@@ -177,10 +188,11 @@ struct lumen_cc_flow {
 #define LUMEN_CC_COUNTERS(X)                                                                                           \
 	X(FLOWS, "flows", "connections initialised")                                                                   \
 	X(ACKS, "acks", "ACKs processed")                                                                              \
-	X(INT_UPDATES, "int_updates", "window updates from INT power")                                                 \
+	X(INT_UPDATES, "int_updates", "window updates from INT (PowerTCP's power, HPCC's inflight)")                   \
 	X(RTT_UPDATES, "rtt_updates", LUMEN_CC_NAME_THETA " window updates")                                           \
-	X(FALLBACK_UPDATES, "fallback_updates", LUMEN_CC_NAME_INT " updates from RTT, for lack of INT")                \
-	X(NO_INT, "no_int", LUMEN_CC_NAME_INT " ACKs without a new INT echo")                                          \
+	X(FALLBACK_UPDATES, "fallback_updates",                                                                        \
+	  LUMEN_CC_NAME_INT " and " LUMEN_CC_NAME_HPCC " updates from RTT, for lack of INT")                           \
+	X(NO_INT, "no_int", LUMEN_CC_NAME_INT " and " LUMEN_CC_NAME_HPCC " ACKs without a new INT echo")               \
 	X(NO_STATE, "no_state", "ACKs or connections without socket state (Reno fallback)")                            \
 	X(RESTARTS, "restarts", "idle restarts (history discarded)")                                                   \
 	X(INT_UNUSABLE, "int_unusable", "echoes that gave no INT sample (counted as no INT)")                          \
@@ -191,7 +203,8 @@ struct lumen_cc_flow {
 	X(INT_PATH_CHANGES, "int_path_changes", "... unusable: hop count or rate changed (re-baselined)")              \
 	X(PARAM_RETRY, "param_retry", "parameter copies dropped: invalid")                                             \
 	X(INT_UNMATCHED, "int_unmatched", "echoes from a segment tcp_ack() refused: not applied")                      \
-	X(NO_INT_FLOWS, "no_int_flows", LUMEN_CC_NAME_INT " flows without a single INT echo after 16 RTTs")            \
+	X(NO_INT_FLOWS, "no_int_flows",                                                                                \
+	  LUMEN_CC_NAME_INT " and " LUMEN_CC_NAME_HPCC " flows without a single INT echo after 16 RTTs")               \
 	X(LOSS_CUTS, "loss_cuts", "windows halved on entering loss recovery")                                          \
 	X(LOSS_UNDOS, "loss_undos", "cuts undone: TCP found the loss spurious")
 
@@ -200,6 +213,74 @@ enum lumen_cc_counter {
 	LUMEN_CC_COUNTERS(LUMEN_CC_COUNTER_ENUM) LUMEN_CC_CNT_MAX
 };
 #undef LUMEN_CC_COUNTER_ENUM
+
+/* ---------------------------------------------------------------------- */
+/* struct_ops TIMELY (timely.bpf.c)                                        */
+
+#define LUMEN_CC_NAME_TIMELY "bpf_timely"
+
+/*
+ * Parameters (array "lumen_timely_params", one entry), written and copied
+ * under the value's lock as lumen_cc_param_val is.
+ */
+struct lumen_timely_param_val {
+	struct bpf_spin_lock lock;
+	__u32 gen; /* sets so far */
+	struct lumen_timely_params params;
+};
+
+/* Per-socket state (sk_storage "lumen_timely_sk"). */
+struct lumen_timely_sk {
+	struct lumen_timely st;
+	struct lumen_timely_params params; /* this flow's copy */
+	__u64 cwnd_bytes; /* the window last installed (for `lumen cc status`) */
+	__u64 last_ack_ns; /* tcp_mstamp of the last ACK the core saw, ns (idle) */
+	__u32 params_gen;
+	__u32 params_fresh;
+	__s32 rtt_us; /* RTT sample of the ACK in progress (pkts_acked); < 0 = none */
+	__u32 pad;
+};
+
+/* One flow of lumen_timely_sk, as cc_flows.bpf.c's second iterator writes it. */
+struct lumen_timely_flow {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport; /* host order */
+	__u16 dport; /* host order */
+	__u8 family;
+	__u8 in_loss;
+	__u16 pad;
+	__u32 netns_ino;
+	__u32 pad2;
+	__u64 rate; /* bytes/s */
+	__u64 cwnd_bytes;
+	__u64 last_rtt_ns;
+	__u64 min_rtt_ns;
+	__s64 rtt_diff_ns;
+	struct lumen_timely_stats stats;
+};
+
+/* Per-CPU counters (array "lumen_timely_stats"), as LUMEN_CC_COUNTERS. */
+#define LUMEN_TIMELY_COUNTERS(X)                                                                                       \
+	X(FLOWS, "flows", "connections initialised")                                                                   \
+	X(ACKS, "acks", "ACKs processed")                                                                              \
+	X(EVENTS, "events", "completion events (a segment acknowledged, with an RTT sample)")                          \
+	X(LOW, "low", "... RTT below T_low: rate + delta")                                                             \
+	X(HIGH, "high", "... RTT above T_high: rate cut toward T_high")                                                \
+	X(INCREASES, "increases", "... gradient <= 0: rate + delta")                                                   \
+	X(HAI, "hai", "... gradient <= 0, hyperactive: rate + 5 delta")                                                \
+	X(DECREASES, "decreases", "... gradient > 0: rate x (1 - beta gradient)")                                      \
+	X(LOSS_CUTS, "loss_cuts", "rates halved on entering loss recovery")                                            \
+	X(LOSS_UNDOS, "loss_undos", "cuts undone: TCP found the loss spurious")                                        \
+	X(RESTARTS, "restarts", "idle restarts (RTT history discarded, rate kept)")                                    \
+	X(NO_STATE, "no_state", "ACKs or connections without socket state (Reno fallback)")                            \
+	X(PARAM_RETRY, "param_retry", "parameter copies dropped: invalid")
+
+#define LUMEN_TIMELY_COUNTER_ENUM(id, name, help) LUMEN_TIMELY_CNT_##id,
+enum lumen_timely_counter {
+	LUMEN_TIMELY_COUNTERS(LUMEN_TIMELY_COUNTER_ENUM) LUMEN_TIMELY_CNT_MAX
+};
+#undef LUMEN_TIMELY_COUNTER_ENUM
 
 /* ---------------------------------------------------------------------- */
 /* Software INT switch                                                     */

@@ -43,6 +43,11 @@
  * power becomes (dRTT/dt + 1) * RTT / tau, computed from RTT samples, and the
  * window is updated once per RTT.
  *
+ * HPCC (lumen/hpcc.h, LUMEN_PTCP_MODE_HPCC) is the third mode: the same INT
+ * history, EWMA, clamps, fallback and liveness rules, with HPCC's per-hop
+ * metric (inflight bytes over BDP) in place of power and its reference-
+ * window law in place of the update above.
+ *
  * Units and fixed point
  * ---------------------
  *   time            ns (__u64)
@@ -172,6 +177,7 @@
 
 #include "types.h"
 #include "int_option.h"
+#include "hpcc.h"
 
 /* ---------------------------------------------------------------------- */
 /* Fixed point and limits                                                  */
@@ -221,6 +227,7 @@ struct lumen_ptcp_params {
 	__u32 beta_bytes; /* additive increase; 0 = derive from N */
 	__u32 host_bw_mbps; /* HostBw, [1, 1.6e6] Mbit/s */
 	__u64 base_rtt_ns; /* tau, [1 us, 1 s]; 0 = minimum observed RTT */
+	struct lumen_hpcc_params hpcc; /* LUMEN_PTCP_MODE_HPCC's law (hpcc.h) */
 };
 
 enum lumen_ptcp_param_error {
@@ -231,6 +238,9 @@ enum lumen_ptcp_param_error {
 	LUMEN_PTCP_PARAM_EHOSTBW = 4,
 	LUMEN_PTCP_PARAM_ERTT = 5,
 	LUMEN_PTCP_PARAM_EBDP = 6,
+	LUMEN_PTCP_PARAM_EHPCC_ETA = 7,
+	LUMEN_PTCP_PARAM_EHPCC_STAGE = 8,
+	LUMEN_PTCP_PARAM_EHPCC_WAI = 9,
 };
 
 LUMEN_INLINE void lumen_ptcp_params_default(struct lumen_ptcp_params *p)
@@ -240,6 +250,7 @@ LUMEN_INLINE void lumen_ptcp_params_default(struct lumen_ptcp_params *p)
 	p->beta_bytes = 0;
 	p->host_bw_mbps = LUMEN_PTCP_DEFAULT_HOST_BW_MBPS;
 	p->base_rtt_ns = LUMEN_PTCP_DEFAULT_BASE_RTT_NS;
+	lumen_hpcc_params_default(&p->hpcc);
 }
 
 /* Bytes a link of rate_mbps carries in ns; exact bounds: 1.6e6 * 1e9 < 2^51. */
@@ -308,7 +319,16 @@ LUMEN_INLINE int lumen_ptcp_params_validate(const struct lumen_ptcp_params *p)
 	 */
 	if (p->base_rtt_ns && p->base_rtt_ns > lumen_ptcp_tau_max(p))
 		return -LUMEN_PTCP_PARAM_EBDP;
-	return 0;
+	switch (lumen_hpcc_params_validate(&p->hpcc)) {
+	case -LUMEN_HPCC_PARAM_EETA:
+		return -LUMEN_PTCP_PARAM_EHPCC_ETA;
+	case -LUMEN_HPCC_PARAM_ESTAGE:
+		return -LUMEN_PTCP_PARAM_EHPCC_STAGE;
+	case -LUMEN_HPCC_PARAM_EWAI:
+		return -LUMEN_PTCP_PARAM_EHPCC_WAI;
+	default:
+		return 0;
+	}
 }
 
 LUMEN_INLINE const char *lumen_ptcp_param_strerror(int err)
@@ -328,6 +348,12 @@ LUMEN_INLINE const char *lumen_ptcp_param_strerror(int err)
 		return "base RTT must be 0 (auto) or within [1 us, 1 s]";
 	case LUMEN_PTCP_PARAM_EBDP:
 		return "host bandwidth x base RTT exceeds the 1 GiB window limit";
+	case LUMEN_PTCP_PARAM_EHPCC_ETA:
+		return lumen_hpcc_param_strerror(LUMEN_HPCC_PARAM_EETA);
+	case LUMEN_PTCP_PARAM_EHPCC_STAGE:
+		return lumen_hpcc_param_strerror(LUMEN_HPCC_PARAM_ESTAGE);
+	case LUMEN_PTCP_PARAM_EHPCC_WAI:
+		return lumen_hpcc_param_strerror(LUMEN_HPCC_PARAM_EWAI);
 	default:
 		return "unknown parameter error";
 	}
@@ -339,7 +365,15 @@ LUMEN_INLINE const char *lumen_ptcp_param_strerror(int err)
 enum lumen_ptcp_mode {
 	LUMEN_PTCP_MODE_INT = 0, /* PowerTCP: INT-fed, per-ACK updates (C2) */
 	LUMEN_PTCP_MODE_THETA = 1, /* theta-PowerTCP: RTT-fed, per-RTT updates */
+	LUMEN_PTCP_MODE_HPCC = 2, /* HPCC (hpcc.h): INT-fed, the same machinery */
 };
+#define LUMEN_PTCP_MODES 3
+
+/* The modes that read INT: PowerTCP and HPCC. */
+LUMEN_INLINE int lumen_ptcp_mode_int_fed(__u32 mode)
+{
+	return mode == LUMEN_PTCP_MODE_INT || mode == LUMEN_PTCP_MODE_HPCC;
+}
 
 /* What lumen_ptcp_on_ack() did with one ACK. */
 enum lumen_ptcp_result {
@@ -449,6 +483,7 @@ struct lumen_ptcp {
 	__u8 max_hop; /* index of the hop that gave the last INT power */
 
 	struct lumen_ptcp_loss loss; /* the TCP binding's (lumen/powertcp_ack.h) */
+	struct lumen_hpcc hpcc; /* HPCC mode: reference window and stage */
 
 	struct lumen_ptcp_stats stats;
 };
@@ -583,6 +618,7 @@ LUMEN_INLINE void lumen_ptcp_init(struct lumen_ptcp *st, const struct lumen_ptcp
 	tau = lumen_ptcp_tau(st, p);
 	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, lumen_ptcp_host_bdp(p, tau));
 	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
+	lumen_hpcc_reset(&st->hpcc, st->cwnd_bytes); /* HPCC: W_init, line rate */
 	lumen_ptcp_restart(st, snd_nxt);
 	st->last_power = 0;
 	st->prev_rtt_ns = 0;
@@ -617,6 +653,8 @@ LUMEN_INLINE void lumen_ptcp_set_cwnd(struct lumen_ptcp *st, const struct lumen_
 
 	st->cwnd_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, cwnd_bytes);
 	st->pacing_rate = lumen_ptcp_pacing_rate(st->cwnd_bytes, tau);
+	/* HPCC: the next ACK computes W from Wc, which would undo the cut */
+	lumen_hpcc_reset(&st->hpcc, st->cwnd_bytes);
 	lumen_ptcp_reset_history(st, snd_nxt);
 }
 
@@ -723,8 +761,10 @@ LUMEN_STATIC_ASSERT(__builtin_offsetof(struct lumen_ptcp, prev_hop_time_ns) + 8 
 
 /* A hop sample's result (lumen_ptcp_hop_sample). */
 struct lumen_ptcp_hop_out {
-	__u64 power; /* normalised power, Q16 */
+	__u64 power; /* normalised power, or HPCC's U: Q16 */
 	__u64 dt_ns; /* time between the two records */
+	__u32 mode; /* in: enum lumen_ptcp_mode, which metric to compute */
+	__u32 pad;
 };
 
 /*
@@ -748,7 +788,10 @@ LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const 
 	err = lumen_int_hop_delta_v(prev, cur, ver, &d);
 	if (err)
 		return err;
-	out->power = lumen_ptcp_hop_power(&d, tau_ns);
+	if (out->mode == LUMEN_PTCP_MODE_HPCC)
+		out->power = lumen_hpcc_hop_util(&d, tau_ns);
+	else
+		out->power = lumen_ptcp_hop_power(&d, tau_ns);
 	out->dt_ns = d.dt_ns;
 	return 0;
 }
@@ -794,7 +837,7 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 		usable = 0;
 	}
 	for (i = 0; i < LUMEN_INT_MAX_HOPS && usable; i++) {
-		struct lumen_ptcp_hop_out hs = {0, 0};
+		struct lumen_ptcp_hop_out hs = {0, 0, st->mode, 0};
 		__u32 h = first + i;
 		int err;
 
@@ -1046,6 +1089,26 @@ LUMEN_INLINE __u64 lumen_ptcp_guarded_power(struct lumen_ptcp *st, __u64 tau_ns)
 }
 
 /*
+ * HPCC's window for one ACK (lumen/hpcc.h, NewAck): W from the reference
+ * window and U (INT, guarded, or the RTT fallback's estimate), clamped like
+ * every window; on the first ACK of a new round the reference moves to it.
+ */
+LUMEN_INLINE __u64 lumen_ptcp_hpcc_window(struct lumen_ptcp *st, const struct lumen_ptcp_params *p, __u64 tau,
+					  __u32 mss, __u64 u, int new_round)
+{
+	__u64 wai = lumen_hpcc_wai(&p->hpcc, lumen_ptcp_host_bdp(p, tau), p->expected_flows);
+	int multiplicative = 0;
+	__u64 w;
+
+	st->hpcc.wc_bytes = lumen_ptcp_clamp_cwnd(p, tau, mss, st->hpcc.wc_bytes);
+	w = lumen_hpcc_compute_wind(&st->hpcc, &p->hpcc, u, wai, &multiplicative);
+	w = lumen_ptcp_clamp_cwnd(p, tau, mss, w);
+	if (new_round)
+		lumen_hpcc_commit(&st->hpcc, w, multiplicative);
+	return w;
+}
+
+/*
  * Process one ACK (Alg. 1 / Alg. 2 newAck). echo is the INT echo the ACK
  * carried, or NULL. The new window and pacing rate are left in st.
  */
@@ -1055,7 +1118,7 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 {
 	enum lumen_ptcp_result result = LUMEN_PTCP_HELD;
 	__u64 tau, power = 0, acked = 0;
-	int int_ok = 0;
+	int int_ok = 0, new_round = 0;
 
 	st->stats.acks++;
 	if (lumen_seq_after(ack->snd_una, st->last_snd_una)) {
@@ -1075,18 +1138,20 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 		lumen_ptcp_rtt_floor(st, ack);
 	}
 
-	if (st->mode == LUMEN_PTCP_MODE_INT)
+	if (lumen_ptcp_mode_int_fed(st->mode))
 		int_ok = lumen_ptcp_take_int(st, ack, echo, tau);
 	if (int_ok) {
 		power = lumen_ptcp_guarded_power(st, tau);
 		result = LUMEN_PTCP_UPDATED_INT;
 		/* keep the rounds aligned; a new round has had no INT yet */
-		st->int_in_round = !lumen_ptcp_rtt_round_done(st, ack);
+		new_round = lumen_ptcp_rtt_round_done(st, ack);
+		st->int_in_round = !new_round;
 	} else if (st->smooth_rtt_power && lumen_ptcp_rtt_round_done(st, ack)) {
-		/* theta-PowerTCP; or PowerTCP after a round without usable INT */
+		/* theta-PowerTCP; or an INT mode after a round without usable INT */
 		if (!st->int_in_round) {
 			power = st->smooth_rtt_power;
 			result = LUMEN_PTCP_UPDATED_RTT;
+			new_round = 1;
 		}
 		st->int_in_round = 0;
 	}
@@ -1094,7 +1159,9 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 	if (result != LUMEN_PTCP_HELD) {
 		/* GETCWND: the window in force when the acked data was sent */
 		st->old_cwnd_bytes = lumen_ptcp_cwnd_at(st, ack->snd_una);
-		if (result == LUMEN_PTCP_UPDATED_INT) {
+		if (st->mode == LUMEN_PTCP_MODE_HPCC) {
+			st->cwnd_bytes = lumen_ptcp_hpcc_window(st, p, tau, ack->mss, power, new_round);
+		} else if (result == LUMEN_PTCP_UPDATED_INT) {
 			__u64 target = lumen_ptcp_target(p, tau, power, st->old_cwnd_bytes);
 
 			st->cwnd_bytes = lumen_ptcp_clamp_cwnd(
@@ -1105,7 +1172,7 @@ LUMEN_INLINE enum lumen_ptcp_result lumen_ptcp_on_ack(struct lumen_ptcp *st, con
 		}
 		if (result == LUMEN_PTCP_UPDATED_INT)
 			st->stats.int_updates++;
-		else if (st->mode == LUMEN_PTCP_MODE_INT)
+		else if (lumen_ptcp_mode_int_fed(st->mode))
 			st->stats.fallback_updates++;
 		else
 			st->stats.rtt_updates++;

@@ -284,7 +284,7 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 	__u32 events = LUMEN_PTCP_EV(ACKS);
 	enum lumen_ptcp_result res;
 
-	if (st->mode == LUMEN_PTCP_MODE_INT && !echo)
+	if (lumen_ptcp_mode_int_fed(st->mode) && !echo)
 		events |= LUMEN_PTCP_EV(NO_INT);
 	res = lumen_ptcp_on_ack(st, p, ack, echo);
 	if (st->stats.int_unusable != unusable)
@@ -301,7 +301,7 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 		events |= LUMEN_PTCP_EV(RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
 		events |= LUMEN_PTCP_EV(INT_UPDATES);
-	else if (res == LUMEN_PTCP_UPDATED_RTT && st->mode == LUMEN_PTCP_MODE_INT) {
+	else if (res == LUMEN_PTCP_UPDATED_RTT && lumen_ptcp_mode_int_fed(st->mode)) {
 		events |= LUMEN_PTCP_EV(FALLBACK_UPDATES);
 		/* every ACK so far without INT hops: no echo ever reached us */
 		if (st->stats.fallback_updates == LUMEN_PTCP_NO_INT_ROUNDS && st->stats.int_missing == st->stats.acks)

@@ -6,14 +6,16 @@
 #   pair      client and server in one process over two ring ports: every
 #             message delivered intact on a clean network, and through the
 #             impairment shim (drop, duplicate, reorder, CE on data and
-#             ACKs), with Go-Back-N, and with blackholed paths, where REPS
-#             must stop using the dead entropies and OPS cannot
+#             ACKs), with Go-Back-N, with blackholed paths, where REPS
+#             must stop using the dead entropies and OPS cannot, and with
+#             --cc hpcc and --cc timely
 #   pcap      a client's first packets (SYNs) captured by net_pcap, checked field
 #             by field (tests/dpdk/check_capture.py)
 #   version   a frame of lumen-dp version 2 (net_pcap): a clear error, exit 3
 #   telemetry a server on net_null answering /lumen/stats through
 #             dpdk-telemetry.py, counting net_null's garbage as malformed,
-#             and printing its final stats on SIGINT
+#             naming its congestion control, and printing its final stats
+#             on SIGINT
 source "$(dirname "$0")/../e2e/lib.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 DP="${LUMEN_DP_BIN:?set LUMEN_DP_BIN to the lumen-dp binary}"
@@ -48,6 +50,20 @@ e2e_check "an RTO ceiling beyond the engine's" e2e_fails 2 "--rto-max-us: '10995
 e2e_check "unknown path policy names them all" e2e_fails 2 "(ecmp, ops, reps, reps-freeze, ethereal)" \
 	"$DP" $(eal o14) -- pair --path spray
 e2e_check "--help per mode" bash -c "'$DP' $(eal o8) -- pair --help | grep -q -- '--impair SPEC'"
+# the congestion controls by name, and their parameters: the options' ranges
+# (engine_limits.h) and the cores' own checks (lumen/hpcc.h, lumen/timely.h)
+e2e_check "unknown cc names them all" e2e_fails 2 "(dctcp, powertcp, theta-powertcp, hpcc, timely)" \
+	"$DP" $(eal o15) -- pair --cc cubic
+e2e_check "--help lists hpcc, timely and their options" bash -c \
+	"'$DP' $(eal o16) -- pair --help | grep -- '--cc dctcp|powertcp|theta-powertcp|hpcc|timely' >/dev/null &&
+	 '$DP' $(eal o16) -- pair --help | grep -- '--hpcc-eta F' >/dev/null &&
+	 '$DP' $(eal o16) -- pair --help | grep -- '--timely-t-low-us N' >/dev/null"
+e2e_check "hpcc: eta out of range" e2e_fails 2 "--hpcc-eta: '0.3' is not a fraction in 0.5..1" \
+	"$DP" $(eal o17) -- pair --cc hpcc --hpcc-eta 0.3
+e2e_check "timely: T_low above T_high, in the core's words" e2e_fails 2 "timely T_high must be above T_low" \
+	"$DP" $(eal o18) -- pair --cc timely --timely-t-low-us 600
+e2e_check "timely's options without --cc timely" e2e_fails 2 "--timely-alpha tunes --cc timely" \
+	"$DP" $(eal o19) -- pair --cc hpcc --timely-alpha 0.5
 left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
 e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"
 
@@ -67,6 +83,17 @@ e2e_check "clean: all delivered ($(js clean "d['totals']['msgs_delivered']"))" \
 e2e_check "clean: no retransmission" test "$(js clean "d['totals']['retransmits']")" -eq 0
 e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") bytes (< 32)" \
 	test "$(js clean "d['config']['path_state_bytes']")" -lt 32
+
+# HPCC (INT requested; nobody on a ring stamps hops, so it runs on its RTT
+# fallback) and TIMELY, with parameters of their own: a short transfer each
+e2e_check "hpcc: 2 connections x 20 messages of 100 kB" \
+	pair hpcc --cc hpcc --int-slots 2 --hpcc-eta 0.9 --hpcc-max-stage 3 --conns 2 --msgs 20 --msg-size 100000 --time 30
+e2e_check "timely: 2 connections x 20 messages of 100 kB" \
+	pair timely --cc timely --timely-t-low-us 40 --timely-alpha 0.5 --conns 2 --msgs 20 --msg-size 100000 --time 30
+for cc in hpcc timely; do
+	e2e_check "$cc: all delivered, intact, named in the summary and per connection" \
+		test "$(js $cc "(d['totals']['msgs_delivered'], d['totals']['corrupt'], d['config']['cc'], sorted({c['cc'] for h in d['hosts'] for c in h['connections']}))")" = "(40, 0, '$cc', ['$cc'])"
+done
 
 # jumbo frames: the pool's mbufs and the ports are sized for --mtu (2 KB
 # mbufs once left every DATA unbuilt and the run hung)
@@ -170,7 +197,7 @@ e2e_check "... and says who and which version" \
 	grep -q "10.3.0.1 speaks lumen-dp version 2, this is version 1" "$tmp/v2.out"
 
 # --- telemetry and SIGINT ----------------------------------------------------
-"$DP" $(eal t) --vdev net_null0 -- perf --server --quiet --ip 10.2.0.2 --json "$tmp/server.json" \
+"$DP" $(eal t) --vdev net_null0 -- perf --server --quiet --ip 10.2.0.2 --cc timely --json "$tmp/server.json" \
 	>"$tmp/server.out" 2>&1 &
 pid=$!
 e2e_on_exit "kill -9 $pid 2>/dev/null || true"
@@ -184,6 +211,8 @@ done
 v="$(e2e_json "d['/lumen/stats']['malformed']" <<<"$tel" 2>/dev/null || echo none)"
 e2e_check "telemetry /lumen/stats answers, net_null's garbage counted as malformed ($v)" \
 	python3 -c "assert '$v'.isdigit() and int('$v') > 0"
+v="$(e2e_json "d['/lumen/stats']['cc']" <<<"$tel" 2>/dev/null || echo none)"
+e2e_check "telemetry names the congestion control ($v)" test "$v" = timely
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# tests/e2e/cc_test.sh - `lumen cc` end to end: load with --allow, both names
-# registered and allowed, parameter validation (refused values change
-# nothing) and runtime changes, iperf3 over a veth between two namespaces
-# with each algorithm picked per socket (-C) and by a namespace's sysctl
-# default, counters (ACKs, and the RTT fallback since no INT is present), the
+# tests/e2e/cc_test.sh - `lumen cc` end to end: load with --allow, all four
+# names (bpf_powertcp, bpf_theta_ptcp, bpf_hpcc, bpf_timely) registered and
+# allowed, parameter validation (refused values change nothing; the
+# baselines' with their cores' messages) and runtime changes, iperf3 over a
+# veth between two namespaces with each algorithm picked per socket (-C) and
+# by a namespace's sysctl default, counters (ACKs, and the RTT fallback since
+# no INT is present; TIMELY's completion events) and per-flow views, the
 # Reno fallback of a socket without state (fault hook lumen_cc_faults), the
 # loss response on a shallow buffer without INT, parameter sets racing
 # running flows (under a lock: no torn copy), and an unload that leaves
@@ -23,16 +25,27 @@ L="$LUMEN_BIN"
 PIN=/sys/fs/bpf/lumen
 INT=bpf_powertcp
 THETA=bpf_theta_ptcp
+HPCC=bpf_hpcc
+TIMELY=bpf_timely
 AVAIL=/proc/sys/net/ipv4/tcp_available_congestion_control
 ALLOWED=/proc/sys/net/ipv4/tcp_allowed_congestion_control
 DEFAULT=/proc/sys/net/ipv4/tcp_congestion_control
-OWN_PINS=(cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_faults lumen_cc_stats lumen_cc_sk)
+OWN_PINS=(cc_ops_int cc_ops_theta cc_ops_hpcc cc_ops_timely lumen_cc_params lumen_cc_faults lumen_cc_stats lumen_cc_sk
+	lumen_timely_params lumen_timely_stats lumen_timely_sk)
 MIN_BPS=100000000 # "non-trivial": 100 Mbit/s over a veth
+# flows whose per-flow view `lumen cc status` reads while they run: 2 s, or
+# 6 s in a software-emulated guest, where one status (it loads the flows
+# iterator: vmlinux BTF, two programs) takes 1-2 s and a 2 s flow may be
+# gone before the second of two
+VIEW_T=2
+e2e_software_emulated && VIEW_T=6
 
 # --- helpers -----------------------------------------------------------
 
 registered() { grep -qw -- "$1" "$AVAIL"; }
 allowed() { grep -qw -- "$1" "$ALLOWED"; }
+all_registered() { registered "$INT" && registered "$THETA" && registered "$HPCC" && registered "$TIMELY"; }
+none_registered() { ! registered "$INT" && ! registered "$THETA" && ! registered "$HPCC" && ! registered "$TIMELY"; }
 
 own_pins() { # pins of this part still present
 	local p
@@ -49,15 +62,19 @@ params() { status | jq -c .params; }
 # param ALGO FIELD
 param() { status | jq -r --arg a "$1" ".params[\$a].$2"; }
 counter() { status | jq -r ".counters.$1"; }
+tcounter() { status | jq -r ".timely_counters.$1"; }
 
 # expect_fail PATTERN command...: non-zero exit, stderr matches PATTERN
 expect_fail() { e2e_fails any "$@"; }
 
 # set_refused ARGS...: `lumen cc set ARGS` fails and the parameters stay
-set_refused() {
-	local before after
+set_refused() { set_refused_msg . "$@"; }
+# set_refused_msg PATTERN ARGS...: the same, and the message matches PATTERN
+set_refused_msg() {
+	local before after pattern="$1"
+	shift
 	before="$(params)"
-	expect_fail "." "$L" cc set "$@" || return 1
+	expect_fail "$pattern" "$L" cc set "$@" || return 1
 	after="$(params)"
 	if [[ "$before" != "$after" ]]; then
 		e2e_log "  parameters changed: $before -> $after"
@@ -98,7 +115,7 @@ cc_of() { jq -r '.end.sender_tcp_congestion' "$WORK/$1.json"; }
 
 # --- preconditions and cleanup -------------------------------------------
 
-if registered "$INT" || registered "$THETA" || [[ -n "$(own_pins)" ]]; then
+if ! none_registered || [[ -n "$(own_pins)" ]]; then
 	e2e_skip "lumen cc is already loaded on this host (another test or user); not touching it"
 fi
 ORIG_ALLOWED="$(cat "$ALLOWED")"
@@ -106,7 +123,7 @@ ORIG_ALLOWED="$(cat "$ALLOWED")"
 # see below) are not this run's
 ops_map_ids() {
 	command -v bpftool >/dev/null || return 0
-	bpftool map show 2>/dev/null | awk '$2 == "struct_ops" && $4 ~ /^ptcp_ops_/ { print $1 }' | xargs
+	bpftool map show 2>/dev/null | awk '$2 == "struct_ops" && $4 ~ /^(ptcp|timely)_ops/ { print $1 }' | xargs
 }
 PRE_OPS_IDS="$(ops_map_ids)"
 ORIG_DEFAULT="$(cat "$DEFAULT")"
@@ -134,16 +151,20 @@ e2e_check "load with gamma=2 is refused" expect_fail "gamma" "$L" cc load gamma=
 e2e_check "load with an unknown parameter is refused" expect_fail "unknown parameter" "$L" cc load speed=1
 e2e_check "load with host-bw x base-rtt > 1 GiB is refused" expect_fail "1 GiB" "$L" cc load host-bw=100gbit \
 	base-rtt=1s
-e2e_check "refused loads registered nothing" eval '! registered $INT && ! registered $THETA'
+e2e_check "load with an invalid $TIMELY parameter is refused (the core's message)" \
+	expect_fail "timely segment must be within" "$L" cc load --algo "$TIMELY" segment=512
+e2e_check "load with an invalid $HPCC parameter is refused (the core's message)" \
+	expect_fail "hpcc eta must be within" "$L" cc load eta=0.3
+e2e_check "refused loads registered nothing" none_registered
 e2e_check "refused loads pinned nothing" json_eq "" own_pins
 
 # --- load / unload without --allow ---------------------------------------
 
 e2e_check "load without --allow" "$L" cc load
-e2e_check "both names registered" eval 'registered $INT && registered $THETA'
+e2e_check "all four names registered" all_registered
 e2e_check "allowed list unchanged without --allow" json_eq "$ORIG_ALLOWED" cat "$ALLOWED"
 e2e_check "unload" "$L" cc unload
-e2e_check "names gone after unload" eval '! registered $INT && ! registered $THETA'
+e2e_check "names gone after unload" none_registered
 
 # --- load with --allow ---------------------------------------------------
 
@@ -152,13 +173,18 @@ e2e_check "$INT in tcp_available_congestion_control" registered "$INT"
 e2e_check "$THETA in tcp_available_congestion_control" registered "$THETA"
 e2e_check "$INT in tcp_allowed_congestion_control" allowed "$INT"
 e2e_check "$THETA in tcp_allowed_congestion_control" allowed "$THETA"
+e2e_check "$HPCC and $TIMELY registered and allowed" \
+	eval 'registered $HPCC && registered $TIMELY && allowed $HPCC && allowed $TIMELY'
 e2e_check "status --json says loaded" json_eq true eval 'status | jq .loaded'
 e2e_check "all pins present" json_eq "${OWN_PINS[*]}" eval 'own_pins | xargs'
 e2e_check "load parameters applied (host-bw)" json_eq 10000 param "$INT" host_bw_mbps
 e2e_check "load parameters applied (base-rtt)" json_eq 100000 param "$THETA" base_rtt_ns
 e2e_check "defaults kept (gamma 0.9)" json_eq 58982 param "$INT" gamma_q16
+e2e_check "load parameters applied to $TIMELY too (host-bw)" json_eq 10000 param "$TIMELY" host_bw_mbps
+e2e_check "$HPCC and $TIMELY defaults (eta 0.95, T_low 50 us)" json_eq "62259 50000" eval \
+	'echo $(param $HPCC eta_q16) $(param $TIMELY t_low_ns)'
 e2e_check "a second load is refused" expect_fail "already loaded" "$L" cc load
-e2e_check "still registered after the refused load" eval 'registered $INT && registered $THETA'
+e2e_check "still registered after the refused load" all_registered
 
 # --- parameters ------------------------------------------------------------
 
@@ -174,6 +200,23 @@ e2e_check "set host-bw=100gbit base-rtt=1s (BDP > 1 GiB) refused" set_refused ho
 e2e_check "set with one bad value among good ones changes nothing" set_refused gamma=0.5 flows=0
 e2e_check "set of an unknown parameter refused" set_refused speed=1
 e2e_check "set with a bad --algo refused" set_refused --algo cubic gamma=0.5
+# the baselines' keys: refused with their cores' messages, nothing changed
+e2e_check "set --algo $HPCC eta=0.3 refused" set_refused_msg "hpcc eta must be within" --algo "$HPCC" eta=0.3
+e2e_check "set max-stage=101 refused" set_refused_msg "hpcc max_stage" max-stage=101
+e2e_check "set --algo $TIMELY t-high=10us (below T_low) refused" \
+	set_refused_msg "timely T_high must be above T_low" --algo "$TIMELY" t-high=10us
+e2e_check "set --algo $TIMELY beta=1.5 refused" set_refused_msg "timely beta must be within" --algo "$TIMELY" beta=1.5
+e2e_check "set eta=0.9 t-low=500ns (one valid, one not) refused" set_refused_msg "timely T_low" eta=0.9 t-low=500ns
+e2e_check "set --algo $THETA eta=0.9 (not its parameter) refused" set_refused_msg "$HPCC" --algo "$THETA" eta=0.9
+e2e_check "set --algo $TIMELY gamma=0.5 (not its parameter) refused" set_refused --algo "$TIMELY" gamma=0.5
+e2e_check "set --algo $HPCC eta=0.9 max-stage=3" "$L" cc set --algo "$HPCC" eta=0.9 max-stage=3
+e2e_check "$HPCC has eta 0.9 and max-stage 3" json_eq "58982 3" eval \
+	'echo $(param $HPCC eta_q16) $(param $HPCC max_stage)'
+# T_low above a veth's RTT (also in an emulated guest): TIMELY runs at the
+# rate it starts with, the line rate, and the flow below moves data
+e2e_check "set --algo $TIMELY t-low=2ms t-high=20ms" "$L" cc set --algo "$TIMELY" t-low=2ms t-high=20ms
+e2e_check "$TIMELY has T_low 2 ms, T_high 20 ms; $HPCC unchanged" json_eq "2000000 20000000 58982" eval \
+	'echo $(param $TIMELY t_low_ns) $(param $TIMELY t_high_ns) $(param $HPCC eta_q16)'
 e2e_check "set gamma=0.5 flows=4" "$L" cc set gamma=0.5 flows=4
 e2e_check "gamma is 0.5 for $INT" json_eq 32768 param "$INT" gamma_q16
 e2e_check "gamma is 0.5 for $THETA" json_eq 32768 param "$THETA" gamma_q16
@@ -208,7 +251,7 @@ e2e_check "no state misses" json_eq 0 counter no_state
 # The per-flow view: 'lumen cc status' lists every flow with its own counts
 # (a BPF iterator over lumen_cc_sk: a tracing program, which some hosts forbid;
 # status then says why and the rest of it stands)
-IPERF_T=2 iperf flowview -C "$INT" &
+IPERF_T=$VIEW_T iperf flowview -C "$INT" &
 IPERF_PID=$!
 e2e_check "the per-flow view's iperf3 connection is up" \
 	e2e_wait_until 50 0.1 bash -c "ip netns exec '$NA' ss -Htn state established 'dport = :5201' | grep -q ."
@@ -235,6 +278,65 @@ e2e_check "iperf3 -C $THETA throughput > 100 Mbit/s ($(($(bps theta) / 1000000))
 	"$MIN_BPS"
 e2e_check "theta: ACKs processed" gt "$(counter acks)" "$acks0"
 e2e_check "theta: RTT updates" gt "$(counter rtt_updates)" "$rtt0"
+
+# --- the baselines: bpf_hpcc and bpf_timely ------------------------------------
+
+# baseline NAME CC: a flow of VIEW_T seconds with CC ($WORK/NAME.json) and
+# `lumen cc status` 1 s into it ($WORK/NAME-status.json, .txt)
+baseline() {
+	local pid
+	IPERF_T=$VIEW_T iperf "$1" -C "$2" &
+	pid=$!
+	e2e_wait_until 50 0.1 bash -c "ip netns exec '$NA' ss -Htn state established 'dport = :5201' | grep -q ." ||
+		true
+	sleep 0.8
+	status >"$WORK/$1-status.json"
+	"$L" cc status >"$WORK/$1-status.txt"
+	wait "$pid"
+}
+# baseline_flow NAME CC: the flow's record in that status (its JSON object)
+baseline_flow() { jq -c ".flows[]? | select(.remote == \"10.231.0.2:5201\" and .algo == \"$2\")" "$WORK/$1-status.json"; }
+flows_listed() { jq -e '.flows != null' "$WORK/$1-status.json" >/dev/null; }
+
+acks0="$(counter acks)"
+fb0="$(counter fallback_updates)"
+noint0="$(counter no_int)"
+flows0="$(counter flows)"
+baseline hpcc "$HPCC"
+e2e_check "iperf3 -C $HPCC ran with $HPCC" json_eq "$HPCC" cc_of hpcc
+e2e_check "$HPCC moves data ($(($(bps hpcc) / 1000000)) Mbit/s > 10)" gt "$(bps hpcc)" 10000000
+e2e_check "$HPCC: flow counted" gt "$(counter flows)" "$flows0"
+e2e_check "$HPCC: ACKs processed" gt "$(counter acks)" "$acks0"
+e2e_check "$HPCC without INT: ACKs counted as no_int" gt "$(counter no_int)" "$noint0"
+e2e_check "$HPCC without INT: RTT fallback updates" gt "$(counter fallback_updates)" "$fb0"
+if flows_listed hpcc; then
+	e2e_check "status lists the $HPCC flow with its ACKs (algo hpcc, not powertcp)" \
+		eval '[[ -n "$(baseline_flow hpcc $HPCC | jq -c "select(.acks > 0 and .cwnd_bytes > 0)")" ]]'
+	e2e_check "... and in the text table" grep -q "10.231.0.2:5201 .* $HPCC " "$WORK/hpcc-status.txt"
+else
+	e2e_log "per-flow view of $HPCC not checked here: $(grep '^flows: unavailable' "$WORK/hpcc-status.txt")"
+fi
+
+t_flows0="$(tcounter flows)"
+t_acks0="$(tcounter acks)"
+t_events0="$(tcounter events)"
+baseline timely "$TIMELY"
+e2e_check "iperf3 -C $TIMELY ran with $TIMELY" json_eq "$TIMELY" cc_of timely
+e2e_check "$TIMELY moves data ($(($(bps timely) / 1000000)) Mbit/s > 10)" gt "$(bps timely)" 10000000
+e2e_check "$TIMELY: flow counted" gt "$(tcounter flows)" "$t_flows0"
+e2e_check "$TIMELY: ACKs processed" gt "$(tcounter acks)" "$t_acks0"
+e2e_check "$TIMELY: completion events ran ($(tcounter events))" gt "$(tcounter events)" "$t_events0"
+e2e_check "$TIMELY: no state misses" json_eq 0 tcounter no_state
+e2e_check "status prints $TIMELY's counters" grep -q "^counters of $TIMELY" "$WORK/timely-status.txt"
+if flows_listed timely; then
+	e2e_check "status lists the $TIMELY flow with its rate, window and events" \
+		eval '[[ -n "$(baseline_flow timely $TIMELY | jq -c "select(.events > 0 and .rate_bps > 0 and .cwnd_bytes > 0)")" ]]'
+	# (the receiver's socket is one too: iperf3 -C sets both ends)
+	e2e_check "... and in its text table" eval \
+		'sed -n "/^$TIMELY flows/,\$p" "$WORK/timely-status.txt" | grep -q "10.231.0.2:5201 "'
+else
+	e2e_log "per-flow view of $TIMELY not checked here: $(grep '^flows: unavailable' "$WORK/timely-status.txt")"
+fi
 
 # --- no per-socket state: the Reno fallback -----------------------------------
 
@@ -302,8 +404,14 @@ e2e_check "ns default is $INT" json_eq "$INT" ip netns exec "$NA" sysctl -n net.
 acks0="$(counter acks)"
 iperf plain &
 IPERF_PID=$!
-sleep 1
-SS="$(ip netns exec "$NA" ss -tinH dst 10.231.0.2 || true)"
+# the connection is up within 1 s on the host, later in an emulated guest:
+# look until the flow shows (or the run ends)
+SS=""
+for _ in $(seq 50); do
+	SS="$(ip netns exec "$NA" ss -tinH dst 10.231.0.2 || true)"
+	grep -q "$INT" <<<"$SS" && break
+	sleep 0.1
+done
 wait "$IPERF_PID"
 e2e_check "ss -ti shows $INT during a plain iperf3 run" grep -q "$INT" <<<"$SS"
 e2e_check "plain iperf3 ran with $INT" json_eq "$INT" cc_of plain
@@ -365,6 +473,7 @@ E2E_NETNS=()
 e2e_check "unload" "$L" cc unload
 e2e_check "$INT gone from tcp_available_congestion_control" eval '! registered $INT'
 e2e_check "$THETA gone from tcp_available_congestion_control" eval '! registered $THETA'
+e2e_check "$HPCC and $TIMELY gone from tcp_available_congestion_control" none_registered
 e2e_check "allowed list back to its original value" json_eq "$ORIG_ALLOWED" cat "$ALLOWED"
 e2e_check "default unchanged" json_eq "$ORIG_DEFAULT" cat "$DEFAULT"
 e2e_check "no pins of this part left" json_eq "" own_pins

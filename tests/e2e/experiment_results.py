@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # tests/e2e/experiment_results.py DIR RUNS [PNG...] - checks the result
 # directory of `lumen experiment run`: config.json and summary.json parse and
-# have RUNS runs with flows and queue samples, the merged CSVs have their
+# have RUNS runs with flows, queue samples and their seed, aggregate.json
+# has every (case, algorithm) over its seeds, the merged CSVs have their
 # exact headers and column counts, every PNG is a real plot, and
 # throughput.png, queue.png and the named PNGs exist. Exit 1 with the
 # problems listed. Used by experiment_test.sh, experiment_vm.sh and
@@ -29,11 +30,21 @@ for r in summary["runs"]:
         fail(f"run {r['algo']}/{r['case']} has no flows")
     if r["queue_bytes"]["count"] == 0:
         fail(f"run {r['algo']}/{r['case']} has no queue samples")
+    if not isinstance(r.get("seed"), int) or r["seed"] not in summary.get("seeds", []):
+        fail(f"run {r['algo']}/{r['case']} has no seed of the experiment's")
+agg = json.load(open(os.path.join(d, "aggregate.json")))
+cells = {(c["case"], c["algo"]) for c in agg["cells"]}
+if cells != {(r["case"], r["algo"]) for r in summary["runs"]}:
+    fail(f"aggregate.json cells {sorted(cells)} are not the runs' (case, algo)")
+for c in agg["cells"]:
+    g = c["metrics"].get("goodput_mbps", {})
+    if set(g) != {"n", "mean", "sd", "min", "max"} or g["n"] != len(c["seeds"]):
+        fail(f"aggregate.json {c['case']}/{c['algo']}: goodput_mbps {g}")
 headers = {
-    "flows.csv": "algo,case,start_s,label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,retrans,ideal_fct_ns,slowdown,status",
-    "samples.csv": "algo,case,t_s,label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,delivery_rate_bps",
-    "queue.csv": "algo,case,t_s,port,bottleneck,qlen_bytes,enq_bytes,deq_bytes,drops,ecn_marks",
-    "throughput.csv": "algo,case,label,flow_id,kind,t_s,mbps",
+    "flows.csv": "algo,case,seed,start_s,label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,retrans,ideal_fct_ns,slowdown,status",
+    "samples.csv": "algo,case,seed,t_s,label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,delivery_rate_bps",
+    "queue.csv": "algo,case,seed,t_s,port,bottleneck,qlen_bytes,enq_bytes,deq_bytes,drops,ecn_marks",
+    "throughput.csv": "algo,case,seed,label,flow_id,kind,t_s,mbps",
 }
 for name, header in headers.items():
     lines = open(os.path.join(d, name)).read().splitlines()

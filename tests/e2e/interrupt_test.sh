@@ -74,15 +74,15 @@ cc_state() {
 	local avail allowed pins=0 reg=0 m
 	avail="$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)"
 	allowed="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
-	for m in cc_ops_int cc_ops_theta lumen_cc_params lumen_cc_faults lumen_cc_stats \
-		lumen_cc_sk lumen_int_sk; do
+	for m in cc_ops_int cc_ops_theta cc_ops_hpcc cc_ops_timely lumen_cc_params lumen_cc_faults \
+		lumen_cc_stats lumen_cc_sk lumen_timely_params lumen_timely_stats lumen_timely_sk lumen_int_sk; do
 		[[ -e $PIN/$m ]] && pins=$((pins + 1))
 	done
-	for m in bpf_powertcp bpf_theta_ptcp; do
+	for m in bpf_powertcp bpf_theta_ptcp bpf_hpcc bpf_timely; do
 		grep -qw "$m" <<<"$avail" && reg=$((reg + 1))
 		grep -qw "$m" <<<"$allowed" && reg=$((reg + 1))
 	done
-	if ((pins == 7 && reg == 4)); then
+	if ((pins == 12 && reg == 8)); then
 		echo all
 	elif ((pins == 0 && reg == 0)) && [[ $allowed == "$ORIG_ALLOWED" ]]; then
 		echo none

@@ -13,12 +13,14 @@
 #     theta_powertcp (request_module goes through a modprobe wrapper that
 #     also searches a private module tree, so nothing is installed);
 #   - a name already taken (a BPF struct_ops algorithm holds it; needs clang
-#     and bpftool): powertcp taken fails insmod and leaves nothing
-#     registered; theta_powertcp taken loads powertcp alone and says so;
-#   - insmod refuses a bad parameter, accepts good ones; both names are in
-#     tcp_available_congestion_control;
-#   - runtime parameters: every out-of-range value is refused with EINVAL and
-#     the old value stays; a good value is taken; counters are no parameter;
+#     and bpftool): all or nothing, so powertcp taken fails insmod and leaves
+#     nothing registered, and hpcc taken (the last one registered) does too,
+#     unregistering powertcp and theta_powertcp again;
+#   - insmod refuses a bad parameter, accepts good ones; all three names
+#     (powertcp, theta_powertcp, hpcc) are in tcp_available_congestion_control;
+#   - runtime parameters (hpcc_* too): every out-of-range value is refused
+#     with EINVAL and the old value stays; a good value is taken; counters are
+#     no parameter;
 #   - a namespace selects powertcp by sysctl;
 #   - iperf3 flows with powertcp and theta_powertcp over the namespace
 #     dumbbell with the software INT switch (lumen int enable for request and
@@ -35,6 +37,9 @@
 #   - the loss response: a shallow buffer without INT (a router namespace
 #     with a 4-packet tbf) makes powertcp cut its window (loss_cuts) and
 #     keeps its retransmissions bounded;
+#   - an hpcc flow (iperf3 -C hpcc) beside the last powertcp one moves data,
+#     is listed as hpcc in /proc/net/powertcp_flows with INT updates, shows
+#     its rate and tau in ss -ti and mode=hpcc in the tracepoint;
 #   - rmmod fails while a flow uses the module and succeeds after; every
 #     per-socket state was freed; the kernel logged no warning.
 # shellcheck source=lib.sh
@@ -55,6 +60,7 @@ echo "$dmesg_mark" >/dev/kmsg
 
 loaded() { grep -q '^tcp_powertcp ' /proc/modules; }
 available() { grep -qw "$1" /proc/sys/net/ipv4/tcp_available_congestion_control; }
+available_all() { available powertcp && available theta_powertcp && available hpcc; }
 # counters over every namespace (/proc/net/powertcp is per namespace)
 stat_of() { e2e_kmod_stats | awk -v k="$1" '$1 == k { print $2 }'; }
 # unload, waiting for sockets that still hold the module (FIN/TIME_WAIT)
@@ -109,10 +115,11 @@ e2e_check "rmmod after the socket closed" unload
 echo "$modprobe_before" >/proc/sys/kernel/modprobe
 
 # --- names already taken -----------------------------------------------------
-# A BPF struct_ops algorithm that takes a name first: powertcp taken makes
-# insmod fail with nothing left registered; theta_powertcp taken loads the
-# module with powertcp alone (unregistering powertcp once registered is not
-# safe, see the module's "Module" comment). Needs clang and bpftool.
+# A BPF struct_ops algorithm that takes a name first: insmod fails with
+# nothing left registered, whether the name is the first the module registers
+# (powertcp) or the last (hpcc: powertcp and theta_powertcp, registered
+# before it, are unregistered again; see the module's "Module" comment).
+# Needs clang and bpftool.
 if command -v clang >/dev/null && command -v bpftool >/dev/null; then
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$tmp/vmlinux.h"
 	cat >"$tmp/dup.bpf.c" <<'BPF'
@@ -135,10 +142,10 @@ struct tcp_congestion_ops dup = {
 };
 BPF
 	# one clang run for both names (clang starts slowly in an emulated guest)
-	for name in powertcp theta_powertcp; do
+	for name in powertcp hpcc; do
 		printf '#define DUP_NAME "%s"\n#include "dup.bpf.c"\n' "$name" >"$tmp/dup-$name.bpf.c"
 	done
-	(cd "$tmp" && clang -O2 -g -target bpf -I"$tmp" -c dup-powertcp.bpf.c dup-theta_powertcp.bpf.c) || true
+	(cd "$tmp" && clang -O2 -g -target bpf -I"$tmp" -c dup-powertcp.bpf.c dup-hpcc.bpf.c) || true
 	# take NAME: a BPF algorithm registered under NAME (struct_ops map "dup")
 	take() { [[ -f $tmp/dup-$1.bpf.o ]] && bpftool struct_ops register "$tmp/dup-$1.bpf.o" >/dev/null 2>&1; }
 	release() { bpftool struct_ops unregister name dup >/dev/null 2>&1; }
@@ -153,16 +160,16 @@ BPF
 	else
 		e2e_skip_part "name-taken checks" "could not build or register a BPF struct_ops"
 	fi
-	if take theta_powertcp; then
-		e2e_check "insmod with theta_powertcp taken loads powertcp alone" insmod "$ko"
-		e2e_check "... powertcp registered" available powertcp
-		e2e_check "... and the log says why theta_powertcp is not" \
-			bash -c "dmesg | grep -q 'cannot register theta_powertcp .*loaded with powertcp only'"
-		e2e_check "rmmod of the module with one algorithm" unload
-		e2e_check "... the BPF theta_powertcp untouched" available theta_powertcp
+	if take hpcc; then
+		e2e_check "insmod fails when hpcc (registered last) is taken" bash -c "! insmod '$ko' 2>/dev/null"
+		e2e_check "... unregistering powertcp and theta_powertcp again" \
+			bash -c '! grep -Eqw "powertcp|theta_powertcp" /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "... module not loaded after the failed init" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
+		e2e_check "... and the log says why" bash -c "dmesg | grep -q 'cannot register hpcc .*registering none of'"
+		e2e_check "... the BPF hpcc untouched" available hpcc
 		release
 		e2e_check "insmod after the name is free again" insmod "$ko"
-		e2e_check "... both registered" bash -c 'grep -qw theta_powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+		e2e_check "... all three registered" available_all
 		e2e_check "rmmod" unload
 	fi
 else
@@ -182,9 +189,11 @@ e2e_check "insmod refuses a set past the window limit" \
 	bash -c "! insmod '$ko' host_bw_mbps=1600000 base_rtt_us=1000000 2>/dev/null"
 e2e_check "... saying why" bash -c "dmesg | grep -q 'parameters refused as a set'"
 e2e_check "not loaded after the refused set" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
-e2e_check "insmod with parameters" insmod "$ko" host_bw_mbps=1000 gamma=900 expected_flows=10
+e2e_check "insmod with parameters" insmod "$ko" host_bw_mbps=1000 gamma=900 expected_flows=10 hpcc_eta=950 hpcc_max_stage=5
 e2e_check "powertcp available" available powertcp
 e2e_check "theta_powertcp available" available theta_powertcp
+e2e_check "hpcc available" available hpcc
+e2e_check "the module answers to tcp_hpcc (autoload alias)" bash -c "modinfo -F alias '$ko' | grep -qx tcp_hpcc"
 e2e_check "host_bw_mbps reads 1000" test "$(cat $params/host_bw_mbps)" = 1000
 e2e_check "no powertcp socket: no LOCAL_IN hooks (hooks $(stat_of hooks))" test "$(stat_of hooks)" = 0
 
@@ -203,7 +212,8 @@ param_refused() {
 	}
 }
 for bad in gamma=0 gamma=9 gamma=1001 gamma=abc gamma=-1 expected_flows=0 expected_flows=1000001 \
-	base_rtt_us=1000001 host_bw_mbps=1600001 beta_bytes=1073741825; do
+	base_rtt_us=1000001 host_bw_mbps=1600001 beta_bytes=1073741825 hpcc_eta=499 hpcc_eta=1001 \
+	hpcc_max_stage=101 hpcc_wai_bytes=1073741825; do
 	e2e_check "parameter $bad refused, old value kept" param_refused "${bad%%=*}" "${bad#*=}"
 done
 # a combination: 1.6 Tbit/s x 1 s exceeds the 1 GiB window limit
@@ -211,6 +221,15 @@ echo 1600000 >"$params/host_bw_mbps"
 e2e_check "base_rtt_us=1000000 with host_bw_mbps=1600000 refused" param_refused base_rtt_us 1000000
 echo 1000 >"$params/host_bw_mbps"
 e2e_check "refusals are logged with the range" bash -c "dmesg | grep -q 'gamma: refused .1001.: must be \[10, 1000\] permille'"
+e2e_check "hpcc's refusals with the core's text" \
+	bash -c "dmesg | grep -q 'hpcc_max_stage: refused 101 (keeping 5): hpcc max_stage must be within \[0, 100\]'"
+for good in hpcc_eta=500 hpcc_max_stage=0 hpcc_wai_bytes=1073741824; do
+	echo "${good#*=}" >"$params/${good%%=*}" 2>/dev/null || true
+	e2e_check "$good accepted at runtime" test "$(cat "$params/${good%%=*}")" = "${good#*=}"
+done
+echo 950 >"$params/hpcc_eta"
+echo 5 >"$params/hpcc_max_stage"
+echo 0 >"$params/hpcc_wai_bytes"
 echo 800 >"$params/gamma"
 e2e_check "gamma=800 accepted at runtime" test "$(cat $params/gamma)" = 800
 echo 900 >"$params/gamma"
@@ -219,7 +238,7 @@ e2e_check "counters are not a module parameter" test ! -e "$params/stats"
 # namespaces other than the initial one may select allowed algorithms only
 allowed_before="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
 e2e_on_exit "echo '$allowed_before' > /proc/sys/net/ipv4/tcp_allowed_congestion_control"
-echo "$allowed_before powertcp theta_powertcp" >/proc/sys/net/ipv4/tcp_allowed_congestion_control
+echo "$allowed_before powertcp theta_powertcp hpcc" >/proc/sys/net/ipv4/tcp_allowed_congestion_control
 e2e_ns sel ns_sel
 ip netns exec "$ns_sel" sysctl -qw net.ipv4.tcp_congestion_control=powertcp
 e2e_check "a namespace selects powertcp by sysctl (new sockets use it)" \
@@ -433,6 +452,22 @@ echo "$rate_mbps" >"$params/host_bw_mbps"
 echo "$rtt_us" >"$params/base_rtt_us"
 
 # --- unload -----------------------------------------------------------------
+# beside the powertcp flow, an hpcc flow from sender 1 (iperf3 -C hpcc, INT
+# on), its ACKs traced: hpcc runs through the same INT hook and shows up in
+# ss -ti, /proc/net/powertcp_flows and the tracepoint under its own name
+if [[ -e $trace/events/powertcp/powertcp_ack/enable ]]; then
+	echo >"$trace/trace"
+	echo 1 >"$trace/events/powertcp/powertcp_ack/enable"
+fi
+e2e_in "$cg" "$DB_RX" iperf3 -s -1 -p 5315 -D
+e2e_wait_until 50 0.1 bash -c "ip netns exec '$DB_RX' ss -Hltn 'sport = :5315' | grep -q ."
+e2e_in "$cg" "${DB_SENDERS[1]}" iperf3 -c "$DB_RX_ADDR" -p 5315 -t 6 -C hpcc -J >"$tmp/hpcc.json" 2>&1 &
+busy_hpcc=$!
+# sampled once its data connection (iperf3's second) is established
+e2e_wait_until 100 0.1 bash -c "(( \$(ip netns exec '${DB_SENDERS[1]}' ss -Htn state established 'dport = :5315' | grep -c .) >= 2 ))" || true
+sleep 0.5
+nsenter --net="/run/netns/${DB_SENDERS[1]}" cat /proc/net/powertcp_flows >"$tmp/flows.hpcc" 2>&1
+ip netns exec "${DB_SENDERS[1]}" ss -tin "dport = :5315" >"$tmp/hpcc.ss" 2>&1 || true
 int_flow busy 5311 4 &
 busy=$!
 # until the flow is established (its server starts first)
@@ -448,11 +483,13 @@ root_int_updates="$(awk '$1 == "int_updates" { print $2 }' /proc/net/powertcp)"
 e2e_check "a powertcp socket: the LOCAL_IN hooks are registered (hooks $hooks_busy)" test "$hooks_busy" = 1
 # per namespace: the flow is listed where it runs, with its INT use, and only there
 sed 's/^/    /' "$tmp/flows"
-flow_col() { # flow_col COLUMN: the busy flow's value (its data connection: most ACKs)
-	awk -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-		$2 ~ /:5311$/ && $3 == "powertcp" && $col["acks"] >= best { best = $col["acks"]; v = $col[c] }
-		END { print v }' "$tmp/flows"
+busy_col() { # busy_col FILE PORT ALGO COLUMN: a busy flow's value (its data connection: most ACKs)
+	awk -v p=":$2\$" -v a="$3" -v c="$4" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$2 ~ p && $3 == a && $col["acks"] >= best { best = $col["acks"]; v = $col[c] }
+		END { print v }' "$1"
 }
+flow_col() { busy_col "$tmp/flows" 5311 powertcp "$1"; }
+hpcc_col() { busy_col "$tmp/flows.hpcc" 5315 hpcc "$1"; }
 e2e_check "/proc/net/powertcp_flows lists the flow in its namespace ($(flow_col local))" test -n "$(flow_col local)"
 e2e_check "... with its INT use ($(flow_col acks) ACKs: $(flow_col no_int) without INT, $(flow_col int_updates) INT updates)" \
 	test "$(flow_col no_int)" -lt "$(flow_col acks)"
@@ -462,6 +499,21 @@ e2e_check "counters are per namespace: the root namespace saw none of its ACKs (
 	test "$root_int_updates" = 0
 
 e2e_check "the flow survives the rmmod attempt" wait "$busy"
+sed 's/^/    /' "$tmp/flows.hpcc" "$tmp/hpcc.ss"
+e2e_check "/proc/net/powertcp_flows lists the hpcc flow as hpcc ($(hpcc_col local))" test -n "$(hpcc_col local)"
+e2e_check "... fed with INT by the hook ($(hpcc_col acks) ACKs: $(hpcc_col no_int) without INT, $(hpcc_col int_updates) INT updates)" \
+	test "$(hpcc_col int_updates)" -gt 0
+e2e_check "... and its window ($(hpcc_col cwnd_bytes) bytes)" test "$(hpcc_col cwnd_bytes)" -gt 0
+e2e_check "ss -ti shows hpcc's rate and tau (bbr:(bw:...,mrtt:$tau_ms,pacing_gain:1,cwnd_gain:1))" \
+	grep -Eq "hpcc .*bbr:\(bw:[0-9.]+[kMG]?bps,mrtt:$tau_ms,pacing_gain:1,cwnd_gain:1" "$tmp/hpcc.ss"
+e2e_check "the hpcc flow completes" wait "$busy_hpcc"
+hpcc_mbps="$(e2e_iperf_mbps "$tmp/hpcc.json" 2>/dev/null || echo 0)"
+e2e_check "... and moves data ($hpcc_mbps Mbit/s)" test "$hpcc_mbps" -ge 1
+if [[ -e $trace/events/powertcp/powertcp_ack/enable ]]; then
+	e2e_check "tracepoint powertcp_ack names hpcc's mode (mode=hpcc result=int)" \
+		grep -q -m1 'powertcp_ack:.*mode=hpcc result=int' "$trace/trace"
+	echo 0 >"$trace/events/powertcp/powertcp_ack/enable"
+fi
 for ((i = 0; i < 50; i++)); do
 	[[ "$(stat_of states)" == 0 ]] && break
 	sleep 0.2
@@ -473,7 +525,7 @@ e2e_check "no powertcp socket left: the hooks are unregistered" \
 e2e_check "none failed to register (hook_reg_fail $(stat_of hook_reg_fail))" test "$(stat_of hook_reg_fail)" = 0
 e2e_check "rmmod" unload
 e2e_check "module gone" bash -c '! grep -q "^tcp_powertcp " /proc/modules'
-e2e_check "names gone" bash -c '! grep -qw powertcp /proc/sys/net/ipv4/tcp_available_congestion_control'
+e2e_check "names gone" bash -c '! grep -Eqw "powertcp|theta_powertcp|hpcc" /proc/sys/net/ipv4/tcp_available_congestion_control'
 e2e_kernel_log_since "$dmesg_mark" "$tmp/dmesg"
 if grep -Eq 'WARNING|BUG|Oops|leak|refcount' "$tmp/dmesg"; then
 	cat "$tmp/dmesg"

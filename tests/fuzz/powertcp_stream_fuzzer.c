@@ -9,7 +9,11 @@
  * with -fsanitize=fuzzer,address,undefined (ctest powertcp_stream_libfuzzer),
  * so any overflow or division by zero aborts too.
  *
- * Input: byte 0 picks gamma, byte 1 the expected flows, byte 2 the RTT; the
+ * HPCC (LUMEN_PTCP_MODE_HPCC) runs on the same machinery and is held to its
+ * own fixed point.
+ *
+ * Input: byte 0 picks gamma, byte 1 the expected flows (bit 7: HPCC instead
+ * of PowerTCP), byte 2 the RTT; the
  * rest is a list of records, replayed cyclically for 6000 ACKs:
  *   ctl    bits 0-2: echo kind (none, raw hop bytes, the previous echo again,
  *          zero hops, hops synthesised from fields); bits 3-5: hop count
@@ -94,7 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.gamma = gammas[data[0] % 3];
 	p.expected_flows = flows[data[1] % 3];
 	CHECK(lumen_ptcp_params_validate(&p) == 0);
-	ptcp_stream_init(&s, &p, p.base_rtt_ns * (16 + (uint64_t)(data[2] % 64) * 16), MSS, 0xfffff000u);
+	/* PowerTCP or HPCC: the same machinery, two laws, one property */
+	ptcp_stream_init_mode(&s, &p, p.base_rtt_ns * (16 + (uint64_t)(data[2] % 64) * 16), MSS, 0xfffff000u,
+			      data[1] & 0x80 ? LUMEN_PTCP_MODE_HPCC : LUMEN_PTCP_MODE_INT);
 	hi = lumen_ptcp_host_bdp(&p, p.base_rtt_ns) + lumen_ptcp_beta(&p, p.base_rtt_ns);
 
 	for (i = 0; i < ACKS; i++) {

@@ -27,7 +27,8 @@ namespace
 
 const char kUsage[] =
 	R"(usage: lumen experiment list
-       lumen experiment run NAME|FILE.json [--out DIR] [--algos a,b,...] [--duration S] [--smoke]
+       lumen experiment run NAME|FILE.json [--out DIR] [--algos a,b,...] [--seeds 1,2,3]
+                            [--duration S] [--smoke]
                             [--rate RATE | --vm 6.1|6.12 [--kmod PATH] | --hosts INVENTORY.json]
        lumen experiment hosts INVENTORY.json
 
@@ -44,17 +45,22 @@ run    NAME (a built-in) or FILE.json (a description, see docs/experiments.md)
   --out DIR        result directory (default results/<name>-<UTC time>); it
                    must not exist or be empty
   --algos a,b      algorithms instead of the experiment's (cubic, bbr, reno,
-                   dctcp, bpf_powertcp, bpf_theta_ptcp, ...)
+                   dctcp, bpf_powertcp, bpf_theta_ptcp, bpf_hpcc, bpf_timely)
+  --seeds 1,2,3    run every case x algorithm once per seed (1..1000000)
+                   instead of the experiment's "seeds"; the traffic of a seed
+                   is the same for every algorithm; the tables and
+                   aggregate.json give mean, sd, min and max over the seeds
   --duration S     stretch or shrink every time of the experiment to a run
                    length of S ("30s", "2m" is not accepted: use "120s")
-  --smoke          the experiment's short smoke length (CI)
+  --smoke          the experiment's short smoke length, first seed only (CI)
   --rate RATE      the bottleneck link (leaf-spine: the fabric links) at RATE
                    instead of the experiment's, e.g. 100mbit for a VM
   --vm K           run it inside a QEMU VM booting Debian's kernel K (6.1 or
                    6.12, tools/vm-run) with the kernel module tcp_powertcp
                    loaded; the algorithms default to powertcp,theta_powertcp,
-                   cubic,bbr. DIR is made here and shared with the VM. Under
-                   emulation a VM moves ~150-300 Mbit/s: add --rate 100mbit
+                   hpcc,cubic,bbr. DIR is made here and shared with the VM.
+                   Under emulation a VM moves ~150-300 Mbit/s: add --rate
+                   100mbit
   --kmod PATH      the module for --vm (default build/kmod-K/tcp_powertcp.ko
                    of the source tree, from tools/kmod-build --kernel K)
   --hosts FILE     run on the real hosts of the inventory FILE over SSH
@@ -67,16 +73,24 @@ run    NAME (a built-in) or FILE.json (a description, see docs/experiments.md)
 hosts  checks every host of an inventory over SSH without changing anything:
        reachable, lumen version, kernel, BTF, algorithms, clock offset
 
-The eBPF algorithms (bpf_powertcp, bpf_theta_ptcp) are loaded for the run
-('lumen cc load --allow', host-bw = the path's link rate, base-rtt = the
-measured base RTT, at least 200 us) and INT is enabled on the testbed's
-cgroup for bpf_powertcp; both are undone at the end, as is the testbed,
+The eBPF algorithms (bpf_powertcp, bpf_theta_ptcp, bpf_hpcc, bpf_timely)
+are loaded for the run ('lumen cc load --allow', host-bw = the path's link
+rate, base-rtt = tau = the measured base RTT, at least 200 us; with
+bpf_timely also t-low = 2.5 tau and t-high = 25 tau, the TIMELY paper's
+ratios to its minimum RTT) and INT is enabled on the testbed's cgroup for
+bpf_powertcp and bpf_hpcc; both are undone at the end, as is the testbed,
 also on errors and Ctrl-C. The module's algorithms (powertcp,
-theta_powertcp; needs tcp_powertcp loaded, as --vm does) get the same values
-as its parameters host_bw_mbps and base_rtt_us, restored afterwards, and INT
-for powertcp; summary.json has the module's counters per run (kmod_stats).
+theta_powertcp, hpcc; needs tcp_powertcp loaded, as --vm does) get the same
+values as its parameters host_bw_mbps and base_rtt_us, restored afterwards,
+and INT for powertcp and hpcc; summary.json has the module's counters per
+run (kmod_stats).
+
+A suite (thesis: the PowerTCP thesis' evaluation table) runs its member
+experiments one after the other into DIR/<member>/ and writes the thesis'
+claims next to lumen's measurements: claims.json, claims.csv, claims.txt.
 
 Results in DIR: config.json (everything that produced them), summary.json,
+aggregate.json (per case and algorithm: mean, sd, min, max over the seeds),
 summary.txt (the table printed at the end), flows.csv, samples.csv (cwnd,
 RTT, ... every 10 ms), queue.csv (every switch port every 10 ms),
 throughput.csv (per flow per 100 ms), throughput.png, queue.png, cwnd.png,
@@ -85,6 +99,7 @@ fct_slowdown.png (poisson traffic), incast.png (incast bursts), gnuplot/
 
 examples:
   lumen experiment run quick
+  lumen experiment run thesis --seeds 1,2,3,4,5
   lumen experiment run incast --algos bpf_powertcp,cubic --duration 20s
   lumen experiment run my.json --out /tmp/mine
   lumen experiment run quick --vm 6.12 --rate 100mbit --algos powertcp,bpf_powertcp,cubic
@@ -117,7 +132,19 @@ int cmd_list(const Args &a)
 	std::printf("%-10s %5s %9s %9s  %s\n", "name", "runs", "duration", "smoke", "algorithms / description");
 	for (const auto &name : builtin_names()) {
 		ExperimentSpec s = load_experiment(name);
-		std::size_t runs = experiment_cases(s).size() * s.algorithms.size();
+		std::size_t runs = 0;
+		if (s.is_suite()) {
+			// a suite: its members' runs, its algorithms; duration: the longest member's
+			for (const auto &m : suite_members(s, false)) {
+				runs += experiment_cases(m).size() * m.seeds.size() * m.algorithms.size();
+				s.duration_ns = std::max(s.duration_ns, m.duration_ns);
+				s.smoke_duration_ns = std::max(s.smoke_duration_ns, m.smoke_duration_ns);
+				if (s.algorithms.empty())
+					s.algorithms = m.algorithms;
+			}
+		} else {
+			runs = experiment_cases(s).size() * s.seeds.size() * s.algorithms.size();
+		}
 		std::printf("%-10s %5zu %8.0fs %8.0fs  %s\n%27s  %s\n", name.c_str(), runs, double(s.duration_ns) / 1e9,
 			    double(s.smoke_duration_ns) / 1e9, join_words(s.algorithms, ", ").c_str(), "",
 			    s.description.c_str());
@@ -127,7 +154,7 @@ int cmd_list(const Args &a)
 
 int cmd_run(const Args &a)
 {
-	a.allow_only({"--out", "--algos", "--duration", "--smoke", "--rate", "--vm", "--kmod", "--hosts"});
+	a.allow_only({"--out", "--algos", "--seeds", "--duration", "--smoke", "--rate", "--vm", "--kmod", "--hosts"});
 	if (a.positional.size() != 2)
 		throw UsageError("run takes one experiment: a built-in name or a FILE.json");
 	RunOptions opts;
@@ -141,6 +168,8 @@ int cmd_run(const Args &a)
 		if (*opts.duration_ns < 1000000000ull)
 			throw UsageError("--duration: at least 1s");
 	}
+	if (a.has("--seeds"))
+		opts.seeds = parse_seed_list(*a.get("--seeds"));
 	opts.smoke = a.has("--smoke");
 	if (opts.smoke && opts.duration_ns)
 		throw UsageError("--smoke and --duration exclude each other");
@@ -154,6 +183,8 @@ int cmd_run(const Args &a)
 			throw UsageError(
 				"--hosts runs on real hosts: --vm and --rate do not apply (the links are real)");
 	}
+	if (a.has("--seeds") && a.has("--vm"))
+		throw UsageError("--seeds is not passed into a VM: put \"seeds\" in the description instead");
 	if (a.has("--kmod") && !a.has("--vm"))
 		throw UsageError("--kmod is the module for --vm: give --vm 6.1|6.12 too");
 	if (a.has("--vm")) {
@@ -170,6 +201,8 @@ int cmd_run(const Args &a)
 		return 0;
 	}
 	ExperimentSpec spec = load_experiment(a.positional[1]);
+	if (spec.datapath.enabled && a.has("--seeds"))
+		throw UsageError("--seeds is for TCP experiments (a collective study has its own \"seeds\")");
 	// a datapath experiment's "algorithms" are lumen-dp's path policies
 	if (a.has("--algos"))
 		opts.algorithms = spec.datapath.enabled ? parse_path_policy_list(*a.get("--algos"))

@@ -280,8 +280,10 @@ void get_dp_cc(const json &v, const Where &w, DatapathSpec &dp)
 	if (!v.contains("cc"))
 		return;
 	dp.cc = get_string(v["cc"], w.at("cc"));
-	if (dp.cc != "dctcp" && dp.cc != "powertcp" && dp.cc != "theta-powertcp")
-		w.at("cc").fail("unknown congestion control '" + dp.cc + "' (dctcp, powertcp, theta-powertcp)");
+	if (dp.cc != "dctcp" && dp.cc != "powertcp" && dp.cc != "theta-powertcp" && dp.cc != "hpcc" &&
+	    dp.cc != "timely")
+		w.at("cc").fail("unknown congestion control '" + dp.cc +
+				"' (dctcp, powertcp, theta-powertcp, hpcc, timely)");
 }
 
 DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &topology_json, std::uint64_t duration_ns)
@@ -329,6 +331,110 @@ DatapathSpec parse_datapath(const json &v, const Where &w, const std::string &to
 			wf.at("at").fail("must be within the run (above 0, below the duration)");
 	}
 	return dp;
+}
+
+constexpr std::uint64_t kMaxSeed = 1000000;
+constexpr std::size_t kMaxSeeds = 100;
+
+std::vector<std::uint64_t> get_seeds(const json &v, const Where &w)
+{
+	if (!v.is_array() || v.empty() || v.size() > kMaxSeeds)
+		w.fail("expected a non-empty list of at most " + std::to_string(kMaxSeeds) + " seeds within 1.." +
+		       std::to_string(kMaxSeed));
+	std::vector<std::uint64_t> out;
+	for (std::size_t i = 0; i < v.size(); i++) {
+		std::uint64_t s = get_uint(v[i], w.at(i), 1, kMaxSeed);
+		if (std::find(out.begin(), out.end(), s) != out.end())
+			w.at(i).fail("seed " + std::to_string(s) + " is listed twice");
+		out.push_back(s);
+	}
+	return out;
+}
+
+std::vector<std::string> get_plain_names(const json &v, const Where &w, std::size_t max_len, const std::string &what)
+{
+	return get_names(v, w, what,
+			 [max_len](const std::string &a, const Where &at) { get_name(json(a), at, max_len); });
+}
+
+ClaimSpec parse_claim(const json &c, const Where &w)
+{
+	if (!c.is_object())
+		w.fail("expected a claim object, got " + kind_of(c));
+	allow_keys(c, w, {"id", "text", "source", "member", "cases", "metric", "algo", "vs", "thesis", "expect"});
+	ClaimSpec cl;
+	cl.id = get_name(require(c, w, "id"), w.at("id"), 48);
+	cl.text = get_string(require(c, w, "text"), w.at("text"));
+	if (c.contains("source"))
+		cl.source = get_string(c["source"], w.at("source"));
+	cl.member = get_name(require(c, w, "member"), w.at("member"), 32);
+	cl.cases = get_plain_names(require(c, w, "cases"), w.at("cases"), 32, "case names (\"load60\", \"run\")");
+	cl.metric = get_string(require(c, w, "metric"), w.at("metric"));
+	if (cl.metric.empty())
+		w.at("metric").fail("empty metric name");
+	cl.algo = get_string(require(c, w, "algo"), w.at("algo"));
+	check_algorithm_name(cl.algo, w.source + ": " + w.at("algo").path);
+	cl.vs = get_string(require(c, w, "vs"), w.at("vs"));
+	check_algorithm_name(cl.vs, w.source + ": " + w.at("vs").path);
+	if (cl.algo == cl.vs)
+		w.at("vs").fail("compares " + cl.algo + " with itself");
+	if (c.contains("thesis") && !c["thesis"].is_null()) {
+		const json &t = c["thesis"];
+		if (!t.is_number() || !(t.get<double>() >= -1) || t.get<double>() > 100)
+			w.at("thesis").fail(
+				"expected the thesis' relative difference (-0.33 = 33 % lower), within -1..100");
+		cl.thesis = t.get<double>();
+	}
+	cl.expect = get_string(require(c, w, "expect"), w.at("expect"));
+	if (cl.expect != "lower" && cl.expect != "higher" && cl.expect != "similar")
+		w.at("expect").fail("expected lower, higher or similar, not '" + cl.expect + "'");
+	return cl;
+}
+
+void parse_suite(const json &doc, const Where &w, ExperimentSpec &spec)
+{
+	allow_keys(doc, w, {"name", "description", "suite", "algorithms", "seeds", "smoke", "claims"});
+	const json &members = doc["suite"];
+	if (!members.is_array() || members.empty())
+		w.at("suite").fail("expected a non-empty list of member experiments (paths relative to the suite's "
+				   "file, without .json)");
+	for (std::size_t i = 0; i < members.size(); i++) {
+		std::string m = get_string(members[i], w.at("suite").at(i));
+		if (m.empty() || m.find("..") != std::string::npos || m[0] == '/')
+			w.at("suite").at(i).fail("'" + m + "' is not a member below the suite's directory");
+		if (std::find(spec.suite.begin(), spec.suite.end(), m) != spec.suite.end())
+			w.at("suite").at(i).fail("'" + m + "' is listed twice");
+		spec.suite.push_back(m);
+	}
+	if (doc.contains("algorithms"))
+		spec.algorithms = get_algorithms(doc["algorithms"], w.at("algorithms"));
+	if (doc.contains("seeds"))
+		spec.seeds = get_seeds(doc["seeds"], w.at("seeds"));
+	if (doc.contains("smoke")) {
+		const json &sm = doc["smoke"];
+		Where ws = w.at("smoke");
+		if (!sm.is_object())
+			ws.fail("expected an object (members, algorithms, loads)");
+		allow_keys(sm, ws, {"members", "algorithms", "loads"});
+		if (sm.contains("members"))
+			spec.suite_smoke.members = get_plain_names(sm["members"], ws.at("members"), 32, "member names");
+		if (sm.contains("algorithms"))
+			spec.suite_smoke.algorithms = get_algorithms(sm["algorithms"], ws.at("algorithms"));
+		if (sm.contains("loads"))
+			spec.suite_smoke.loads = get_loads(sm["loads"], ws.at("loads"));
+	}
+	if (doc.contains("claims")) {
+		const json &cl = doc["claims"];
+		if (!cl.is_array())
+			w.at("claims").fail("expected a list of claims");
+		std::set<std::string> ids;
+		for (std::size_t i = 0; i < cl.size(); i++) {
+			spec.claims.push_back(parse_claim(cl[i], w.at("claims").at(i)));
+			if (!ids.insert(spec.claims.back().id).second)
+				w.at("claims").at(i).at("id").fail("claim id '" + spec.claims.back().id +
+								   "' is used twice");
+		}
+	}
 }
 
 void check_phases_fit(const ExperimentSpec &spec, const Where &w)
@@ -403,8 +509,8 @@ void check_algorithm_name(const std::string &name, const std::string &what)
 	});
 	if (!ok)
 		throw UsageError(what + ": '" + name +
-				 "' is not a congestion control name (1..15 of a-z, 0-9 and _; e.g. cubic, bbr, "
-				 "bpf_powertcp, bpf_theta_ptcp)");
+				 "' is not a congestion control name (1..15 of a-z, 0-9 and _; e.g. cubic, bbr, " +
+				 bpf_algorithm_list() + ")");
 }
 
 // "a,b,c": each name checked, none twice; `what` names the list in the error.
@@ -425,18 +531,48 @@ std::vector<std::string> parse_algorithm_list(const std::string &text)
 
 bool is_bpf_algorithm(const std::string &name)
 {
-	return name == "bpf_powertcp" || name == "bpf_theta_ptcp";
+	return name == "bpf_powertcp" || name == "bpf_theta_ptcp" || name == "bpf_hpcc" || name == "bpf_timely";
+}
+
+const char *bpf_algorithm_list()
+{
+	return "bpf_powertcp, bpf_theta_ptcp, bpf_hpcc, bpf_timely";
+}
+
+std::vector<std::uint64_t> parse_seed_list(const std::string &text)
+{
+	std::vector<std::string> words = split_list(text, "--seeds", "seed", Duplicates::kRefuse);
+	std::vector<std::uint64_t> out;
+	for (const auto &w : words)
+		out.push_back(parse_uint(w, "--seeds", 1, kMaxSeed));
+	if (out.size() > kMaxSeeds)
+		throw UsageError("--seeds: at most " + std::to_string(kMaxSeeds) + " seeds");
+	return out;
+}
+
+std::uint64_t traffic_seed(std::uint64_t run_seed, std::size_t phase, std::size_t sender)
+{
+	// 1000003 apart: the phase/sender offsets (< 1000003 for any
+	// description) never make two seeds' generators collide
+	return (run_seed - 1) * 1000003 + 1000 * (phase + 1) + sender + 1;
 }
 
 ExperimentSpec parse_experiment(const std::string &json_text, const std::string &source)
 {
 	json doc = parse_document(json_text, source);
 	Where w{source, ""};
-	allow_keys(doc, w,
-		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
-		    "sender_counts", "cc_params", "int_version", "phases", "datapath"});
 	ExperimentSpec spec;
 	spec.source = source;
+	if (doc.is_object() && doc.contains("suite")) {
+		spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
+		if (doc.contains("description"))
+			spec.description = get_string(doc["description"], w.at("description"));
+		parse_suite(doc, w, spec);
+		return spec;
+	}
+	allow_keys(doc, w,
+		   {"name", "description", "topology", "algorithms", "duration", "smoke_duration", "warmup", "loads",
+		    "load_scale", "seeds", "sender_counts", "cc_params", "int_version", "phases", "datapath"});
 	spec.name = get_name(require(doc, w, "name"), w.at("name"), 32);
 	if (doc.contains("description"))
 		spec.description = get_string(doc["description"], w.at("description"));
@@ -457,7 +593,8 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 			w.at("smoke_duration").fail("must be above 0 and at most the duration");
 	}
 	if (datapath) {
-		for (const char *k : {"warmup", "loads", "sender_counts", "cc_params", "int_version", "phases"})
+		for (const char *k :
+		     {"warmup", "loads", "load_scale", "seeds", "sender_counts", "cc_params", "int_version", "phases"})
 			if (doc.contains(k))
 				w.at(k).fail("a datapath experiment has no " + std::string(k) +
 					     " (its workload is in \"datapath\")");
@@ -468,6 +605,15 @@ ExperimentSpec parse_experiment(const std::string &json_text, const std::string 
 		spec.warmup_ns = get_duration(doc["warmup"], w.at("warmup"));
 	if (doc.contains("loads"))
 		spec.loads = get_loads(doc["loads"], w.at("loads"));
+	if (doc.contains("load_scale")) {
+		const json &v = doc["load_scale"];
+		if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
+			w.at("load_scale")
+				.fail("expected a factor within (0, 1]: the generators' load over the case's");
+		spec.load_scale = v.get<double>();
+	}
+	if (doc.contains("seeds"))
+		spec.seeds = get_seeds(doc["seeds"], w.at("seeds"));
 	if (doc.contains("sender_counts")) {
 		if (doc.contains("loads"))
 			w.at("sender_counts").fail("one sweep per experiment: loads or sender_counts, not both");
@@ -504,8 +650,16 @@ std::string experiment_to_json(const ExperimentSpec &spec)
 	doc["name"] = spec.name;
 	doc["description"] = spec.description;
 	doc["source"] = spec.source;
-	doc["topology"] = json::parse(spec.topology_json);
 	doc["algorithms"] = spec.algorithms;
+	if (spec.is_suite()) {
+		doc["suite"] = spec.suite;
+		doc["seeds"] = spec.seeds;
+		doc["claims"] = spec.claims.size();
+		return doc.dump(2);
+	}
+	doc["topology"] = json::parse(spec.topology_json);
+	doc["seeds"] = spec.seeds;
+	doc["load_scale"] = spec.load_scale;
 	doc["duration_s"] = seconds(spec.duration_ns);
 	doc["warmup_s"] = seconds(spec.warmup_ns);
 	if (!spec.loads.empty())

@@ -14,6 +14,8 @@
 //     "duration": "20s", "smoke_duration": "5s", "warmup": "2s",
 //     "loads": [0.2, 0.5],                 optional sweep of every poisson phase
 //     "sender_counts": [2, 4],             or of the senders of every long phase
+//     "load_scale": 0.25,                  optional: generators run at load x this
+//     "seeds": [1, 2, 3],                  optional: every case x algorithm once per seed
 //     "cc_params": {"gamma": "0.9"},       optional `lumen cc set` parameters
 //     "phases": [
 //       {"name": "long", "kind": "long", "from": ["s1", "s2"], "to": ["r1"],
@@ -25,6 +27,17 @@
 //     ]
 //   }
 // Times are strings with a unit ("20s", "500ms") or numbers of seconds.
+//
+// A suite (experiments/thesis.json) lists member experiments run one after
+// the other into one result directory, and the claims its report checks:
+//     {"name": "thesis", "description": "...",
+//      "suite": ["thesis/websearch", "thesis/incast"],  relative to the file
+//      "algorithms": [...], "seeds": [1, 2, 3],          replace the members'
+//      "smoke": {"members": [...], "algorithms": [...], "loads": [0.6]},
+//      "claims": [{"id": "...", "text": "...", "source": "L882",
+//                  "member": "thesis-websearch", "cases": ["load60"],
+//                  "metric": "fct.short.p999", "algo": "bpf_powertcp",
+//                  "vs": "bpf_hpcc", "thesis": -0.33, "expect": "lower"}]}
 //
 // A datapath experiment runs lumen-dp (dpdk/) instead of TCP: its
 // "algorithms" are path policies (ecmp, ops, reps, reps-freeze), its
@@ -52,6 +65,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,7 +125,7 @@ struct DatapathSpec {
 	bool enabled = false;
 	std::string pattern = "permutation";
 	std::uint64_t message_size = 1 << 20;
-	std::string cc = "dctcp"; // dctcp | powertcp | theta-powertcp
+	std::string cc = "dctcp"; // dctcp | powertcp | theta-powertcp | hpcc | timely
 	std::uint64_t seed = 1;
 	std::uint32_t fail_leaf = 0, fail_spine = 0; // 0 = no failure
 	std::uint64_t fail_at_ns = 0; // 0 in a collective study: down before each run
@@ -130,6 +144,26 @@ std::string path_policy_list();
 // "a,b" -> validated, no duplicates (path_policy_list()).
 std::vector<std::string> parse_path_policy_list(const std::string &text);
 
+// One claim of a suite's report: the relative difference of `metric`
+// between algorithm `algo` and `vs` (algo / vs - 1), per seed, averaged over
+// `cases` of the member experiment `member`, against the thesis' number.
+struct ClaimSpec {
+	std::string id; // [a-z0-9_-]{1,48}
+	std::string text, source; // what the thesis says, and where (line)
+	std::string member; // a member experiment's name
+	std::vector<std::string> cases; // its cases ("load60"; "run" without a sweep)
+	std::string metric; // a run_metrics() name (report.h): "fct.short.p999", "queue_p99_bytes"
+	std::string algo, vs;
+	std::optional<double> thesis; // the thesis' relative difference (-0.33); none: qualitative
+	std::string expect; // lower | higher | similar (|difference| <= 10 %)
+};
+
+// What --smoke runs of a suite: some members, algorithms, loads (empty: all).
+struct SuiteSmoke {
+	std::vector<std::string> members, algorithms;
+	std::vector<double> loads;
+};
+
 struct ExperimentSpec {
 	std::string name; // [a-z0-9_-]{1,32}
 	std::string description;
@@ -141,10 +175,23 @@ struct ExperimentSpec {
 	std::uint64_t warmup_ns = 0; // excluded from utilisation, queue and Jain
 	std::vector<double> loads; // sweep: one case per load
 	std::vector<std::uint32_t> sender_counts; // sweep: one case per count (not with loads)
+	double load_scale = 1; // the generators' load = the case's load x this (a load on oversubscribed uplinks)
+	// every case x algorithm runs once per seed; the generators' seeds are
+	// derived from it (traffic_seed()), the same for every algorithm
+	std::vector<std::uint64_t> seeds = {1};
 	std::map<std::string, std::string> cc_params;
 	std::uint32_t int_version = 1; // INT option version of the run (lumen int enable --wide: 2)
 	std::vector<PhaseSpec> phases; // empty for a datapath experiment
 	DatapathSpec datapath;
+	// a suite: its members (as listed, resolved by the runner), what
+	// --smoke runs of them, the claims of its report; no topology or phases
+	std::vector<std::string> suite;
+	SuiteSmoke suite_smoke;
+	std::vector<ClaimSpec> claims;
+	bool is_suite() const
+	{
+		return !suite.empty();
+	}
 };
 
 // Parses and validates; throws UsageError "<source>: <json path>: <what is
@@ -160,7 +207,16 @@ ExperimentSpec scale_to_duration(const ExperimentSpec &spec, std::uint64_t durat
 void check_algorithm_name(const std::string &name, const std::string &what);
 // "a,b,c" -> validated names, no duplicates.
 std::vector<std::string> parse_algorithm_list(const std::string &text);
-bool is_bpf_algorithm(const std::string &name); // bpf_powertcp, bpf_theta_ptcp
+bool is_bpf_algorithm(const std::string &name); // bpf_powertcp, bpf_theta_ptcp, bpf_hpcc, bpf_timely
+// The eBPF algorithms, as a list for messages.
+const char *bpf_algorithm_list();
+// "1,2,3" -> seeds (--seeds): whole numbers 1..1000000, none twice.
+std::vector<std::uint64_t> parse_seed_list(const std::string &text);
+// A traffic generator's --seed: from the run's seed, the phase's index and
+// the sender's index in the phase; not from the algorithm, so every
+// algorithm of one seed runs the same traffic. Seed 1 gives the seeds runs
+// had before seeds existed (1000 x (phase + 1) + sender + 1).
+std::uint64_t traffic_seed(std::uint64_t run_seed, std::size_t phase, std::size_t sender);
 
 // One run of the phases per case: without a sweep a single case "run";
 // with loads one case per load ("load20" = 0.2) applied to every poisson

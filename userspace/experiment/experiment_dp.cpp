@@ -390,9 +390,9 @@ std::vector<std::string> lumen_dp_argv(const DpPlan &plan, const Testbed &tb, co
 				     std::string("--json"),	raw + ".json",
 				     std::string("--fct-csv"),	raw + ".csv"})
 		a.push_back(s);
-	// PowerTCP runs on INT: DATA asks the switch ports on its way (leaf
-	// uplink, spine, leaf downlink) for a hop record each
-	if (dp.cc == "powertcp") {
+	// PowerTCP and HPCC run on INT: DATA asks the switch ports on its way
+	// (leaf uplink, spine, leaf downlink) for a hop record each
+	if (dp.cc == "powertcp" || dp.cc == "hpcc") {
 		a.push_back("--int-slots");
 		a.push_back(std::to_string(kLeafSpineHops));
 	}

@@ -113,7 +113,7 @@ void set_or_append(KmodParamList &list, const std::pair<std::string, std::string
 
 bool is_kmod_algorithm(const std::string &name)
 {
-	return name == "powertcp" || name == "theta_powertcp";
+	return name == "powertcp" || name == "theta_powertcp" || name == "hpcc";
 }
 
 const char *cc_impl(const std::string &algo)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // userspace/experiment/experiment_kmod.h - the kernel module tcp_powertcp in an
-// experiment: which algorithms are its own (powertcp, theta_powertcp), its
+// experiment: which algorithms are its own (powertcp, theta_powertcp, hpcc), its
 // runtime parameters set for a run and restored afterwards (as `lumen cc
 // load` parameters are for the eBPF algorithms), and its stats counters,
 // read around each run for summary.json.
@@ -19,7 +19,7 @@ namespace lumen
 {
 
 // The module's algorithms, by the names it registers.
-bool is_kmod_algorithm(const std::string &name); // powertcp, theta_powertcp
+bool is_kmod_algorithm(const std::string &name); // powertcp, theta_powertcp, hpcc
 
 // How an algorithm is implemented: "kmod", "bpf" (struct_ops) or "kernel"
 // (cubic, bbr, ... of the running kernel). For config.json.

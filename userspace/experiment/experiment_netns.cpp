@@ -84,7 +84,7 @@ void preflight_testbed(const ExperimentSpec &spec)
 		else if (is_kmod_algorithm(a))
 			require_kmod_algorithm(a);
 		else if (a.rfind("bpf_", 0) == 0)
-			throw UsageError("unknown eBPF algorithm '" + a + "' (bpf_powertcp, bpf_theta_ptcp)");
+			throw UsageError("unknown eBPF algorithm '" + a + "' (" + bpf_algorithm_list() + ")");
 		else
 			require_kernel_algorithm(a);
 	}
@@ -190,7 +190,8 @@ class NetnsFabric : public Fabric
 			req.change = parse_cc_params(setup.bpf_params);
 			req.allow = true;
 			load_cc(req);
-			undo_at_end(cc_loaded_, "the PowerTCP struct_ops load", []() { unload_cc(); });
+			undo_at_end(cc_loaded_, "the eBPF congestion control load (PowerTCP, HPCC, TIMELY)",
+				    []() { unload_cc(); });
 		}
 		if (setup.kmod_params)
 			kmod_params_.emplace(*setup.kmod_params);

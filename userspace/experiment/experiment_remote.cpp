@@ -9,6 +9,7 @@
 #include "base/ping.h"
 #include "base/system.h"
 #include "base/units.h"
+#include "experiment/experiment_kmod.h"
 #include "experiment/experiment_proc.h"
 #include "experiment/remote.h"
 
@@ -641,7 +642,7 @@ class RemoteFabric : public Fabric
 						    "/sys/kernel/btf/vmlinux): the eBPF algorithms cannot load there");
 				if (bpf)
 					continue;
-				bool kmod = a == "powertcp" || a == "theta_powertcp";
+				bool kmod = is_kmod_algorithm(a);
 				if (kmod && !n.info.kmod_loaded)
 					throw Error("'" + a + "' is tcp_powertcp's and the module is not loaded on " +
 						    n.target.name + " (insmod tcp_powertcp.ko built for " +

@@ -78,6 +78,12 @@ json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const st
 			 {"host_bw_mbps", plan.path_rate_mbps},
 			 {"base_rtt_us", double(plan.tau_ns) / 1e3},
 			 {"params", plan.spec.cc_params}};
+	c["timely"] = plan.timely_t_low_ns ? json{{"t_low_us", double(plan.timely_t_low_ns) / 1e3},
+						  {"t_high_us", double(plan.timely_t_high_ns) / 1e3},
+						  {"t_low_per_tau", kTimelyTLowPerTau},
+						  {"t_high_per_tau", kTimelyTHighPerTau}}
+					   : json(nullptr);
+	c["seeds"] = plan.spec.seeds;
 	c["cc_impl"] = json::object();
 	for (const auto &a : plan.spec.algorithms)
 		c["cc_impl"][a] = cc_impl(a);
@@ -95,13 +101,15 @@ json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const st
 		c["runs"].push_back({{"algo", r.algo},
 				     {"cc_impl", cc_impl(r.algo)},
 				     {"case", r.case_name},
+				     {"seed", r.seed},
 				     {"load", r.load},
 				     {"t0_monotonic_ns", r.t0_ns},
 				     {"length_s", double(r.length_ns) / 1e9}});
 	return c;
 }
 
-void write_results(const Plan &plan, const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters)
+std::vector<RunSummary> write_results(const Plan &plan, const std::vector<RunData> &runs,
+				      const std::vector<KmodRunCounters> &counters)
 {
 	std::vector<RunSummary> sums;
 	for (const auto &r : runs)
@@ -109,6 +117,7 @@ void write_results(const Plan &plan, const std::vector<RunData> &runs, const std
 	json summary;
 	summary["experiment"] = plan.spec.name;
 	summary["kernel_release"] = kernel_release();
+	summary["seeds"] = plan.spec.seeds;
 	summary["runs"] = json::array();
 	for (std::size_t i = 0; i < sums.size(); i++) {
 		json j = summary_to_json(sums[i]);
@@ -118,24 +127,38 @@ void write_results(const Plan &plan, const std::vector<RunData> &runs, const std
 		summary["runs"].push_back(j);
 	}
 	write_file(plan.dir + "/summary.json", summary.dump(2) + "\n");
+	json agg = aggregate_to_json(aggregate_over_seeds(sums));
+	agg["experiment"] = plan.spec.name;
+	agg["seeds"] = plan.spec.seeds;
+	write_file(plan.dir + "/aggregate.json", agg.dump(2) + "\n");
 	write_csv(plan.dir + "/flows.csv", runs, write_flows_csv);
 	write_csv(plan.dir + "/samples.csv", runs, write_samples_csv);
 	write_csv(plan.dir + "/queue.csv", runs, write_queue_csv);
 	write_csv(plan.dir + "/throughput.csv", runs, write_throughput_csv);
 	progress("[" + plan.spec.name + "] plotting");
-	auto pngs = render_plots(plot_scripts(runs, sums), plan.dir);
+	// the plots show one seed's runs (the first); the tables all of them
+	std::vector<RunData> plotted;
+	std::vector<RunSummary> plotted_sums;
+	for (std::size_t i = 0; i < runs.size(); i++)
+		if (runs[i].seed == plan.spec.seeds.front()) {
+			plotted.push_back(runs[i]);
+			plotted_sums.push_back(sums[i]);
+		}
+	auto pngs = render_plots(plot_scripts(plotted, plotted_sums), plan.dir);
 
 	std::string table = summary_table(sums) + kmod_counters_text(runs, counters);
 	write_file(plan.dir + "/summary.txt", table);
 	std::printf("\n%s: %s\nbottleneck %u Mbit/s, base RTT %.0f us (PowerTCP tau %.0f us)\n\n%s\n",
 		    plan.spec.name.c_str(), plan.spec.description.c_str(), plan.path_rate_mbps,
 		    double(plan.base_rtt_ns) / 1e3, double(plan.tau_ns) / 1e3, table.c_str());
-	std::printf("results: %s/ (config.json summary.json flows.csv samples.csv queue.csv throughput.csv",
+	std::printf("results: %s/ (config.json summary.json aggregate.json flows.csv samples.csv queue.csv "
+		    "throughput.csv",
 		    plan.dir.c_str());
 	for (const auto &p : pngs)
 		std::printf(" %s", p.substr(p.rfind('/') + 1).c_str());
 	std::printf(")\n");
 	std::fflush(stdout);
+	return sums;
 }
 
 } // namespace lumen

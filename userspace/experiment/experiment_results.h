@@ -32,6 +32,7 @@ struct Plan {
 	std::uint32_t path_rate_mbps = 0; // the path's slowest link: ideal FCT, poisson load
 	std::uint64_t base_rtt_ns = 0; // measured, idle
 	std::uint64_t tau_ns = 0; // PowerTCP's base RTT: max(measured, 200 us)
+	std::uint64_t timely_t_low_ns = 0, timely_t_high_ns = 0; // bpf_timely's, from tau (0: not run)
 	std::map<std::string, std::string> kmod_params; // as written to tcp_powertcp
 };
 
@@ -50,7 +51,9 @@ void progress(const std::string &line);
 // config.json: the experiment, the options, this machine, the fabric and
 // every run's start.
 nlohmann::json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const std::vector<RunData> &runs);
-// summary.json, summary.txt, the CSVs and the plots; prints the summary.
-void write_results(const Plan &plan, const std::vector<RunData> &runs, const std::vector<KmodRunCounters> &counters);
+// summary.json, aggregate.json (over seeds), summary.txt, the CSVs and the
+// plots (of the first seed); prints the summary; returns the runs' summaries.
+std::vector<RunSummary> write_results(const Plan &plan, const std::vector<RunData> &runs,
+				      const std::vector<KmodRunCounters> &counters);
 
 } // namespace lumen

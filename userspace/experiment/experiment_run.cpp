@@ -7,11 +7,13 @@
 //   2. the fabric (experiment_fabric.h): Testbed::create (atomic), or the
 //      hosts of --hosts checked and prepared over SSH (experiment_remote.h);
 //      then `lumen cc load --allow` with the path's rate and base RTT if a
-//      bpf_* algorithm runs, the same values as tcp_powertcp's module
-//      parameters if one of its algorithms runs (powertcp, theta_powertcp:
-//      in a VM, experiment_vm.h), then `lumen int enable --cgroup <the
-//      run's cgroup>` if bpf_powertcp or powertcp runs;
-//   3. per case and algorithm: traffic servers in the receiving hosts, then
+//      bpf_* algorithm runs (with bpf_timely: its t-low/t-high at the
+//      TIMELY paper's ratios to tau), the same values as tcp_powertcp's
+//      module parameters if one of its algorithms runs (powertcp,
+//      theta_powertcp, hpcc: in a VM, experiment_vm.h), then `lumen int
+//      enable --cgroup <the run's cgroup>` if an INT-fed algorithm runs
+//      (bpf_powertcp, bpf_hpcc, powertcp, hpcc);
+//   3. per case, seed and algorithm: traffic servers in the receiving hosts, then
 //      clients in the sending hosts, each set up and waiting on a start
 //      barrier (--start-from-input) until all are, then sent one common
 //      CLOCK_MONOTONIC start in its own host's clock; the switch queues are
@@ -29,6 +31,7 @@
 #include "bpfctl/cc.h"
 #include "bpfctl/int_sockops.h"
 #include "bpfctl/switch_port.h"
+#include "experiment/experiment_claims.h"
 #include "experiment/experiment_collective.h"
 #include "experiment/experiment_dp.h"
 #include "experiment/experiment_fabric.h"
@@ -145,14 +148,14 @@ const FabricHost &host_named(const Fabric &fab, const std::string &name)
 	throw Error("no host " + name);
 }
 
-std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load)
+std::vector<std::string> workload_args(const PhaseSpec &ph, double case_load, double load_scale)
 {
 	switch (ph.kind) {
 	case PhaseKind::Long:
 		return {"--long", std::to_string(ph.flows), "--duration", seconds_text(ph.duration_ns)};
 	case PhaseKind::Poisson: {
 		char load[32];
-		std::snprintf(load, sizeof(load), "%g", case_load > 0 ? case_load : ph.load);
+		std::snprintf(load, sizeof(load), "%g", (case_load > 0 ? case_load : ph.load) * load_scale);
 		std::vector<std::string> a = {"--poisson", ph.workload,	 "--load",
 					      load,	   "--duration", seconds_text(ph.duration_ns)};
 		if (ph.max_flows) {
@@ -232,7 +235,8 @@ void start_servers(const Plan &plan, Fabric &fab, std::uint16_t port, const std:
 // start-up took (SSH, a loaded host), release_clients() then starts them
 // together.
 std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs,
-				     std::uint16_t port, const std::string &raw, ChildSet &clients)
+				     std::uint64_t run_seed, std::uint16_t port, const std::string &raw,
+				     ChildSet &clients)
 {
 	auto refs = host_refs(fab);
 	std::vector<ClientJob> jobs;
@@ -259,7 +263,7 @@ std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::s
 			job.host_samples_csv = dir + "/" + job.label + ".samples.csv";
 			job.start_ns = ph.start_ns;
 			// the same seed for every algorithm: identical workloads
-			std::uint64_t seed = 1000 * (p + 1) + i + 1;
+			std::uint64_t seed = traffic_seed(run_seed, p, i);
 			std::vector<std::string> argv = {"traffic",	  "client",
 							 "--to",	  addrs,
 							 "--port",	  std::to_string(port),
@@ -273,7 +277,7 @@ std::vector<ClientJob> spawn_clients(const Plan &plan, Fabric &fab, const std::s
 							 "--samples-csv", job.host_samples_csv,
 							 "--new-files",	  "--start-from-input",
 							 "--json"};
-			auto w = workload_args(ph, cs.load);
+			auto w = workload_args(ph, cs.load, plan.spec.load_scale);
 			argv.insert(argv.end(), w.begin(), w.end());
 			job.pid = fab.spawn_lumen(from[i], argv, raw + "/" + job.label + ".json", job.log, true);
 			clients.add(job.pid, "traffic client " + job.label);
@@ -419,20 +423,24 @@ std::uint64_t traffic_end(const ExperimentSpec &spec)
 	return end;
 }
 
-RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs, std::size_t index,
-		 std::size_t total)
+RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs, std::uint64_t seed,
+		 std::size_t index, std::size_t total)
 {
-	char tag_buf[128];
-	std::snprintf(tag_buf, sizeof(tag_buf), "[%s %zu/%zu %s%s%s]", plan.spec.name.c_str(), index + 1, total,
-		      algo.c_str(), cs.name == "run" ? "" : " ", cs.name == "run" ? "" : cs.name.c_str());
+	const bool seeded = plan.spec.seeds.size() > 1;
+	std::string seed_tag = seeded ? " seed " + std::to_string(seed) : "";
+	char tag_buf[160];
+	std::snprintf(tag_buf, sizeof(tag_buf), "[%s %zu/%zu %s%s%s%s]", plan.spec.name.c_str(), index + 1, total,
+		      algo.c_str(), cs.name == "run" ? "" : " ", cs.name == "run" ? "" : cs.name.c_str(),
+		      seed_tag.c_str());
 	std::string tag = tag_buf;
-	std::string raw = plan.dir + "/raw/" + algo + "-" + cs.name;
+	std::string raw = plan.dir + "/raw/" + algo + "-" + cs.name + (seeded ? "-s" + std::to_string(seed) : "");
 	make_dirs(raw);
 	auto port = static_cast<std::uint16_t>(kFirstPort + index);
 
 	RunData run;
 	run.algo = algo;
 	run.case_name = cs.name;
+	run.seed = seed;
 	run.load = cs.load;
 	run.warmup_ns = plan.spec.warmup_ns;
 	run.traffic_end_ns = traffic_end(plan.spec);
@@ -441,7 +449,7 @@ RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const E
 	progress(tag + " starting traffic servers and generators");
 	ChildSet servers, clients;
 	start_servers(plan, fab, port, raw, servers); // returns once every server is ready
-	auto jobs = spawn_clients(plan, fab, algo, cs, port, raw, clients); // the start barrier
+	auto jobs = spawn_clients(plan, fab, algo, cs, seed, port, raw, clients); // the start barrier
 	run.t0_ns = monotonic_ns() + kStartLeadNs;
 	run.incasts = incast_infos(plan, fab, run.t0_ns);
 	release_clients(fab, jobs, run.t0_ns);
@@ -519,10 +527,17 @@ TopologySpec topology_for_run(const ExperimentSpec &spec, const RunOptions &opts
 	return topo;
 }
 
+// `lumen cc load` parameters: the PowerTCP core's host-bw and base-rtt
+// (host-bw is TIMELY's line rate too), TIMELY's thresholds scaled to tau
+// when it runs, then the experiment's own.
 std::vector<std::string> cc_params(const Plan &plan)
 {
 	std::vector<std::string> params = {"host-bw=" + std::to_string(plan.path_rate_mbps),
 					   "base-rtt=" + us_text(plan.tau_ns)};
+	if (plan.timely_t_low_ns) {
+		params.push_back("t-low=" + us_text(plan.timely_t_low_ns));
+		params.push_back("t-high=" + us_text(plan.timely_t_high_ns));
+	}
 	for (const auto &[k, v] : plan.spec.cc_params)
 		params.push_back(k + "=" + v);
 	return params;
@@ -532,7 +547,12 @@ std::vector<std::string> cc_params(const Plan &plan)
 // program that requests and echoes INT on the testbed's sockets.
 bool needs_int(const std::string &algo)
 {
-	return algo == "bpf_powertcp" || algo == "powertcp";
+	return algo == "bpf_powertcp" || algo == "powertcp" || algo == "bpf_hpcc" || algo == "hpcc";
+}
+
+bool is_bpf_timely(const std::string &algo)
+{
+	return algo == "bpf_timely";
 }
 
 } // namespace
@@ -600,7 +620,59 @@ ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &
 		s = scale_to_duration(s, s.smoke_duration_ns);
 	if (!opts.algorithms.empty())
 		s.algorithms = opts.algorithms;
+	if (!opts.seeds.empty())
+		s.seeds = opts.seeds;
+	if (opts.smoke && s.seeds.size() > 1)
+		s.seeds = std::vector<std::uint64_t>{s.seeds.front()}; // not resize(1): GCC 12 -Warray-bounds
 	return s;
+}
+
+std::uint64_t timely_t_low_ns(std::uint64_t tau_ns)
+{
+	return static_cast<std::uint64_t>(std::llround(double(tau_ns) * kTimelyTLowPerTau));
+}
+
+std::uint64_t timely_t_high_ns(std::uint64_t tau_ns)
+{
+	return static_cast<std::uint64_t>(std::llround(double(tau_ns) * kTimelyTHighPerTau));
+}
+
+std::vector<ExperimentSpec> suite_members(const ExperimentSpec &suite, bool smoke)
+{
+	std::string dir = suite.source.substr(0, suite.source.rfind('/') + 1);
+	std::vector<ExperimentSpec> out;
+	for (const auto &m : suite.suite) {
+		std::string path = dir + m + ".json";
+		if (!path_exists(path))
+			throw UsageError(suite.source + ": suite: no member experiment " + path);
+		ExperimentSpec s = parse_experiment(read_file(path), path);
+		if (s.is_suite() || s.datapath.enabled)
+			throw UsageError(suite.source + ": suite: " + path +
+					 " is not a TCP experiment (suites hold TCP experiments only)");
+		if (smoke && !suite.suite_smoke.members.empty() &&
+		    std::find(suite.suite_smoke.members.begin(), suite.suite_smoke.members.end(), s.name) ==
+			    suite.suite_smoke.members.end())
+			continue;
+		if (!suite.algorithms.empty())
+			s.algorithms = suite.algorithms;
+		s.seeds = suite.seeds;
+		if (smoke && !suite.suite_smoke.algorithms.empty())
+			s.algorithms = suite.suite_smoke.algorithms;
+		if (smoke && !suite.suite_smoke.loads.empty() && !s.loads.empty()) {
+			std::vector<double> keep;
+			for (double l : s.loads)
+				if (std::find(suite.suite_smoke.loads.begin(), suite.suite_smoke.loads.end(), l) !=
+				    suite.suite_smoke.loads.end())
+					keep.push_back(l);
+			if (!keep.empty())
+				s.loads = keep;
+		}
+		out.push_back(s);
+	}
+	for (const auto &m : suite.suite_smoke.members)
+		if (std::none_of(out.begin(), out.end(), [&m](const ExperimentSpec &s) { return s.name == m; }))
+			throw UsageError(suite.source + ": smoke.members: '" + m + "' is not the name of a member");
+	return out;
 }
 
 std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts)
@@ -609,6 +681,14 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 		return run_collective_experiment(spec_in, opts);
 	if (spec_in.datapath.enabled)
 		return run_dp_experiment(spec_in, opts);
+	if (spec_in.is_suite())
+		return run_suite(spec_in, opts);
+	std::vector<RunSummary> sums;
+	return run_tcp_experiment(spec_in, opts, sums);
+}
+
+std::string run_tcp_experiment(const ExperimentSpec &spec_in, const RunOptions &opts, std::vector<RunSummary> &sums)
+{
 	install_interrupt_handlers();
 	Plan plan;
 	plan.spec = resolve_experiment(spec_in, opts);
@@ -628,7 +708,7 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 	prepare_out_dir(plan.dir);
 
 	auto cases = experiment_cases(plan.spec);
-	std::size_t total = cases.size() * plan.spec.algorithms.size();
+	std::size_t total = cases.size() * plan.spec.seeds.size() * plan.spec.algorithms.size();
 	progress("[" + plan.spec.name + "] " + std::to_string(total) + " run(s) of " +
 		 seconds_text(plan.spec.duration_ns) + "; results in " + plan.dir);
 
@@ -645,6 +725,10 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 		Fabric &fab = *fabric;
 		plan.base_rtt_ns = fab.base_rtt_ns();
 		plan.tau_ns = std::max(plan.base_rtt_ns, kMinTauNs);
+		if (uses(plan.spec, is_bpf_timely)) {
+			plan.timely_t_low_ns = timely_t_low_ns(plan.tau_ns);
+			plan.timely_t_high_ns = timely_t_high_ns(plan.tau_ns);
+		}
 		check_selectors(plan, fab); // before anything runs
 
 		AlgorithmSetup setup;
@@ -663,22 +747,67 @@ std::string run_experiment(const ExperimentSpec &spec_in, const RunOptions &opts
 
 		std::size_t index = 0;
 		for (const auto &cs : cases)
-			for (const auto &algo : plan.spec.algorithms) {
-				if (index > 0)
-					settle(fab.queue());
-				KmodRunCounters before;
-				if (is_kmod_algorithm(algo))
-					before = fab.kmod_stats();
-				runs.push_back(run_once(plan, fab, algo, cs, index++, total));
-				kmod_counters.push_back(
-					before ? KmodRunCounters(kmod_counters_delta(*before, fab.kmod_stats()))
-					       : std::nullopt);
-			}
+			for (std::uint64_t seed : plan.spec.seeds)
+				for (const auto &algo : plan.spec.algorithms) {
+					if (index > 0)
+						settle(fab.queue());
+					KmodRunCounters before;
+					if (is_kmod_algorithm(algo))
+						before = fab.kmod_stats();
+					runs.push_back(run_once(plan, fab, algo, cs, seed, index++, total));
+					kmod_counters.push_back(
+						before ? KmodRunCounters(kmod_counters_delta(*before, fab.kmod_stats()))
+						       : std::nullopt);
+				}
 		write_file(plan.dir + "/config.json", config_json(plan, opts, fab, runs).dump(2) + "\n");
 		progress("[" + plan.spec.name + "] tearing down");
 	}
-	write_results(plan, runs, kmod_counters);
+	sums = write_results(plan, runs, kmod_counters);
 	return plan.dir;
+}
+
+std::string run_suite(const ExperimentSpec &suite, const RunOptions &opts)
+{
+	if (!opts.hosts_file.empty())
+		throw UsageError(suite.name +
+				 " is a suite of experiments on their own testbeds: --hosts does not apply");
+	std::vector<ExperimentSpec> members = suite_members(suite, opts.smoke);
+	std::string dir = opts.out_dir.empty() ? default_out_dir(suite) : opts.out_dir;
+	prepare_out_dir(dir);
+	json cfg;
+	cfg["suite"] = json::parse(experiment_to_json(suite));
+	cfg["options"] = {{"smoke", opts.smoke},
+			  {"algorithms_override", opts.algorithms},
+			  {"seeds_override", opts.seeds},
+			  {"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
+	cfg["members"] = json::array();
+	for (const auto &m : members)
+		cfg["members"].push_back({{"name", m.name}, {"source", m.source}, {"dir", m.name}});
+	cfg["lumen_version"] = lumen_version();
+	cfg["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");
+	write_file(dir + "/suite.json", cfg.dump(2) + "\n");
+	progress("[" + suite.name + "] " + std::to_string(members.size()) + " experiment(s); results in " + dir);
+
+	std::map<std::string, std::vector<RunSummary>> by_member;
+	for (const auto &m : members) {
+		RunOptions mo = opts;
+		mo.out_dir = dir + "/" + m.name;
+		progress("[" + suite.name + "] experiment " + m.name);
+		run_tcp_experiment(m, mo, by_member[m.name]);
+	}
+	auto results = evaluate_claims(suite.claims, by_member);
+	json cj = claims_to_json(results);
+	cj["suite"] = suite.name;
+	cj["smoke"] = opts.smoke;
+	write_file(dir + "/claims.json", cj.dump(2) + "\n");
+	write_file(dir + "/claims.csv", claims_csv(results));
+	std::string table = claims_table(results);
+	write_file(dir + "/claims.txt", table);
+	std::printf("\n%s: %s\n\nthe thesis' claims: relative difference of algo vs the other (negative: lower)\n\n%s\n"
+		    "results: %s/ (suite.json claims.json claims.csv claims.txt, one directory per experiment)\n",
+		    suite.name.c_str(), suite.description.c_str(), table.c_str(), dir.c_str());
+	std::fflush(stdout);
+	return dir;
 }
 
 } // namespace lumen

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiment/experiment.h"
+#include "experiment/report.h"
 
 namespace lumen
 {
@@ -22,7 +23,8 @@ struct RunOptions {
 	std::string out_dir; // "" = results/<name>-<UTC timestamp>
 	std::vector<std::string> algorithms; // empty = the experiment's
 	std::optional<std::uint64_t> duration_ns; // --duration
-	bool smoke = false; // --smoke: the experiment's smoke_duration
+	bool smoke = false; // --smoke: the experiment's smoke_duration, its first seed only
+	std::vector<std::uint64_t> seeds; // --seeds: empty = the experiment's
 	std::optional<std::uint32_t> rate_mbps; // --rate: the bottleneck's (fabric's) rate instead
 	std::string vm_kernel; // --vm: "" = here; 6.1 | 6.12 (experiment_vm.h)
 	std::string kmod; // --kmod: tcp_powertcp.ko for the VM ("" = the build tree's)
@@ -42,11 +44,30 @@ std::string default_out_dir(const ExperimentSpec &spec);
 // Creates the result directory; UsageError unless it is new or empty.
 void prepare_out_dir(const std::string &dir);
 
-// The spec as it will run: duration (--duration, --smoke), algorithms.
+// The spec as it will run: duration (--duration, --smoke), algorithms,
+// seeds (--seeds; --smoke keeps the first).
 ExperimentSpec resolve_experiment(const ExperimentSpec &spec, const RunOptions &opts);
 
-// Runs it; returns the result directory. Throws Error / Interrupted after
-// undoing everything it set up.
+// A suite's members (ExperimentSpec::suite, relative to its file) as they
+// will run: the suite's algorithms and seeds, with --smoke the suite's
+// "smoke" members, algorithms and loads.
+std::vector<ExperimentSpec> suite_members(const ExperimentSpec &suite, bool smoke);
+
+// TIMELY's thresholds for a testbed whose PowerTCP tau is tau_ns: the
+// TIMELY paper's ratios to its minimum RTT (20 us; T_low 50 us = 2.5x,
+// T_high 500 us = 25x).
+constexpr double kTimelyTLowPerTau = 2.5, kTimelyTHighPerTau = 25.0;
+std::uint64_t timely_t_low_ns(std::uint64_t tau_ns);
+std::uint64_t timely_t_high_ns(std::uint64_t tau_ns);
+
+// Runs it (a TCP experiment, a datapath one, or a suite); returns the
+// result directory. Throws Error / Interrupted after undoing everything it
+// set up.
 std::string run_experiment(const ExperimentSpec &spec, const RunOptions &opts);
+// A TCP experiment; sums: the summaries of its runs.
+std::string run_tcp_experiment(const ExperimentSpec &spec, const RunOptions &opts, std::vector<RunSummary> &sums);
+// A suite: every member into DIR/<member name>/ (a complete result
+// directory each), then the claims into DIR/claims.{json,csv,txt}.
+std::string run_suite(const ExperimentSpec &suite, const RunOptions &opts);
 
 } // namespace lumen

@@ -99,7 +99,7 @@ std::string parse_vm_kernel(const std::string &text)
 
 std::vector<std::string> vm_default_algorithms()
 {
-	return {"powertcp", "theta_powertcp", "cubic", "bbr"};
+	return {"powertcp", "theta_powertcp", "hpcc", "cubic", "bbr"};
 }
 
 bool below_guest_tmpfs(const std::string &abs_path)

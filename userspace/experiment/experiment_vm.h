@@ -3,7 +3,7 @@
 // userspace/experiment/experiment_vm.h - `lumen experiment run NAME --vm K`: the
 // same experiment inside a QEMU VM booting Debian's kernel K (tools/vm-run)
 // with the kernel module tcp_powertcp built for it loaded, so the module's
-// algorithms (powertcp, theta_powertcp) run beside the eBPF and built-in
+// algorithms (powertcp, theta_powertcp, hpcc) run beside the eBPF and built-in
 // ones. The result directory is made here and shared read-write with the
 // guest (vm-run --share), where the runner writes it as on the host.
 #pragma once
@@ -23,7 +23,7 @@ namespace lumen
 // UsageError otherwise.
 std::string parse_vm_kernel(const std::string &text);
 
-// The algorithms of a --vm run without --algos: the module's two beside
+// The algorithms of a --vm run without --algos: the module's three beside
 // cubic and bbr.
 std::vector<std::string> vm_default_algorithms();
 

@@ -17,12 +17,12 @@
 namespace lumen
 {
 
-const char kFlowsHeader[] = "algo,case,start_s,label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,"
+const char kFlowsHeader[] = "algo,case,seed,start_s,label,flow_id,dst,cc,kind,size_bytes,start_ns,end_ns,fct_ns,bytes,"
 			    "retrans,ideal_fct_ns,slowdown,status";
-const char kSamplesHeader[] = "algo,case,t_s,label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,"
+const char kSamplesHeader[] = "algo,case,seed,t_s,label,flow_id,t_ns,bytes_acked,cwnd,srtt_us,retrans,pacing_rate_bps,"
 			      "delivery_rate_bps";
-const char kQueueHeader[] = "algo,case,t_s,port,bottleneck,qlen_bytes,enq_bytes,deq_bytes,drops,ecn_marks";
-const char kThroughputHeader[] = "algo,case,label,flow_id,kind,t_s,mbps";
+const char kQueueHeader[] = "algo,case,seed,t_s,port,bottleneck,qlen_bytes,enq_bytes,deq_bytes,drops,ecn_marks";
+const char kThroughputHeader[] = "algo,case,seed,label,flow_id,kind,t_s,mbps";
 
 namespace
 {
@@ -198,6 +198,7 @@ Percentiles percentiles_of(const std::vector<double> &v)
 	p.count = v.size();
 	p.p50 = percentile(v, 0.5);
 	p.p99 = percentile(v, 0.99);
+	p.p999 = percentile(v, 0.999);
 	p.max = v.empty() ? kNaN : *std::max_element(v.begin(), v.end());
 	return p;
 }
@@ -356,6 +357,7 @@ nlohmann::json percentiles_json(const Percentiles &p)
 	return {{"count", p.count},
 		{"p50", num_or_null(p.p50)},
 		{"p99", num_or_null(p.p99)},
+		{"p999", num_or_null(p.p999)},
 		{"max", num_or_null(p.max)}};
 }
 
@@ -399,9 +401,13 @@ std::string kb(double bytes)
 	return fmt("%.1f", bytes / 1024.0);
 }
 
+// set by summary_table: whether the runs have more than one seed
+thread_local bool g_name_seeds = false;
+
 std::string run_name(const RunSummary &s)
 {
-	return s.case_name == "run" ? s.algo : s.case_name + " " + s.algo;
+	std::string n = s.case_name == "run" ? s.algo : s.case_name + " " + s.algo;
+	return g_name_seeds ? n + " s" + std::to_string(s.seed) : n;
 }
 
 std::string overview_table(const std::vector<RunSummary> &summaries)
@@ -450,7 +456,8 @@ std::string slowdown_table(const std::vector<RunSummary> &summaries)
 	for (const auto &s : summaries) {
 		if (s.slowdown.empty())
 			continue;
-		std::vector<std::string> row = {s.algo, s.load > 0 ? fmt("%.0f", s.load * 100) : std::string("-")};
+		std::vector<std::string> row = {g_name_seeds ? s.algo + " s" + std::to_string(s.seed) : s.algo,
+						s.load > 0 ? fmt("%.0f", s.load * 100) : std::string("-")};
 		for (const auto &b : size_bucket_names()) {
 			const Percentiles &p = s.slowdown.at(b);
 			row.push_back(std::to_string(p.count));
@@ -547,6 +554,7 @@ RunSummary summarise_run(const RunData &run)
 	RunSummary s;
 	s.algo = run.algo;
 	s.case_name = run.case_name;
+	s.seed = run.seed;
 	s.load = run.load;
 	std::uint64_t bytes = 0;
 	for (const auto &f : run.flows) {
@@ -584,6 +592,7 @@ nlohmann::json summary_to_json(const RunSummary &s)
 	nlohmann::json j;
 	j["algo"] = s.algo;
 	j["case"] = s.case_name;
+	j["seed"] = s.seed;
 	if (s.load > 0)
 		j["load"] = s.load;
 	j["flows"] = s.flows;
@@ -620,11 +629,11 @@ void write_flows_csv(std::ostream &out, const std::vector<RunData> &runs)
 	out << kFlowsHeader << "\n";
 	for (const auto &r : runs)
 		for (const auto &f : r.flows)
-			out << r.algo << ',' << r.case_name << ',' << rel_seconds(f.start_ns, r.t0_ns) << ',' << f.label
-			    << ',' << f.flow_id << ',' << f.dst << ',' << f.cc << ',' << f.kind << ',' << f.size_bytes
-			    << ',' << f.start_ns << ',' << f.end_ns << ',' << f.fct_ns << ',' << f.bytes << ','
-			    << f.retrans << ',' << f.ideal_fct_ns << ',' << csv_num(f.slowdown) << ',' << f.status
-			    << "\n";
+			out << r.algo << ',' << r.case_name << ',' << r.seed << ',' << rel_seconds(f.start_ns, r.t0_ns)
+			    << ',' << f.label << ',' << f.flow_id << ',' << f.dst << ',' << f.cc << ',' << f.kind << ','
+			    << f.size_bytes << ',' << f.start_ns << ',' << f.end_ns << ',' << f.fct_ns << ',' << f.bytes
+			    << ',' << f.retrans << ',' << f.ideal_fct_ns << ',' << csv_num(f.slowdown) << ','
+			    << f.status << "\n";
 }
 
 void write_samples_csv(std::ostream &out, const std::vector<RunData> &runs)
@@ -632,10 +641,10 @@ void write_samples_csv(std::ostream &out, const std::vector<RunData> &runs)
 	out << kSamplesHeader << "\n";
 	for (const auto &r : runs)
 		for (const auto &s : r.samples)
-			out << r.algo << ',' << r.case_name << ',' << rel_seconds(s.t_ns, r.t0_ns) << ',' << s.label
-			    << ',' << s.flow_id << ',' << s.t_ns << ',' << s.bytes_acked << ',' << s.cwnd << ','
-			    << s.srtt_us << ',' << s.retrans << ',' << s.pacing_rate_bps << ',' << s.delivery_rate_bps
-			    << "\n";
+			out << r.algo << ',' << r.case_name << ',' << r.seed << ',' << rel_seconds(s.t_ns, r.t0_ns)
+			    << ',' << s.label << ',' << s.flow_id << ',' << s.t_ns << ',' << s.bytes_acked << ','
+			    << s.cwnd << ',' << s.srtt_us << ',' << s.retrans << ',' << s.pacing_rate_bps << ','
+			    << s.delivery_rate_bps << "\n";
 }
 
 void write_queue_csv(std::ostream &out, const std::vector<RunData> &runs)
@@ -645,10 +654,10 @@ void write_queue_csv(std::ostream &out, const std::vector<RunData> &runs)
 		for (const auto &t : r.queue)
 			for (std::size_t p = 0; p < t.ports.size() && p < r.ports.size(); p++) {
 				const PortCounters &c = t.ports[p];
-				out << r.algo << ',' << r.case_name << ',' << rel_seconds(t.t_ns, r.t0_ns) << ','
-				    << r.ports[p].name << ',' << (r.ports[p].bottleneck ? 1 : 0) << ',' << c.qlen_bytes
-				    << ',' << c.enq_bytes << ',' << c.deq_bytes << ',' << c.drops << ',' << c.ecn_marks
-				    << "\n";
+				out << r.algo << ',' << r.case_name << ',' << r.seed << ','
+				    << rel_seconds(t.t_ns, r.t0_ns) << ',' << r.ports[p].name << ','
+				    << (r.ports[p].bottleneck ? 1 : 0) << ',' << c.qlen_bytes << ',' << c.enq_bytes
+				    << ',' << c.deq_bytes << ',' << c.drops << ',' << c.ecn_marks << "\n";
 			}
 }
 
@@ -666,8 +675,8 @@ void write_throughput_csv(std::ostream &out, const std::vector<RunData> &runs)
 					continue; // only the bins the flow was open in
 				char t[32];
 				std::snprintf(t, sizeof(t), "%.1f", double(i * kThroughputBinNs) / 1e9);
-				out << r.algo << ',' << r.case_name << ',' << f.label << ',' << f.flow_id << ','
-				    << f.kind << ',' << t << ',' << csv_num(b[i]) << "\n";
+				out << r.algo << ',' << r.case_name << ',' << r.seed << ',' << f.label << ','
+				    << f.flow_id << ',' << f.kind << ',' << t << ',' << csv_num(b[i]) << "\n";
 			}
 		}
 	}
@@ -675,6 +684,8 @@ void write_throughput_csv(std::ostream &out, const std::vector<RunData> &runs)
 
 std::string summary_table(const std::vector<RunSummary> &summaries)
 {
+	g_name_seeds = std::any_of(summaries.begin(), summaries.end(),
+				   [&](const RunSummary &s) { return s.seed != summaries.front().seed; });
 	std::string out = overview_table(summaries);
 	std::string inc = incast_table(summaries);
 	if (!inc.empty())
@@ -682,7 +693,156 @@ std::string summary_table(const std::vector<RunSummary> &summaries)
 	std::string sd = slowdown_table(summaries);
 	if (!sd.empty())
 		out += "\n" + sd;
+	if (g_name_seeds)
+		out += "\nover seeds: mean +-sd [min..max]\n" + aggregate_table(aggregate_over_seeds(summaries));
+	g_name_seeds = false;
 	return out;
+}
+
+// ---------------------------------------------------------------------
+// Over seeds
+
+std::map<std::string, double> run_metrics(const RunSummary &s)
+{
+	std::map<std::string, double> m;
+	m["goodput_mbps"] = s.goodput_mbps;
+	m["utilisation"] = s.utilisation ? *s.utilisation : kNaN;
+	m["queue_p50_bytes"] = s.queue_bytes.count ? s.queue_bytes.p50 : kNaN;
+	m["queue_p99_bytes"] = s.queue_bytes.count ? s.queue_bytes.p99 : kNaN;
+	m["queue_max_bytes"] = s.queue_bytes.count ? s.queue_bytes.max : kNaN;
+	m["jain"] = s.jain;
+	m["retransmits"] = double(s.retransmits);
+	m["errors"] = double(s.errors);
+	m["completed"] = double(s.completed);
+	m["flows"] = double(s.flows);
+	for (const auto &[bucket, p] : s.slowdown) {
+		std::string k = "fct." + bucket + ".";
+		m[k + "count"] = double(p.count);
+		m[k + "p50"] = p.p50;
+		m[k + "p99"] = p.p99;
+		m[k + "p999"] = p.p999;
+	}
+	for (const auto &i : s.incasts) {
+		std::string k = "incast." + i.phase + ".";
+		m[k + "peak_max_bytes"] = i.peak_queue_max_bytes;
+		m[k + "peak_mean_bytes"] = i.peak_queue_mean_bytes;
+		m[k + "drain_ms_median"] = i.drain_ms_median;
+		m[k + "drain_ms_max"] = i.drain_ms_max;
+		m[k + "util_kept"] = i.util_kept;
+	}
+	return m;
+}
+
+Spread spread_of(const std::vector<double> &values)
+{
+	std::vector<double> v;
+	for (double x : values)
+		if (!std::isnan(x))
+			v.push_back(x);
+	Spread s;
+	s.n = v.size();
+	if (v.empty()) {
+		s.mean = s.sd = s.min = s.max = kNaN;
+		return s;
+	}
+	double sum = 0;
+	for (double x : v)
+		sum += x;
+	s.mean = sum / double(s.n);
+	s.min = *std::min_element(v.begin(), v.end());
+	s.max = *std::max_element(v.begin(), v.end());
+	if (s.n > 1) {
+		double sq = 0;
+		for (double x : v)
+			sq += (x - s.mean) * (x - s.mean);
+		s.sd = std::sqrt(sq / double(s.n - 1));
+	}
+	return s;
+}
+
+std::vector<SeedAggregate> aggregate_over_seeds(const std::vector<RunSummary> &summaries)
+{
+	std::vector<SeedAggregate> cells;
+	std::vector<std::map<std::string, std::vector<double>>> values;
+	for (const auto &s : summaries) {
+		auto it = std::find_if(cells.begin(), cells.end(), [&s](const SeedAggregate &c) {
+			return c.case_name == s.case_name && c.algo == s.algo;
+		});
+		if (it == cells.end()) {
+			cells.push_back({s.case_name, s.algo, s.load, {}, {}});
+			values.emplace_back();
+			it = cells.end() - 1;
+		}
+		auto &vals = values[std::size_t(it - cells.begin())];
+		it->seeds.push_back(s.seed);
+		// a metric a run lacks (no such phase) counts as missing there
+		for (const auto &[name, v] : run_metrics(s)) {
+			auto &col = vals[name];
+			col.resize(it->seeds.size() - 1, kNaN);
+			col.push_back(v);
+		}
+	}
+	for (std::size_t i = 0; i < cells.size(); i++)
+		for (auto &[name, col] : values[i])
+			cells[i].metrics[name] = spread_of(col);
+	return cells;
+}
+
+nlohmann::json aggregate_to_json(const std::vector<SeedAggregate> &cells)
+{
+	nlohmann::json j;
+	j["cells"] = nlohmann::json::array();
+	for (const auto &c : cells) {
+		nlohmann::json m = nlohmann::json::object();
+		for (const auto &[name, sp] : c.metrics)
+			m[name] = {{"n", sp.n},
+				   {"mean", num_or_null(sp.mean)},
+				   {"sd", num_or_null(sp.sd)},
+				   {"min", num_or_null(sp.min)},
+				   {"max", num_or_null(sp.max)}};
+		nlohmann::json cell = {{"case", c.case_name}, {"algo", c.algo}, {"seeds", c.seeds}, {"metrics", m}};
+		if (c.load > 0)
+			cell["load"] = c.load;
+		j["cells"].push_back(cell);
+	}
+	return j;
+}
+
+std::string spread_text(const Spread &s, const char *format, double scale)
+{
+	if (s.n == 0)
+		return "-";
+	std::string out = fmt(format, s.mean * scale);
+	if (s.n > 1)
+		out += " +-" + fmt(format, s.sd * scale) + " [" + fmt(format, s.min * scale) + ".." +
+		       fmt(format, s.max * scale) + "]";
+	return out;
+}
+
+std::string aggregate_table(const std::vector<SeedAggregate> &cells)
+{
+	Table t;
+	t.header = {"run", "seeds", "goodput Mb/s", "queue p99 KB", "Jain"};
+	bool fct = std::any_of(cells.begin(), cells.end(),
+			       [](const SeedAggregate &c) { return c.metrics.count("fct.short.p999") > 0; });
+	if (fct)
+		t.header.insert(t.header.end(), {"short p99.9", "short p99", "medium p99.9", "long p99.9"});
+	auto get = [](const SeedAggregate &c, const std::string &k) {
+		auto it = c.metrics.find(k);
+		return it == c.metrics.end() ? Spread{} : it->second;
+	};
+	for (const auto &c : cells) {
+		std::vector<std::string> row = {c.case_name == "run" ? c.algo : c.case_name + " " + c.algo,
+						std::to_string(c.seeds.size()),
+						spread_text(get(c, "goodput_mbps"), "%.0f"),
+						spread_text(get(c, "queue_p99_bytes"), "%.1f", 1.0 / 1024),
+						spread_text(get(c, "jain"), "%.3f")};
+		if (fct)
+			for (const char *k : {"fct.short.p999", "fct.short.p99", "fct.medium.p999", "fct.long.p999"})
+				row.push_back(spread_text(get(c, k), "%.2f"));
+		t.rows.push_back(row);
+	}
+	return t.render();
 }
 
 } // namespace lumen

@@ -79,6 +79,7 @@ struct IncastInfo {
 // common start (--start-at) of every generator of the run.
 struct RunData {
 	std::string algo, case_name;
+	std::uint64_t seed = 1; // the run's seed (experiment.h: traffic_seed())
 	double load = 0; // the case's load (0 = none swept)
 	std::uint64_t t0_ns = 0, length_ns = 0, warmup_ns = 0;
 	std::uint64_t traffic_end_ns = 0; // relative: when the last long/poisson phase stops
@@ -97,7 +98,7 @@ constexpr std::uint64_t kThroughputBinNs = 100'000'000; // throughput.csv: 100 m
 
 struct Percentiles {
 	std::size_t count = 0;
-	double p50 = 0, p99 = 0, max = 0; // NaN when count is 0
+	double p50 = 0, p99 = 0, p999 = 0, max = 0; // NaN when count is 0
 };
 
 struct IncastSummary {
@@ -112,6 +113,7 @@ struct IncastSummary {
 
 struct RunSummary {
 	std::string algo, case_name;
+	std::uint64_t seed = 1;
 	double load = 0;
 	std::size_t flows = 0, completed = 0, errors = 0;
 	std::uint64_t retransmits = 0;
@@ -136,8 +138,40 @@ std::map<std::string, std::vector<double>> flow_throughput_bins(const RunData &r
 RunSummary summarise_run(const RunData &run);
 nlohmann::json summary_to_json(const RunSummary &s);
 
+// Every number of a summary by name (NaN where it does not exist):
+// goodput_mbps, utilisation, queue_p50_bytes, queue_p99_bytes,
+// queue_max_bytes, jain, retransmits, errors, completed, flows;
+// fct.<short|medium|long|all>.<count|p50|p99|p999> (poisson flows);
+// incast.<phase>.<peak_max_bytes|peak_mean_bytes|drain_ms_median|
+// drain_ms_max|util_kept>.
+std::map<std::string, double> run_metrics(const RunSummary &s);
+
+// Mean and spread of one number over seeds: n counts the values that exist
+// (not NaN); sd is the sample standard deviation (0 below two values); all
+// NaN when n is 0.
+struct Spread {
+	std::size_t n = 0;
+	double mean = 0, sd = 0, min = 0, max = 0;
+};
+Spread spread_of(const std::vector<double> &values);
+
+// One (case, algorithm) over its seeds, in the order the runs came.
+struct SeedAggregate {
+	std::string case_name, algo;
+	double load = 0;
+	std::vector<std::uint64_t> seeds;
+	std::map<std::string, Spread> metrics; // run_metrics() names
+};
+std::vector<SeedAggregate> aggregate_over_seeds(const std::vector<RunSummary> &summaries);
+// {"cells": [{"case", "algo", "load", "seeds", "metrics": {name: {n, mean, sd, min, max}}}]}
+nlohmann::json aggregate_to_json(const std::vector<SeedAggregate> &cells);
+// The table of the main numbers as "mean ±sd [min..max]" per (case, algorithm).
+std::string aggregate_table(const std::vector<SeedAggregate> &cells);
+// "12.3 ±1.2 [11.0..13.5]" (scaled by `scale`, printf format `format`), "-" without values.
+std::string spread_text(const Spread &s, const char *format, double scale = 1);
+
 // ---------------------------------------------------------------------
-// Result files (every merged CSV starts with algo,case)
+// Result files (every merged CSV starts with algo,case,seed)
 
 extern const char kFlowsHeader[];
 extern const char kSamplesHeader[];
@@ -149,7 +183,8 @@ void write_samples_csv(std::ostream &out, const std::vector<RunData> &runs);
 void write_queue_csv(std::ostream &out, const std::vector<RunData> &runs);
 void write_throughput_csv(std::ostream &out, const std::vector<RunData> &runs);
 
-// The terminal table: one block per metric family present.
+// The terminal table: one block per metric family present; with more than
+// one seed, runs are named with theirs and the table over seeds follows.
 std::string summary_table(const std::vector<RunSummary> &summaries);
 
 } // namespace lumen
