@@ -9,11 +9,13 @@ on the wire, from an AF_PACKET socket in the namespace it runs in.
       echo COPIES times, with the option's version set to 7 (refused by
       lumen_int_parse) and the TCP checksum fixed. Run without TCP
       timestamps, or PAWS drops the replays before the option is parsed.
-      The first 200 echo ACKs are let go so that the one replayed belongs
-      to the bulk data connection, whose server never sends data: its
-      sequence number stays in the window (a control-connection ACK may be
-      overtaken by the server's next message, and the replays dropped as
-      old before the parse callback runs)."""
+      The ACK replayed is the 50th echo ACK of one connection, so that it
+      belongs to the bulk data connection (iperf3's control connection
+      carries a handful), whose server never sends data: its sequence
+      number stays in the window (a control-connection ACK may be overtaken
+      by the server's next message, and the replays dropped as old before
+      the parse callback runs). Counted per connection, not in total: in
+      an emulated guest the whole transfer may bring fewer than 200."""
 import socket
 import struct
 import sys
@@ -110,7 +112,7 @@ def capture(iface, port, secs, maxp):
 
 def replay_bad_version(iface, port, secs, copies):
     s = packet_socket(iface)
-    end, sent, seen = time.time() + secs, 0, 0
+    end, sent, seen = time.time() + secs, 0, {}
     while time.time() < end and not sent:
         try:
             pkt, addr = s.recvfrom(65535)
@@ -131,8 +133,9 @@ def replay_bad_version(iface, port, secs, copies):
             continue
         if not echo:
             continue
-        seen += 1
-        if seen <= 200:
+        client = struct.unpack("!H", tcp[2:4])[0]
+        seen[client] = seen.get(client, 0) + 1
+        if seen[client] < 50:
             continue
         hdr = 20 + echo[0] + 4
         tcp[hdr] = (7 << 5) | (tcp[hdr] & 0x1F)
