@@ -39,9 +39,10 @@
  *     qlen_max, qlen_samples and the log2 histogram qlen_hist;
  *   - when int_enabled, an IPv4 or IPv6 TCP segment carrying a lumen INT
  *     option (include/lumen/int_option.h) in request form gets one hop record
- *     (dequeue time, deq_bytes, qlen, the port's rate code) in its next free
- *     slot, or the overflow flag when every slot is filled (int_full); the TCP
- *     checksum is fixed incrementally. The option is found by TCP's own
+ *     (dequeue time and dequeued bytes, taken together from the port's INT
+ *     clock, struct lumen_sw_clock; qlen; the port's rate code) in its next
+ *     free slot, or the overflow flag when every slot is filled (int_full);
+ *     the TCP checksum is fixed incrementally. The option is found by TCP's own
  *     walk (include/lumen/tcp_option.h, the module's walker too): one that
  *     TCP would not reach whole is not INT here either. Options
  *     lumen_int_parse refuses are counted in int_malformed and forwarded
@@ -142,6 +143,31 @@ struct {
 	__type(value, struct lumen_switch_port_stats);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lumen_sw_stats SEC(".maps");
+
+/*
+ * The port's INT clock: the time and byte count a hop record carries, taken
+ * together under one lock. Packets of one port reach the dequeue hook on
+ * both CPUs at once; with a time and a count read separately, a record
+ * could carry a later time but fewer bytes than another one, and the
+ * receiver would see a negative interval or an impossible rate between two
+ * records of the same hop and refuse the sample. Under the lock the time
+ * never goes back (the later of the clock and the last record's time) and
+ * the count grows with it. Not pinned: one per loaded instance, i.e. per
+ * port, living as long as its programs.
+ */
+struct lumen_sw_clock {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 deq_bytes; /* bytes dequeued, in the order of ts */
+	__u64 ts; /* the last record's time */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lumen_sw_clock);
+} lumen_sw_clock SEC(".maps");
 
 /* Where the headers of a packet are; offsets from the Ethernet header. */
 struct lumen_sw_pkt {
@@ -363,7 +389,7 @@ int lumen_sw_egress(struct __sk_buff *skb)
  * flagged earlier. *wlen: the option's length, what to store.
  */
 static __always_inline int lumen_sw_int_fill(__u8 *opt, __u8 *old, __u64 avail, const struct lumen_switch_port_cfg *cfg,
-					     struct lumen_switch_port_stats *st, __u64 deq_total, __u64 qlen,
+					     struct lumen_switch_port_stats *st, __u64 ts, __u64 deq_total, __u64 qlen,
 					     __u64 *wlen)
 {
 	struct lumen_int_opt parsed;
@@ -379,7 +405,7 @@ static __always_inline int lumen_sw_int_fill(__u8 *opt, __u8 *old, __u64 avail, 
 		return LUMEN_SW_NO_HOP; /* echoes belong to the endpoints */
 
 	__builtin_memcpy(old, opt, LUMEN_SW_OPT_BUF);
-	lumen_int_hop_make_v(&hop, parsed.version, bpf_ktime_get_ns(), deq_total, qlen, cfg->rate_code);
+	lumen_int_hop_make_v(&hop, parsed.version, ts, deq_total, qlen, cfg->rate_code);
 	ret = lumen_int_push_hop(opt, (__u32)avail, &hop);
 	if (ret == -LUMEN_INT_EFULL) {
 		__sync_fetch_and_add(&st->int_full, 1);
@@ -395,13 +421,13 @@ static __always_inline int lumen_sw_int_fill(__u8 *opt, __u8 *old, __u64 avail, 
 }
 
 /*
- * Fill the INT request of a TCP segment, if it carries one. deq_total is the
- * port's dequeued-byte counter including this packet, qlen the queue it
- * left behind.
+ * Fill the INT request of a TCP segment, if it carries one. ts and
+ * deq_total are the port's INT clock and dequeued bytes with this packet
+ * (struct lumen_sw_clock), qlen the queue it left behind.
  */
 static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lumen_sw_pkt *p,
 					 const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st,
-					 __u64 deq_total, __u64 qlen)
+					 __u64 ts, __u64 deq_total, __u64 qlen)
 {
 	struct lumen_tcp_opts area;
 	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF];
@@ -456,7 +482,7 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
 	__builtin_memset(opt, 0, sizeof(opt));
 	if (bpf_skb_load_bytes(skb, opt_off + at, opt, avail))
 		return;
-	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
+	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, ts, deq_total, qlen, &wlen);
 	if (ret == LUMEN_SW_NO_HOP)
 		return;
 	LUMEN_SW_BOUND_SIZE(wlen, LUMEN_INT_MAX_LEN); /* what the fill proved does not reach here */
@@ -492,7 +518,7 @@ static __always_inline void lumen_sw_int(struct __sk_buff *skb, const struct lum
  */
 static __always_inline void lumen_sw_int_dp(struct __sk_buff *skb, const struct lumen_sw_pkt *p,
 					    const struct lumen_switch_port_cfg *cfg, struct lumen_switch_port_stats *st,
-					    __u64 deq_total, __u64 qlen)
+					    __u64 ts, __u64 deq_total, __u64 qlen)
 {
 	__u8 opt[LUMEN_SW_OPT_BUF], old[LUMEN_SW_OPT_BUF], hdr[4];
 	__u64 ext_off, avail, wlen = 0, csum_len;
@@ -514,7 +540,7 @@ static __always_inline void lumen_sw_int_dp(struct __sk_buff *skb, const struct 
 	__builtin_memset(opt, 0, sizeof(opt));
 	if (bpf_skb_load_bytes(skb, ext_off, opt, avail))
 		return;
-	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, deq_total, qlen, &wlen);
+	ret = lumen_sw_int_fill(opt, old, avail, cfg, st, ts, deq_total, qlen, &wlen);
 	if (ret == LUMEN_SW_NO_HOP)
 		return;
 	LUMEN_SW_BOUND_SIZE(wlen, LUMEN_INT_MAX_LEN);
@@ -573,8 +599,21 @@ int lumen_sw_ingress(struct __sk_buff *skb)
 		st->qlen_max = q;
 
 	if (cfg->int_enabled) {
-		lumen_sw_int(skb, &p, cfg, st, deq, q);
-		lumen_sw_int_dp(skb, &p, cfg, st, deq, q);
+		__u64 now = bpf_ktime_get_ns(), ts, tx;
+		__u32 zero = 0;
+		struct lumen_sw_clock *clk = bpf_map_lookup_elem(&lumen_sw_clock, &zero);
+
+		if (!clk)
+			return TC_ACT_OK;
+		bpf_spin_lock(&clk->lock);
+		clk->deq_bytes += len;
+		if (now > clk->ts)
+			clk->ts = now;
+		tx = clk->deq_bytes;
+		ts = clk->ts;
+		bpf_spin_unlock(&clk->lock);
+		lumen_sw_int(skb, &p, cfg, st, ts, tx, q);
+		lumen_sw_int_dp(skb, &p, cfg, st, ts, tx, q);
 	}
 	return TC_ACT_OK;
 }

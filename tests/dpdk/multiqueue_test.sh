@@ -118,7 +118,8 @@ else
 		--vdev "net_af_packet1,iface=$vb,qpairs=2,framecnt=2048,qdisc_bypass=1" -- hosts --pattern pairs \
 		--host 0,10.9.0.1,02:00:00:00:d1:02 --host 1,10.9.0.2,02:00:00:00:d1:01 --queues 2 --conns 4 \
 		--msgs 20 --msg-size 100000 --time 15 --quiet --json "$tmp/af.json" >"$tmp/af.out" 2>&1 || rc=$?
-	e2e_check "af_packet: hosts with 2 queues per veth end (exit $rc)" test "$rc" -eq 0 || cat "$tmp/af.out"
+	e2e_check "af_packet: hosts with 2 queues per veth end (exit $rc)" test "$rc" -eq 0
+	((rc == 0)) || cat "$tmp/af.out"
 	e2e_check "af_packet: all 80 messages delivered" test "$(js af "d['totals']['msgs_delivered']")" -eq 80
 	e2e_check "af_packet: connections on both queues at both ends" test "$(spread af 10.9.0.1 10.9.0.2)" = ok
 	# the receiver's queues get the sprayed DATA: fanout puts about half on the wrong one

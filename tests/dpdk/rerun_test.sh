@@ -21,7 +21,7 @@ tmp="$(mktemp -d)"
 prefix="ldr$$"
 MS=02:00:00:00:0e:02 MC=02:00:00:00:0e:01
 server=""
-e2e_on_exit "[[ -n \$server ]] && kill -9 \$server 2>/dev/null; ip link del ${prefix}a 2>/dev/null; rm -rf '$tmp' /var/run/dpdk/$prefix*"
+e2e_on_exit "[[ -n \$server ]] && kill -9 \$server 2>/dev/null; ip link del ${prefix}a 2>/dev/null; ip netns del ${prefix}n 2>/dev/null; rm -rf '$tmp' /var/run/dpdk/$prefix*"
 
 timeout 120 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "${prefix}s" \
 	--vdev "net_memif0,role=server,socket=$tmp/m.sock,mac=$MS" -- perf --server --ip 10.9.0.2 --quiet \
@@ -37,7 +37,8 @@ for run in 1 2 3; do
 		--vdev "net_memif0,role=client,socket=$tmp/m.sock,mac=$MC" -- perf --ip 10.9.0.1 --peer 10.9.0.2 \
 		--peer-mac "$MS" --conns 2 --msgs 40 --msg-size 20000 --time 20 --quiet --json "$tmp/c$run.json" \
 		>"$tmp/c$run.out" 2>&1 || rc=$?
-	e2e_check "run $run: the client finished (exit $rc)" test "$rc" -eq 0 || tail -5 "$tmp/c$run.out"
+	e2e_check "run $run: the client finished (exit $rc)" test "$rc" -eq 0
+	((rc == 0)) || tail -5 "$tmp/c$run.out"
 	e2e_check "run $run: 80 messages acknowledged, no bad ACK" python3 - "$tmp/c$run.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["totals"]
@@ -61,12 +62,18 @@ assert d["totals"]["msgs_delivered"] == 240, d["totals"]
 PY
 
 # --- a server that restarts under a running client --------------------------
-ip link add "${prefix}a" type veth peer name "${prefix}b"
+# The b end lives in a namespace of its own: DPDK's af_packet joins each
+# port's sockets to the fanout group (pid ^ ifindex) & 0xffff, groups are
+# per namespace, and a client and a server started one after the other on
+# the two ends of one veth can compute the same id (consecutive pids,
+# consecutive ifindexes), when the second one's probe fails with EINVAL.
+ip netns add "${prefix}n"
+ip link add "${prefix}a" type veth peer name "${prefix}b" netns "${prefix}n"
 ip link set "${prefix}a" up
-ip link set "${prefix}b" up
-mac_b="$(cat /sys/class/net/${prefix}b/address)"
-serve() { # serve N: a server on the veth's b end, its pid in $server
-	"$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "${prefix}r$1" \
+ip -n "${prefix}n" link set "${prefix}b" up
+mac_b="$(ip -n "${prefix}n" -br link show "${prefix}b" | awk '{print $3}')"
+serve() { # serve N: a server on the veth's b end, its pid in $server (ip netns exec execs it)
+	ip netns exec "${prefix}n" "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "${prefix}r$1" \
 		--vdev "net_af_packet0,iface=${prefix}b" -- perf --server --ip 10.9.0.2 --quiet \
 		--json "$tmp/restart$1.json" >"$tmp/restart$1.out" 2>&1 &
 	server=$!
@@ -83,8 +90,15 @@ wait "$server" 2>/dev/null || true
 serve 2
 rc=0
 wait "$client" || rc=$?
-e2e_check "restart: the client ran to its end (exit $rc)" test "$rc" -eq 0 || tail -5 "$tmp/rc.out"
+e2e_check "restart: the client ran to its end (exit $rc)" test "$rc" -eq 0
+((rc == 0)) || tail -n 5 "$tmp/rc.out" "$tmp/restart1.out" "$tmp/restart2.out"
 kill -INT "$server"
+for ((i = 0; i < 100; i++)); do # 10 s for a clean stop, then no more
+	kill -0 "$server" 2>/dev/null || break
+	sleep 0.1
+done
+e2e_check "restart: the new server stopped on SIGINT" bash -c "! kill -0 $server 2>/dev/null"
+kill -9 "$server" 2>/dev/null || true
 wait "$server" || true
 server=""
 e2e_check "restart: each connection opened again once, the new server took both and their messages" \

@@ -178,7 +178,7 @@ e2e_cgroup2_root() {
 	echo "$m"
 }
 
-e2e_check() { # e2e_check "description" command...
+e2e_check() { # e2e_check "description" command... (returns 0 either way: the suite goes on)
 	local what="$1"
 	shift
 	if "$@"; then

@@ -165,6 +165,23 @@ e2e_check "$IN: exec in an unknown host is refused" test "$rc" -eq 2
 e2e_check "$IN: the bottleneck is sw->r1 at 500 Mbit/s" test \
 	"$(e2e_json '[(p["name"], p["rate_mbps"]) for p in d["ports"] if p["bottleneck"]]' <"$TMPD/$IN.json")" == \
 	"[('sw->r1', 500)]"
+# RPS on every veth end: a flow's packets arrive in order (without it a
+# veth hands each packet to the backlog of the CPU that sent it). 4 x 100
+# Mbit/s through the 500 Mbit/s port: no queue drops, so any segment the
+# receiver queues out of order came out of order
+rps_set() { # rps_set NODE DEV: its receive queue spreads over every CPU
+	test "$(ip netns exec "lt-$IN-$1" cat "/sys/class/net/$2/queues/rx-0/rps_cpus" | tr -d ',0')" != ""
+}
+e2e_check "$IN: RPS on r1's eth0" rps_set r1 eth0
+e2e_check "$IN: RPS on the switch's port to r1" rps_set sw r1
+ip netns exec "lt-$IN-r1" iperf3 -s -D -p 5202 >/dev/null
+sleep 0.5
+export NSTAT_HISTORY="$TMPD/nstat.r1" # nstat's own, not the user's shared one
+ip netns exec "lt-$IN-r1" nstat -n
+ip netns exec "lt-$IN-s1" iperf3 -c 10.2.1.1 -p 5202 -P 4 -b 100M -t 2 >"$TMPD/iperf-in.txt" 2>&1 || true
+ofo="$(ip netns exec "lt-$IN-r1" nstat TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" {print $2}')"
+e2e_log "$IN: 4 flows s1 -> r1: ${ofo:-0} segments queued out of order at r1"
+e2e_check "$IN: 4 flows through the switch arrive in order" test "${ofo:-0}" -eq 0
 down_clean "$IN"
 
 topology "$LS" 4 12 1000 "$SRC/testbeds/leafspine.json"

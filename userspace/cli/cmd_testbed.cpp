@@ -44,7 +44,8 @@ const char kUsage[] =
 Network-namespace testbeds with the software INT switch ('lumen switch') on
 every switch egress port. Each node is a namespace "lt-<name>-<node>"; hosts
 have eth0, a switch's device towards node X is named X. Veth offloads are off
-(MTU-sized packets). Every process of the testbed belongs to the cgroup v2
+(MTU-sized packets) and RPS spreads flows over the CPUs (each flow in order on
+one). Every process of the testbed belongs to the cgroup v2
 directory "lt-<name>". The format of FILE.json, the addressing and the
 examples are in docs/testbeds.md and testbeds/*.json.
 

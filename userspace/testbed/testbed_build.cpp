@@ -228,16 +228,41 @@ void create_namespaces(Creation &c, const TestbedPlan &plan)
 	c.stage_end();
 }
 
-// One veth pair between two namespaces, offloads off on both ends.
+// Every online CPU as a cpumask in sysfs' format (32-bit hex words, the
+// most significant first, comma-separated).
+std::string all_cpus_mask()
+{
+	const long n = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+	std::string mask;
+	for (long word = (n - 1) / 32; word >= 0; word--) {
+		const long bits = std::min(32L, n - word * 32);
+		char hex[32];
+		std::snprintf(hex, sizeof(hex), "%lx", bits == 32 ? 0xffffffffUL : (1UL << bits) - 1);
+		if (!mask.empty())
+			mask += ',';
+		mask += hex;
+	}
+	return mask;
+}
+
+// One veth pair between two namespaces, offloads off on both ends, and RPS
+// on both ends' receive queues. Without RPS a veth delivers each packet into
+// the receive backlog of the CPU that sent it, and a flow whose sender moves
+// between CPUs (or whose packets a tbf releases from different CPUs) arrives
+// reordered: the receiver's out-of-order queue, spurious retransmissions and
+// window cuts, and INT echoes out of order. RPS hashes each flow to one CPU.
 void create_veth(Creation &c, const std::string &ns_x, const std::string &dev_x, const std::string &ns_y,
 		 const std::string &dev_y)
 {
 	c.run({"ip", "link", "add", "name", dev_x, "netns", ns_x, "type", "veth", "peer", "name", dev_y, "netns",
 	       ns_y});
+	const std::string cpus = all_cpus_mask();
 	for (const auto &[ns, dev] : {std::pair{ns_x, dev_x}, std::pair{ns_y, dev_y}}) {
 		std::vector<std::string> argv = {"ip", "netns", "exec", ns, "ethtool", "-K", dev};
 		argv.insert(argv.end(), kOffloadsOff.begin(), kOffloadsOff.end());
 		c.run(argv);
+		c.run({"ip", "netns", "exec", ns, "sh", "-c",
+		       "for q in /sys/class/net/" + dev + "/queues/rx-*; do echo " + cpus + " > $q/rps_cpus; done"});
 	}
 }
 
