@@ -449,6 +449,30 @@ TEST(Claims, RatiosPerSeedBySpread)
 	EXPECT_NE(t.find("no data"), std::string::npos);
 }
 
+// "similar" is judged per seed like the signs: every seed within 10 %
+// agrees, every seed beyond disagrees (also when their mean is within 10 %:
+// +25 % and -20 % are not similar), and seeds on both sides are mixed.
+TEST(Claims, SimilarIsJudgedPerSeed)
+{
+	std::map<std::string, std::vector<RunSummary>> by = {
+		{"web",
+		 {claim_run("bpf_powertcp", "load20", 1, 105, 125), claim_run("bpf_hpcc", "load20", 1, 100, 100),
+		  claim_run("bpf_powertcp", "load20", 2, 92, 80), claim_run("bpf_hpcc", "load20", 2, 100, 100),
+		  claim_run("bpf_powertcp", "load60", 1, 150, 100), claim_run("bpf_hpcc", "load60", 1, 100, 104),
+		  claim_run("bpf_powertcp", "load60", 2, 150, 200), claim_run("bpf_hpcc", "load60", 2, 100, 100)}}};
+	auto r = evaluate_claims({claim("near", {"load20"}, "fct.short.p999", "similar", std::nullopt),
+				  claim("spread", {"load20"}, "queue_p99_bytes", "similar", std::nullopt),
+				  claim("far", {"load60"}, "fct.short.p999", "similar", std::nullopt),
+				  claim("one", {"load60"}, "queue_p99_bytes", "similar", std::nullopt)},
+				 by);
+	ASSERT_EQ(r.size(), 4u);
+	EXPECT_EQ(r[0].verdict, "agrees"); // +5 %, -8 %
+	EXPECT_NEAR(r[1].measured.mean, 0.025, 1e-12); // +25 %, -20 %
+	EXPECT_EQ(r[1].verdict, "disagrees"); // the mean rule said "agrees"
+	EXPECT_EQ(r[2].verdict, "disagrees"); // +50 %, +50 %
+	EXPECT_EQ(r[3].verdict, "mixed"); // -4 %, +100 %
+}
+
 // Real hosts without a switch in the inventory: no queue samples, so no
 // queue or incast plot (gnuplot refuses an empty data set); the summary
 // still has the flows.

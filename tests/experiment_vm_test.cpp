@@ -217,6 +217,17 @@ TEST(ExperimentKmod, ParamValues)
 	EXPECT_THROW(kmod_param_values(100, 200'000, {{"alpha", "1"}}), UsageError);
 	EXPECT_THROW(kmod_param_values(100, 200'000, {{"gamma", "2"}}), UsageError);
 	EXPECT_THROW(kmod_param_values(100, 200'000, {{"flows", "0"}}), UsageError);
+
+	// HPCC's keys as the module's hpcc_* parameters
+	p = kmod_param_values(1000, 200'000, {{"eta", "0.9"}, {"max-stage", "3"}, {"wai", "2k"}});
+	m = std::map<std::string, std::string>(p.begin(), p.end());
+	EXPECT_EQ(m.at("hpcc_eta"), "900"); // permille
+	EXPECT_EQ(m.at("hpcc_max_stage"), "3");
+	EXPECT_EQ(m.at("hpcc_wai_bytes"), "2048");
+	EXPECT_EQ(kmod_param_values(1000, 200'000, {{"wai", "auto"}})[2].second, "0");
+	EXPECT_THROW(kmod_param_values(100, 200'000, {{"eta", "0.4"}}), UsageError);
+	EXPECT_THROW(kmod_param_values(100, 200'000, {{"max-stage", "101"}}), UsageError);
+	EXPECT_THROW(kmod_param_values(100, 200'000, {{"wai", "2g"}}), UsageError);
 }
 
 // A fake /sys/module/tcp_powertcp for the parameter writes.

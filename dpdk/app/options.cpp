@@ -70,6 +70,8 @@ enum Opt {
 	kOpticalStale,
 	kDemand,
 	kInitCwnd,
+	kHostBw,
+	kBaseRtt,
 	kRtoMin,
 	kRtoMax,
 	kNoRandomize,
@@ -146,6 +148,8 @@ const option kLong[] = {
 	{"optical-stale-us", required_argument, nullptr, kOpticalStale},
 	{"demand", required_argument, nullptr, kDemand},
 	{"init-cwnd", required_argument, nullptr, kInitCwnd},
+	{"host-bw-mbps", required_argument, nullptr, kHostBw},
+	{"base-rtt-us", required_argument, nullptr, kBaseRtt},
 	{"rto-min-us", required_argument, nullptr, kRtoMin},
 	{"rto-max-us", required_argument, nullptr, kRtoMax},
 	{"no-randomize", no_argument, nullptr, kNoRandomize},
@@ -193,6 +197,11 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --ack-every N       DATA packets per ACK (1)\n"
 			    "  --init-cwnd N       DCTCP's initial window, packets (10); on a reconfigurable\n"
 			    "                      network the RTT is a period: start near its BDP\n"
+			    "  --host-bw-mbps N    the host's link rate, Mbit/s: HostBw of powertcp, hpcc and\n"
+			    "                      timely (their host BDP, beta and W_AI), dctcp's pacing cap\n"
+			    "                      (25000); give the NIC's rate\n"
+			    "  --base-rtt-us N     tau, the path's base RTT: powertcp's and hpcc's T, dctcp's\n"
+			    "                      pacing before an RTT sample; 0 = the smallest RTT seen (20)\n"
 			    "  --rto-min-us N      retransmission timeout's floor (200); on a reconfigurable\n"
 			    "                      network, above the longest a frame and its ACK wait for\n"
 			    "                      their circuits (two periods and the gate's hold)\n"
@@ -693,6 +702,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kInitCwnd:
 			LIMIT(limits::kInitCwnd);
 			o->engine.cc.init_cwnd_pkts = (uint32_t)v;
+			break;
+		case kHostBw:
+			LIMIT(limits::kHostBwMbps);
+			o->engine.cc.host_bw_bps = v;
+			break;
+		case kBaseRtt:
+			LIMIT(limits::kBaseRttUs);
+			o->engine.cc.base_rtt_ns = v;
 			break;
 		case kDemand:
 			o->demand_file = a;

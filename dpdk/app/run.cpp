@@ -775,6 +775,8 @@ nlohmann::json Run::summary() const
 		{"clients_start_mono_ns", started_ ? clock_.mono_ns(clients_start_ns_) : 0},
 		{"config",
 		 {{"cc", cc_algorithm_name(c.cc.algorithm)},
+		  {"host_bw_bps", c.cc.host_bw_bps},
+		  {"base_rtt_ns", c.cc.base_rtt_ns},
 		  {"path", lumen_path_mode_name(c.path_mode)},
 		  {"entropies", c.path.entropies},
 		  {"mtu", c.mtu},

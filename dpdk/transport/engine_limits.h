@@ -23,6 +23,7 @@
 #include "lumen/hpcc.h"
 #include "lumen/int_option.h"
 #include "lumen/path_policy.h"
+#include "lumen/powertcp.h"
 #include "lumen/timely.h"
 
 namespace lumen::dp
@@ -70,6 +71,11 @@ inline constexpr ParamRange kInitCwnd{"init-cwnd", 1, 65536, 1};
  * ranges are in Q16 (LUMEN_HPCC_ONE = LUMEN_TIMELY_ONE = 1.0), and
  * fraction_text() says them as the user types them.
  */
+/* HostBw in Mbit/s (kept in bit/s): PowerTCP's bounds, [1 Mbit/s, 1.6 Tbit/s] */
+inline constexpr ParamRange kHostBwMbps{"host-bw-mbps", LUMEN_PTCP_HOST_BW_MIN_MBPS, LUMEN_PTCP_HOST_BW_MAX_MBPS,
+					1'000'000};
+/* tau: 0 = the smallest RTT seen, else [1 us, 1 s] */
+inline constexpr ParamRange kBaseRttUs{"base-rtt-us", 0, LUMEN_PTCP_BASE_RTT_MAX_NS / 1000, 1000};
 inline constexpr ParamRange kHpccEta{"hpcc-eta", LUMEN_HPCC_ETA_MIN, LUMEN_HPCC_ETA_MAX, 1};
 inline constexpr ParamRange kHpccMaxStage{"hpcc-max-stage", 0, LUMEN_HPCC_MAX_STAGE_MAX, 1};
 /* W_AI in bytes, 0 = host BDP * (1 - eta) / N */

@@ -64,6 +64,10 @@ e2e_check "timely: T_low above T_high, in the core's words" e2e_fails 2 "timely 
 	"$DP" $(eal o18) -- pair --cc timely --timely-t-low-us 600
 e2e_check "timely's options without --cc timely" e2e_fails 2 "--timely-alpha tunes --cc timely" \
 	"$DP" $(eal o19) -- pair --cc hpcc --timely-alpha 0.5
+e2e_check "host-bw-mbps out of range" e2e_fails 2 "--host-bw-mbps: '0'" \
+	"$DP" $(eal o20) -- pair --cc hpcc --host-bw-mbps 0
+e2e_check "base-rtt-us out of range" e2e_fails 2 "--base-rtt-us: '2000000'" \
+	"$DP" $(eal o21) -- pair --cc powertcp --base-rtt-us 2000000
 left="$(ls -d /var/run/dpdk/"$prefix"* 2>/dev/null | xargs -r -n1 ls -A 2>/dev/null | grep -v '^$' || true)"
 e2e_check "refused runs leave no runtime files (${left:-none})" test -z "$left"
 
@@ -87,7 +91,10 @@ e2e_check "clean: REPS state is $(js clean "d['config']['path_state_bytes']") by
 # HPCC (INT requested; nobody on a ring stamps hops, so it runs on its RTT
 # fallback) and TIMELY, with parameters of their own: a short transfer each
 e2e_check "hpcc: 2 connections x 20 messages of 100 kB" \
-	pair hpcc --cc hpcc --int-slots 2 --hpcc-eta 0.9 --hpcc-max-stage 3 --conns 2 --msgs 20 --msg-size 100000 --time 30
+	pair hpcc --cc hpcc --int-slots 2 --hpcc-eta 0.9 --hpcc-max-stage 3 --host-bw-mbps 10000 --base-rtt-us 50 \
+	--conns 2 --msgs 20 --msg-size 100000 --time 30
+e2e_check "hpcc: the path's rate and tau in the summary" \
+	test "$(js hpcc "(d['config']['host_bw_bps'], d['config']['base_rtt_ns'])")" = "(10000000000, 50000)"
 e2e_check "timely: 2 connections x 20 messages of 100 kB" \
 	pair timely --cc timely --timely-t-low-us 40 --timely-alpha 0.5 --conns 2 --msgs 20 --msg-size 100000 --time 30
 for cc in hpcc timely; do

@@ -166,6 +166,19 @@ e2e_check "allowed list unchanged without --allow" json_eq "$ORIG_ALLOWED" cat "
 e2e_check "unload" "$L" cc unload
 e2e_check "names gone after unload" none_registered
 
+# two loads at once: one registers everything, the other finds it loaded
+# (without a lock both saw nothing loaded, and the loser's rollback removed
+# the pins the winner had just made)
+"$L" cc load >"$WORK/race1.out" 2>&1 &
+race1=$!
+"$L" cc load >"$WORK/race2.out" 2>&1 && race2=0 || race2=$?
+wait "$race1" && race1=0 || race1=$?
+e2e_check "two loads at once: exactly one succeeds ($race1, $race2)" test $((race1 == 0 ? 1 : 0)) -ne $((race2 == 0 ? 1 : 0))
+e2e_check "two loads at once: the other says it is loaded" grep -qh "already loaded" "$WORK/race1.out" "$WORK/race2.out"
+e2e_check "two loads at once: all four names registered" all_registered
+e2e_check "two loads at once: every pin is there" test "$(own_pins | grep -c .)" -eq "${#OWN_PINS[@]}"
+e2e_check "unload after the race" "$L" cc unload
+
 # --- load with --allow ---------------------------------------------------
 
 e2e_check "load --allow host-bw=10gbit base-rtt=100us" "$L" cc load --allow host-bw=10gbit base-rtt=100us

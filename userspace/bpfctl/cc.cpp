@@ -452,6 +452,10 @@ CcLoadResult load_cc(const CcLoadRequest &req)
 	require_root();
 	require_btf();
 	require_kernel_support();
+	// one load or unload at a time (and no `lumen int` change in between):
+	// two loads racing both found nothing loaded, and the loser's rollback
+	// removed the pins the winner had just made
+	PinRootLock lock;
 	Survey s = survey();
 	for (unsigned i = 0; i < kCcAlgoCount; i++)
 		if (s.registered[i])
@@ -545,6 +549,7 @@ CcLoadResult load_cc(const CcLoadRequest &req)
 CcUnloadResult unload_cc()
 {
 	require_root();
+	PinRootLock lock;
 	CcUnloadResult out;
 	Survey s = survey();
 	if (!s.anything()) {

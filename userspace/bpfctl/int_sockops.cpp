@@ -118,6 +118,8 @@ void enable_int(const IntEnableRequest &req)
 	require_btf();
 	Fd cg = open_cgroup_dir(req.cgroup);
 	ensure_pin_root();
+	// one change of the pins at a time: lumen_int_sk is shared with `lumen cc`
+	PinRootLock lock;
 	if (pinned(LUMEN_PIN_INT_LINK) || pinned(LUMEN_PIN_INT_PROG))
 		throw Error("INT sockops is already enabled (see 'lumen int status'; 'lumen int disable' first)");
 
@@ -164,6 +166,7 @@ void enable_int(const IntEnableRequest &req)
 IntDisableResult disable_int()
 {
 	require_root();
+	PinRootLock lock;
 	IntDisableResult out;
 	if (pinned(LUMEN_PIN_INT_LINK)) {
 		// Detach explicitly, so a process still holding the link cannot

@@ -33,15 +33,18 @@ double claim_metric_of(const RunSummary &r, const std::string &name)
 	return it == m.end() ? kNaN : it->second;
 }
 
-std::string claim_verdict_of(const ClaimSpec &c, const std::vector<double> &diffs, const Spread &sp)
+std::string claim_verdict_of(const ClaimSpec &c, const std::vector<double> &diffs)
 {
 	if (diffs.empty())
 		return "no data";
-	if (c.expect == "similar")
-		return std::fabs(sp.mean) <= kClaimSimilar ? "agrees" : "disagrees";
-	bool lower = c.expect == "lower";
+	bool lower = c.expect == "lower", similar = c.expect == "similar";
 	std::size_t right = 0, wrong = 0;
 	for (double d : diffs) {
+		if (similar) {
+			right += std::fabs(d) <= kClaimSimilar;
+			wrong += std::fabs(d) > kClaimSimilar;
+			continue;
+		}
 		right += lower ? d < 0 : d > 0;
 		wrong += lower ? d > 0 : d < 0;
 	}
@@ -145,7 +148,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec> &claims,
 		res.measured = spread_of(diffs);
 		res.algo_value = spread_of(avals);
 		res.vs_value = spread_of(bvals);
-		res.verdict = claim_verdict_of(c, diffs, res.measured);
+		res.verdict = claim_verdict_of(c, diffs);
 		out.push_back(res);
 	}
 	return out;

@@ -29,8 +29,8 @@ struct ClaimResult {
 	std::vector<std::uint64_t> seeds; // the seeds measured
 	Spread algo_value, vs_value; // the metric itself (mean over the cases), over those seeds
 	// agrees: every seed's difference has the expected sign (similar:
-	// the mean within 10 %); disagrees: every seed's the other sign (similar:
-	// the mean beyond 10 %); mixed: the seeds differ; no data: nothing to
+	// is within 10 %); disagrees: every seed's has the other sign (similar:
+	// is beyond 10 %); mixed: the seeds differ; no data: nothing to
 	// compare (an algorithm, case or metric not run)
 	std::string verdict;
 };

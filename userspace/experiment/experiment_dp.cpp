@@ -235,6 +235,16 @@ std::vector<std::string> lumen_dp_hosts_argv(const DpPlan &plan, const Testbed &
 	a.push_back("--");
 	a.push_back(mode);
 	a.insert(a.end(), hosts.begin(), hosts.end());
+	// PowerTCP's, HPCC's and TIMELY's HostBw is the testbed's host link, not
+	// lumen-dp's default NIC (25 Gbit/s: a host BDP, beta and W_AI ~100x too
+	// large on a 200 Mbit/s fabric), and tau the smallest RTT a flow sees
+	// (the testbed's ping RTT is the kernel's, not lumen-dp's own path)
+	if (plan.spec.datapath.cc != "dctcp" && plan.topo.host_link.rate_mbps) {
+		a.push_back("--host-bw-mbps");
+		a.push_back(std::to_string(plan.topo.host_link.rate_mbps));
+		a.push_back("--base-rtt-us");
+		a.push_back("0");
+	}
 	return a;
 }
 

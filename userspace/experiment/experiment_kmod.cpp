@@ -96,7 +96,17 @@ std::pair<std::string, std::string> translate_cc_param(const std::string &key, c
 			return {"base_rtt_us", "0"};
 		return {"base_rtt_us", base_rtt_us_value(parse_duration_ns(val, what, kBaseRttMaxUs * 1000), what)};
 	}
-	throw UsageError("cc_params: unknown parameter '" + key + "' (gamma, flows, beta, host-bw, base-rtt)");
+	// HPCC's (the module's hpcc): the module checks the ranges, as `lumen cc` does
+	if (key == "eta") {
+		std::uint32_t q16 = parse_q16(val, what, 0.5, 1.0);
+		return {"hpcc_eta", std::to_string((std::uint64_t{q16} * 1000 + 32768) / 65536)};
+	}
+	if (key == "max-stage")
+		return {"hpcc_max_stage", std::to_string(parse_uint(val, what, 0, 100))};
+	if (key == "wai")
+		return {"hpcc_wai_bytes", val == "auto" ? "0" : std::to_string(parse_bytes(val, what, 1ull << 30))};
+	throw UsageError("cc_params: unknown parameter '" + key +
+			 "' (gamma, flows, beta, host-bw, base-rtt; HPCC: eta, max-stage, wai)");
 }
 
 void set_or_append(KmodParamList &list, const std::pair<std::string, std::string> &p)
