@@ -18,6 +18,8 @@
 #   LUMEN_VM_SUITES="cc_test switch_test"   run only these suites
 #   LUMEN_VM_SUITE_TIMEOUT=600              per-suite limit in the VM (s)
 #   LUMEN_VM_TIMEOUT=1500                   limit for the whole VM (s)
+#   LUMEN_E2E_HOST_PARTS=1                  also the parts only the host runs
+#                                           (lib.sh e2e_host_part)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,6 +37,9 @@ if [[ ${1:-} == --inside ]]; then
 	# cc suite's runtime cap (host-bw) binds at 40 Mbit/s here, not 1 Gbit/s
 	# (the switch suite measures the path and picks its port rate itself)
 	export LUMEN_E2E_CAP_MBPS="${LUMEN_E2E_CAP_MBPS:-40}"
+	# the suites here run on the host too: the guest checks what differs
+	# between kernels, not lumen's argument checks again (e2e_host_part)
+	export LUMEN_E2E_HOST_PARTS="${LUMEN_E2E_HOST_PARTS:-0}"
 	passed=0 failed=0 lines=()
 	echo "== kernel $(uname -r)"
 	# Warm the guest's page cache: the first start of python3 and its
