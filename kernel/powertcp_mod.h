@@ -56,12 +56,13 @@ enum ptcp_counter {
 	PTCP_CNT_INT_GAP, /* of int_unusable: too long after the previous echo */
 	PTCP_CNT_INT_STALE, /* of int_unusable: a stale or implausible hop */
 	PTCP_CNT_INT_DUPLICATE, /* of int_unusable: the previous echo again */
-	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count or rate changed */
+	PTCP_CNT_INT_PATH_CHANGES, /* of int_unusable: hop count changed */
 	PTCP_CNT_NO_INT_FLOWS, /* powertcp / hpcc flows without one INT echo after 16 RTTs */
 	PTCP_CNT_LOSS_CUTS, /* windows halved on entering loss recovery */
 	PTCP_CNT_LOSS_UNDOS, /* cuts undone: the loss was spurious */
 	PTCP_CNT_HOOK_REG_FAIL, /* LOCAL_IN hooks could not be registered */
 	PTCP_CNT_HOOK_REORDERED, /* echo from a segment older than the stored one's: not stored */
+	PTCP_CNT_INT_RATE_CHANGES, /* of int_unusable: a hop's rate changed (a circuit came or went) */
 	PTCP_CNT_MAX
 };
 

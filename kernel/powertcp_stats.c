@@ -68,6 +68,7 @@ static const char *const ptcp_counter_names[PTCP_CNT_MAX] = {
 	[PTCP_CNT_LOSS_CUTS] = "loss_cuts",
 	[PTCP_CNT_LOSS_UNDOS] = "loss_undos",
 	[PTCP_CNT_HOOK_REG_FAIL] = "hook_reg_fail",
+	[PTCP_CNT_INT_RATE_CHANGES] = "int_rate_changes",
 };
 
 unsigned int ptcp_net_id __read_mostly;

@@ -96,6 +96,20 @@ std::uint64_t Simulator::bdp_bytes() const
 	return lumen_ptcp_bytes_in(bottleneck_mbps(), cfg_.base_rtt_ns);
 }
 
+void Simulator::set_hop_rate(std::size_t hop, std::uint32_t mbps)
+{
+	require(hop < hops_.size(), "set_hop_rate: no such hop");
+	const std::uint16_t code = lumen_int_rate_encode(mbps);
+	require(code != 0 && lumen_int_rate_mbps(code) == mbps,
+		"hop rates must be exactly representable in the INT rate code");
+	hops_[hop].rate_mbps = mbps;
+	hops_[hop].rate_code = code;
+	bottleneck_ = 0;
+	for (std::size_t j = 1; j < hops_.size(); j++)
+		if (hops_[j].rate_mbps < hops_[bottleneck_].rate_mbps)
+			bottleneck_ = j;
+}
+
 bool Simulator::active(std::size_t flow) const
 {
 	return flows_[flow].started && !flows_[flow].stopped;

@@ -180,6 +180,14 @@ class Simulator
 	/* b * tau of the bottleneck, bytes */
 	std::uint64_t bdp_bytes() const;
 
+	/*
+	 * Changes hop j's rate from the next step on, as a circuit coming up
+	 * or going down does (thesis 2.4): its records carry the new rate code
+	 * from then on, and bottleneck() is recomputed. The rate must be exactly
+	 * representable in the INT rate code.
+	 */
+	void set_hop_rate(std::size_t hop, std::uint32_t mbps);
+
 	bool active(std::size_t flow) const;
 	const lumen_ptcp &ptcp(std::size_t flow) const;
 	/* For perturbation experiments: the state may be edited between steps. */

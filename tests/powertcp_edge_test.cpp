@@ -362,16 +362,45 @@ TEST(Paths, HopCountChangeRebaselines)
 	EXPECT_EQ(f.ack_after(three, 2000, 1.0, 0), LUMEN_PTCP_UPDATED_INT);
 }
 
-TEST(Paths, RateChangeOfAHopRebaselines)
+// A hop's rate stepping (a circuit coming up) is information, not a path
+// change: the record with the new rate cannot be differenced with the old
+// one (the byte unit depends on the rate), so that ACK gives no sample, and
+// the next is normalised by the new rate; the smoothed power is kept.
+TEST(Paths, RateChangeOfAHopIsInformation)
 {
 	Flow f(params_10g_20us(), LUMEN_PTCP_MODE_INT);
 	Path path({10000});
 	auto a = path.step(2000, 1.0, 0);
 	f.ack(&a, 0);
-	path.hops[0].rate = lumen_int_rate_encode(25000);
-	auto b = path.step(2000, 1.0, 0);
+	auto a2 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&a2, 0), LUMEN_PTCP_UPDATED_INT);
+	const uint64_t smooth = f.st.smooth_power;
+	path.hops[0].rate = lumen_int_rate_encode(40000);
+	auto b = path.step(2000, 0.25, 0); // the same bytes as before: a quarter of the new rate
 	EXPECT_EQ(f.ack(&b, 0), LUMEN_PTCP_HELD);
-	EXPECT_EQ(f.st.stats.int_path_changes, 1u);
+	EXPECT_EQ(f.st.stats.int_rate_changes, 1u);
+	EXPECT_EQ(f.st.stats.int_path_changes, 0u);
+	EXPECT_EQ(f.st.stats.int_stale, 0u);
+	EXPECT_EQ(f.st.smooth_power, smooth) << "history kept";
+	auto c = path.step(2000, 0.25, 0);
+	EXPECT_EQ(f.ack(&c, 0), LUMEN_PTCP_UPDATED_INT);
+	// the power of a quarter-used link, normalised by the new rate
+	EXPECT_NEAR(double(f.st.last_power) / LUMEN_PTCP_ONE, 0.25, 0.05);
+	EXPECT_LT(f.st.smooth_power, smooth);
+	// and back down: counted again, sampled again
+	path.hops[0].rate = lumen_int_rate_encode(10000);
+	auto d = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&d, 0), LUMEN_PTCP_HELD);
+	auto e = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e, 0), LUMEN_PTCP_UPDATED_INT);
+	EXPECT_EQ(f.st.stats.int_rate_changes, 2u);
+	EXPECT_EQ(f.st.stats.int_path_changes, 0u);
+	// a rate code of 0 ("unknown") is no rate to sample against: an
+	// unusable record (counted with the path changes), not a rate change
+	path.hops[0].rate = 0;
+	auto g = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&g, 0), LUMEN_PTCP_HELD);
+	EXPECT_EQ(f.st.stats.int_rate_changes, 2u);
 }
 
 TEST(Paths, MaximumOverHopsPicksTheBottleneck)
@@ -797,10 +826,16 @@ TEST(ShellEvents, EachKindOfAckMovesItsCounters)
 	// a duplicate echo gives no sample either: unusable (why: duplicate),
 	// but not "no INT"
 	EXPECT_EQ(f.ack(&e2, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_DUPLICATE));
-	// a change of the hop's rate: a path change, re-baselined
-	Path faster({25000});
-	auto e3 = faster.step(2000, 1.0, 0);
-	EXPECT_EQ(f.ack(&e3, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_PATH_CHANGES));
+	// a change of the hop's rate: no sample from this echo, the next uses the new rate
+	path.hops[0].rate = lumen_int_rate_encode(25000);
+	auto e3 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e3, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_RATE_CHANGES));
+	auto e4 = path.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e4, 0), kAck | LUMEN_PTCP_EV(INT_UPDATES));
+	// a change of the hop count: a path change, re-baselined
+	Path longer({25000, 40000});
+	auto e5 = longer.step(2000, 1.0, 0);
+	EXPECT_EQ(f.ack(&e5, 0), kAck | LUMEN_PTCP_EV(INT_UNUSABLE) | LUMEN_PTCP_EV(INT_PATH_CHANGES));
 
 	// INT mode without echoes: one RTT update per round, as a fallback
 	uint32_t fallback = 0;

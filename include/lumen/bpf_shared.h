@@ -200,7 +200,8 @@ struct lumen_cc_flow {
 	X(INT_GAP, "int_gap", "... unusable: too long after the previous echo (re-baselined)")                         \
 	X(INT_STALE, "int_stale", "... unusable: a stale or implausible hop")                                          \
 	X(INT_DUPLICATE, "int_duplicate", "... unusable: the previous echo again")                                     \
-	X(INT_PATH_CHANGES, "int_path_changes", "... unusable: hop count or rate changed (re-baselined)")              \
+	X(INT_PATH_CHANGES, "int_path_changes", "... unusable: hop count changed (re-baselined)")                      \
+	X(INT_RATE_CHANGES, "int_rate_changes", "... unusable: a hop's rate changed (the next echo uses it)")          \
 	X(PARAM_RETRY, "param_retry", "parameter copies dropped: invalid")                                             \
 	X(INT_UNMATCHED, "int_unmatched", "echoes from a segment tcp_ack() refused: not applied")                      \
 	X(NO_INT_FLOWS, "no_int_flows",                                                                                \

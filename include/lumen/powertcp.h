@@ -157,8 +157,20 @@
  *     rules catch gaps that are too long. An idle restart (lumen_ptcp_restart;
  *     when, see lumen/powertcp_ack.h) does discard it, since a gap of whole
  *     wrap periods is undetectable.
- *   - A change in the number of INT hops, or of a hop's rate, is a path
- *     change: the INT history is re-baselined (counted in int_path_changes).
+ *   - A change in the number of INT hops is a path change: the INT history
+ *     is re-baselined (counted in int_path_changes).
+ *   - A change of a hop's rate is information, not a path change: on a
+ *     reconfigurable network the rate of the port that carries a
+ *     destination's traffic steps up when a circuit to it comes up and back
+ *     down when it goes (thesis 2.4), and the point of INT there is that the
+ *     sender sees the new rate in the next hop record. The byte fields'
+ *     unit depends on the rate (lumen/int_option.h), so the one record
+ *     that carries a new rate cannot be differenced with the one before:
+ *     that ACK gives no sample (counted in int_rate_changes), and the next
+ *     one is normalised by the new rate. Nothing else is discarded: the
+ *     smoothed power, the window and the other hops' records stay, so the
+ *     window moves to the new BDP at the speed of the control law (about
+ *     one RTT with gamma 0.9; tests/rate_step_fluid_test.cpp).
  *     A stale or implausible delta on any hop discards the whole sample (the
  *     maximum over the remaining hops could miss the bottleneck).
  *   - base_rtt_ns == 0 selects the thesis' fallback for an unknown tau: the
@@ -390,13 +402,14 @@ struct lumen_ptcp_stats {
 	__u32 int_missing; /* INT mode, ACK without INT hops */
 	__u32 int_unusable; /* INT mode, an echo that gave no sample: no INT */
 	__u32 rtt_guard; /* INT power overridden by a far higher RTT power */
-	__u32 int_path_changes; /* hop count or rate changed: re-baselined */
+	__u32 int_path_changes; /* hop count or option version changed: re-baselined */
 	__u32 int_stale; /* a hop delta was stale or implausible */
 	__u32 int_duplicate; /* same INT as the previous ACK (dt == 0) */
 	__u32 int_overflow; /* echo flagged more hops than slots */
 	__u32 int_gap; /* echoes further apart than LUMEN_PTCP_INT_GAP_MAX_NS */
 	__u32 loss_cuts; /* windows halved on entering loss recovery (TCP binding) */
 	__u32 loss_undos; /* cuts undone: the loss was spurious (TCP binding) */
+	__u32 int_rate_changes; /* a hop's rate changed (a circuit came or went): one ACK without a sample */
 };
 
 /*
@@ -767,10 +780,15 @@ struct lumen_ptcp_hop_out {
 	__u32 pad;
 };
 
+/* lumen_ptcp_hop_sample: both records are valid, with different rates */
+#define LUMEN_PTCP_HOP_NEW_RATE 16
+
 /*
  * One hop of one ACK: the wraparound-safe delta to the hop's previous record
  * (both of option version ver) and its normalised power. Returns 0, or the
- * lumen_int_delta_error that makes the sample unusable. A BPF subprogram
+ * lumen_int_delta_error that makes the sample unusable, or
+ * LUMEN_PTCP_HOP_NEW_RATE when the hop's rate changed (a record of another
+ * byte unit: no delta, see "A change of a hop's rate" above). A BPF subprogram
  * (LUMEN_SUBPROG): inlined five times into the hop loop, it alone took
  * cong_control past the 6.12 verifier's budget of one million instructions
  * (and so has at most five arguments: the results come back in *out).
@@ -785,6 +803,8 @@ LUMEN_SUBPROG int lumen_ptcp_hop_sample(const struct lumen_int_hop *prev, const 
 		return LUMEN_INT_DELTA_ERATE;
 	out->power = 0;
 	out->dt_ns = 0;
+	if (prev->rate != cur->rate && lumen_int_rate_mbps(prev->rate) && lumen_int_rate_mbps(cur->rate))
+		return LUMEN_PTCP_HOP_NEW_RATE;
 	err = lumen_int_hop_delta_v(prev, cur, ver, &d);
 	if (err)
 		return err;
@@ -814,7 +834,7 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 	__u32 ver = echo->version == LUMEN_INT_VERSION_WIDE ? LUMEN_INT_VERSION_WIDE : LUMEN_INT_VERSION;
 	__u32 count = echo->count, first = 0, hops = echo->count, i;
 	__u64 max_power = 0, max_dt = 0, gap_max = lumen_int_dt_max_ns(ver);
-	int usable = 1, duplicate = 0;
+	int usable = 1, duplicate = 0, hop_err = 0;
 
 	if (ver == LUMEN_INT_VERSION_WIDE) {
 		first = echo->first_hop;
@@ -859,10 +879,8 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 			break;
 		}
 		if (err) {
-			if (err == LUMEN_INT_DELTA_ERATE)
-				st->stats.int_path_changes++;
-			else
-				st->stats.int_stale++;
+			/* counted after the loop: one branch per error kind, not per hop */
+			hop_err = err;
 			usable = 0;
 			break;
 		}
@@ -877,6 +895,12 @@ LUMEN_INLINE int lumen_ptcp_int_power(struct lumen_ptcp *st, const struct lumen_
 			st->max_hop = (__u8)h;
 		}
 	}
+	if (hop_err == LUMEN_PTCP_HOP_NEW_RATE)
+		st->stats.int_rate_changes++; /* the next record samples against this one */
+	else if (hop_err == LUMEN_INT_DELTA_ERATE)
+		st->stats.int_path_changes++;
+	else if (hop_err)
+		st->stats.int_stale++;
 	if (duplicate) {
 		/* the same dequeue echoed again (delayed/duplicate ACK): no news */
 		st->stats.int_duplicate++;

@@ -226,8 +226,9 @@ LUMEN_INLINE enum lumen_ptcp_echo_match lumen_ptcp_echo_match(__u32 echo_ack, in
  *                     re-baselined
  *   INT_STALE         ... a hop's delta was stale or implausible
  *   INT_DUPLICATE     ... the previous echo again (dt == 0)
- *   INT_PATH_CHANGES  ... the hop count or a hop's rate changed,
- *                     re-baselined
+ *   INT_PATH_CHANGES  ... the hop count changed, re-baselined
+ *   INT_RATE_CHANGES  ... a hop's rate changed (a circuit came or went):
+ *                     the next echo samples against the new rate
  *   NO_INT_FLOWS      a powertcp flow reached LUMEN_PTCP_NO_INT_ROUNDS
  *                     RTT-driven updates without one echo with INT hops:
  *                     the INT plumbing is missing on its path (no INT
@@ -251,6 +252,7 @@ LUMEN_INLINE enum lumen_ptcp_echo_match lumen_ptcp_echo_match(__u32 echo_ack, in
 	X(INT_STALE)                                                                                                   \
 	X(INT_DUPLICATE)                                                                                               \
 	X(INT_PATH_CHANGES)                                                                                            \
+	X(INT_RATE_CHANGES)                                                                                            \
 	X(NO_INT_FLOWS)                                                                                                \
 	X(LOSS_CUTS)                                                                                                   \
 	X(LOSS_UNDOS)
@@ -280,7 +282,8 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 {
 	/* the counters whose moves are events; not the whole stats struct */
 	const __u32 unusable = st->stats.int_unusable, gap = st->stats.int_gap, stale = st->stats.int_stale,
-		    duplicate = st->stats.int_duplicate, path = st->stats.int_path_changes, guard = st->stats.rtt_guard;
+		    duplicate = st->stats.int_duplicate, path = st->stats.int_path_changes, guard = st->stats.rtt_guard,
+		    rate = st->stats.int_rate_changes;
 	__u32 events = LUMEN_PTCP_EV(ACKS);
 	enum lumen_ptcp_result res;
 
@@ -297,6 +300,8 @@ LUMEN_INLINE __u32 lumen_ptcp_ack_process(struct lumen_ptcp *st, const struct lu
 		events |= LUMEN_PTCP_EV(INT_DUPLICATE);
 	if (st->stats.int_path_changes != path)
 		events |= LUMEN_PTCP_EV(INT_PATH_CHANGES);
+	if (st->stats.int_rate_changes != rate)
+		events |= LUMEN_PTCP_EV(INT_RATE_CHANGES);
 	if (st->stats.rtt_guard != guard)
 		events |= LUMEN_PTCP_EV(RTT_GUARD);
 	if (res == LUMEN_PTCP_UPDATED_INT)
