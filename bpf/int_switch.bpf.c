@@ -151,10 +151,25 @@ struct {
  * could carry a later time but fewer bytes than another one, and the
  * receiver would see a negative interval or an impossible rate between two
  * records of the same hop and refuse the sample. Under the lock the time
- * never goes back (the later of the clock and the last record's time) and
- * the count grows with it. Not pinned: one per loaded instance, i.e. per
+ * never goes back and the count grows with it.
+ *
+ * The clock is also the wire's: a packet's time is no earlier than the
+ * previous record's plus its own serialisation at the port rate, as on a
+ * real port, whose egress timestamps are at least a packet's transmission
+ * apart. The dequeue hook sees packets later and more bunched than the link
+ * sent them: tbf releases up to its bucket at once after an idle moment, and
+ * PEER's receive backlog is drained in batches by softirq. Stamped with the
+ * hook's own time, such a batch claims several times the port rate between
+ * two records; receivers refuse those samples as impossible
+ * (LUMEN_INT_DELTA_ECOUNTER), which on a busy 1 Gbit/s port was 40 % of
+ * HPCC's echoes, the rounds without one falling back to the RTT. The lead
+ * over the host clock that this spreading builds is bounded by tbf's bucket
+ * and one batch; it is capped at LUMEN_SW_CLOCK_LEAD_NS so that a port
+ * really sending faster than its configured rate shows as such instead of
+ * running the clock away. Not pinned: one per loaded instance, i.e. per
  * port, living as long as its programs.
  */
+#define LUMEN_SW_CLOCK_LEAD_NS 1000000ull
 struct lumen_sw_clock {
 	struct bpf_spin_lock lock;
 	__u32 pad;
@@ -600,15 +615,23 @@ int lumen_sw_ingress(struct __sk_buff *skb)
 
 	if (cfg->int_enabled) {
 		__u64 now = bpf_ktime_get_ns(), ts, tx;
+		/* the packet's time on the wire at the port rate */
+		__u64 wire_ns = cfg->rate_mbps ? len * 8000 / cfg->rate_mbps : 0;
 		__u32 zero = 0;
 		struct lumen_sw_clock *clk = bpf_map_lookup_elem(&lumen_sw_clock, &zero);
 
 		if (!clk)
 			return TC_ACT_OK;
+
 		bpf_spin_lock(&clk->lock);
 		clk->deq_bytes += len;
-		if (now > clk->ts)
-			clk->ts = now;
+		ts = clk->ts + wire_ns;
+		if (ts > now + LUMEN_SW_CLOCK_LEAD_NS)
+			ts = now + LUMEN_SW_CLOCK_LEAD_NS;
+		if (now > ts)
+			ts = now;
+		if (ts > clk->ts)
+			clk->ts = ts;
 		tx = clk->deq_bytes;
 		ts = clk->ts;
 		bpf_spin_unlock(&clk->lock);

@@ -107,6 +107,13 @@ v="$(e2e_json "sum(p['int_filled'] for p in d['ports'])" <<<"$sw_json")"
 e2e_check "switch filled hop records ($v)" test "$v" -gt 0
 v="$(e2e_json "d['counters']['int_updates']" <<<"$cc_json")"
 e2e_check "bpf_powertcp updated its window from INT ($v)" test "$v" -gt 0
+# The switch's INT clock is the wire's (bpf/int_switch.bpf.c): records of a
+# batch the dequeue hook sees at once are spread at the port rate, so the
+# senders find almost every echo usable. Stamped with the hook's own time,
+# 40 % of them claimed more than the port could send and were refused.
+v="$(e2e_json "d['counters']['int_stale']" <<<"$cc_json")"
+n="$(e2e_json "d['counters']['int_updates'] + d['counters']['int_unusable']" <<<"$cc_json")"
+e2e_check "INT samples are usable: stale or implausible hops $v of $n (<= 5 %)" test $((v * 20)) -le "$n"
 v="$(e2e_json "d['counters']['rtt_updates']" <<<"$cc_json")"
 e2e_check "bpf_theta_ptcp updated its window from RTT ($v)" test "$v" -gt 0
 
