@@ -169,8 +169,9 @@
  *     that ACK gives no sample (counted in int_rate_changes), and the next
  *     one is normalised by the new rate. Nothing else is discarded: the
  *     smoothed power, the window and the other hops' records stay, so the
- *     window moves to the new BDP at the speed of the control law (about
- *     one RTT with gamma 0.9; tests/rate_step_fluid_test.cpp).
+ *     window moves to the new BDP at the speed of the control law (a few
+ *     RTTs: 4 to 0.9 of a 4x faster link's BDP in
+ *     tests/rate_step_fluid_test.cpp, with the per-ACK damping of C2).
  *     A stale or implausible delta on any hop discards the whole sample (the
  *     maximum over the remaining hops could miss the bottleneck).
  *   - base_rtt_ns == 0 selects the thesis' fallback for an unknown tau: the
@@ -402,7 +403,7 @@ struct lumen_ptcp_stats {
 	__u32 int_missing; /* INT mode, ACK without INT hops */
 	__u32 int_unusable; /* INT mode, an echo that gave no sample: no INT */
 	__u32 rtt_guard; /* INT power overridden by a far higher RTT power */
-	__u32 int_path_changes; /* hop count or option version changed: re-baselined */
+	__u32 int_path_changes; /* hop count or option version changed, or a rate code of 0: re-baselined */
 	__u32 int_stale; /* a hop delta was stale or implausible */
 	__u32 int_duplicate; /* same INT as the previous ACK (dt == 0) */
 	__u32 int_overflow; /* echo flagged more hops than slots */
