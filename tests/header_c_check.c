@@ -12,6 +12,7 @@
 #include "lumen/optical_wire.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp_ack.h"
+#include "lumen/retcp.h"
 #include "lumen/rng.h"
 #include "lumen/tcp_option.h"
 #include "lumen/timely.h"
