@@ -76,6 +76,13 @@ class Fabric
 	virtual void end_run() = 0;
 	// tcp_powertcp's counters, summed over the kernels that run traffic.
 	virtual KmodCounters kmod_stats() = 0;
+	// Between runs, with every port idle: what a switch port still counts
+	// as queued is drift (packets counted in that the kernel dropped on
+	// their way out: bpf/int_switch.bpf.c, "What makes the count drift"),
+	// and is counted as gone, so that the next run starts from an empty
+	// queue and not from a phantom one its INT reports and its ECN and
+	// tail drop act on. Returns the bytes healed.
+	virtual std::uint64_t heal_idle_queues() = 0;
 
 	// For config.json: the testbed or the hosts.
 	virtual std::string describe_json() const = 0;

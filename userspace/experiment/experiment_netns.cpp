@@ -250,6 +250,17 @@ class NetnsFabric : public Fabric
 	{
 		inputs_.close_all();
 	}
+	std::uint64_t heal_idle_queues() override
+	{
+		std::uint64_t healed = 0;
+		for (const TestbedPort &p : testbed_->ports()) {
+			SwitchPortSelector sel;
+			sel.id = p.port_id;
+			for (const SwitchPortHealed &h : heal_switch_ports(sel))
+				healed += h.bytes;
+		}
+		return healed;
+	}
 	// Counters are per namespace: the hosts' namespaces, where the flows run.
 	KmodCounters kmod_stats() override
 	{

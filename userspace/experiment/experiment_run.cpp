@@ -424,7 +424,7 @@ std::uint64_t traffic_end(const ExperimentSpec &spec)
 }
 
 RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const ExperimentCase &cs, std::uint64_t seed,
-		 std::size_t index, std::size_t total)
+		 std::size_t index, std::size_t total, std::uint64_t healed_bytes)
 {
 	const bool seeded = plan.spec.seeds.size() > 1;
 	std::string seed_tag = seeded ? " seed " + std::to_string(seed) : "";
@@ -445,6 +445,10 @@ RunData run_once(const Plan &plan, Fabric &fab, const std::string &algo, const E
 	run.warmup_ns = plan.spec.warmup_ns;
 	run.traffic_end_ns = traffic_end(plan.spec);
 	run.ports = fab.queue().ports();
+	run.healed_bytes = healed_bytes;
+	if (healed_bytes)
+		progress(tag + " the switch ports still counted " + std::to_string(healed_bytes) +
+			 " bytes as queued after the last run: drift, healed (healed_bytes in summary.json)");
 
 	progress(tag + " starting traffic servers and generators");
 	ChildSet servers, clients;
@@ -749,12 +753,15 @@ std::string run_tcp_experiment(const ExperimentSpec &spec_in, const RunOptions &
 		for (const auto &cs : cases)
 			for (std::uint64_t seed : plan.spec.seeds)
 				for (const auto &algo : plan.spec.algorithms) {
-					if (index > 0)
+					std::uint64_t healed = 0;
+					if (index > 0) {
 						settle(fab.queue());
+						healed = fab.heal_idle_queues();
+					}
 					KmodRunCounters before;
 					if (is_kmod_algorithm(algo))
 						before = fab.kmod_stats();
-					runs.push_back(run_once(plan, fab, algo, cs, seed, index++, total));
+					runs.push_back(run_once(plan, fab, algo, cs, seed, index++, total, healed));
 					kmod_counters.push_back(
 						before ? KmodRunCounters(kmod_counters_delta(*before, fab.kmod_stats()))
 						       : std::nullopt);

@@ -556,6 +556,7 @@ RunSummary summarise_run(const RunData &run)
 	s.case_name = run.case_name;
 	s.seed = run.seed;
 	s.load = run.load;
+	s.healed_bytes = run.healed_bytes;
 	std::uint64_t bytes = 0;
 	for (const auto &f : run.flows) {
 		s.flows++;
@@ -599,6 +600,7 @@ nlohmann::json summary_to_json(const RunSummary &s)
 	j["completed"] = s.completed;
 	j["errors"] = s.errors;
 	j["retransmits"] = s.retransmits;
+	j["healed_bytes"] = s.healed_bytes;
 	j["goodput_mbps"] = s.goodput_mbps;
 	j["utilisation"] = s.utilisation ? num_or_null(*s.utilisation) : nlohmann::json(nullptr);
 	j["queue_bytes"] = percentiles_json(s.queue_bytes);

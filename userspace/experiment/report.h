@@ -89,6 +89,7 @@ struct RunData {
 	std::vector<FlowSample> samples;
 	std::vector<IncastInfo> incasts;
 	int client_failures = 0; // generators that exited non-zero
+	std::uint64_t healed_bytes = 0; // queue drift the run found at its start (Fabric::heal_idle_queues)
 };
 
 constexpr std::uint64_t kThroughputBinNs = 100'000'000; // throughput.csv: 100 ms
@@ -117,6 +118,7 @@ struct RunSummary {
 	double load = 0;
 	std::size_t flows = 0, completed = 0, errors = 0;
 	std::uint64_t retransmits = 0;
+	std::uint64_t healed_bytes = 0; // RunData's
 	double goodput_mbps = 0; // bytes of all flows / traffic time
 	std::optional<double> utilisation; // bottleneck deq rate / link rate (dumbbell, incast)
 	Percentiles queue_bytes; // observed queue over the measurement window
