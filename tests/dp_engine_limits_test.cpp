@@ -152,6 +152,18 @@ std::vector<Case> cases()
 			 c.cc.timely_seg_bytes = (uint32_t)v;
 		 },
 		 "timely segment"},
+		{L::kRetcpJump,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kRetcp;
+			 c.cc.retcp_jump = (uint32_t)v;
+		 },
+		 "retcp jump"},
+		{L::kRetcpPrebufferUs,
+		 [](EngineConfig &c, uint64_t v) {
+			 c.cc.algorithm = CcAlgorithm::kRetcp;
+			 c.cc.retcp_prebuffer_ns = v;
+		 },
+		 "retcp prebuffer"},
 	};
 }
 

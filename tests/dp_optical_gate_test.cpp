@@ -76,19 +76,44 @@ uint64_t walk(const GateTables &t, const std::vector<std::set<uint32_t>> &open, 
 	return 0;
 }
 
+// A random schedule for self = 0: 2..7 nodes, a period of 1..7 slots of
+// 20..100 us, each pair connected in about a third of them.
+struct RandomSchedule {
+	uint32_t nodes, period;
+	std::vector<std::set<uint32_t>> open;
+	uint64_t slot, guard, margin;
+	bool at_start;
+	GateTables t;
+};
+
+RandomSchedule random_schedule(std::mt19937_64 &rng)
+{
+	RandomSchedule r;
+	r.nodes = 2 + (uint32_t)(rng() % 6);
+	r.period = 1 + (uint32_t)(rng() % 7);
+	r.open.resize(r.period);
+	for (auto &s : r.open)
+		for (uint32_t d = 1; d < r.nodes; d++)
+			if (rng() % 3 == 0)
+				s.insert(d);
+	r.slot = 20'000 + rng() % 80'000;
+	r.guard = rng() % (r.slot / 4);
+	r.margin = rng() % (r.slot / 8);
+	r.at_start = rng() % 2;
+	r.t = tables(r.open, r.nodes, r.slot, r.guard, r.margin, r.at_start);
+	return r;
+}
+
 TEST(DpOpticalGate, DeparturesMatchASlotBySlotWalk)
 {
 	std::mt19937_64 rng(7);
 	uint64_t sent = 0, never = 0;
 	for (int round = 0; round < 60; round++) {
-		uint32_t nodes = 2 + (uint32_t)(rng() % 6), period = 1 + (uint32_t)(rng() % 7);
-		std::vector<std::set<uint32_t>> open(period);
-		for (auto &s : open)
-			for (uint32_t d = 1; d < nodes; d++)
-				if (rng() % 3 == 0)
-					s.insert(d);
-		uint64_t slot = 20'000 + rng() % 80'000, guard = rng() % (slot / 4), margin = rng() % (slot / 8);
-		GateTables t = tables(open, nodes, slot, guard, margin, rng() % 2);
+		const RandomSchedule r = random_schedule(rng);
+		const uint32_t nodes = r.nodes, period = r.period;
+		const auto &open = r.open;
+		const uint64_t slot = r.slot;
+		const GateTables &t = r.t;
 		uint32_t rate = 1000 + (uint32_t)(rng() % 24000);
 		OpticalGate g(addrs(nodes), rate, 1'000'000'000);
 		g.set_tables(t);
@@ -119,6 +144,77 @@ TEST(DpOpticalGate, DeparturesMatchASlotBySlotWalk)
 	}
 	EXPECT_GT(sent, 5000u);
 	EXPECT_GT(never, 0u); // some pairs have no circuit: those are covered too
+}
+
+// The circuit signal (circuit_window): at any time, the first window of a
+// connecting slot that has not closed, as a walk over the slots finds it.
+TEST(DpOpticalGate, CircuitWindowIsTheFirstUnclosedWindowOfAConnectingSlot)
+{
+	std::mt19937_64 rng(11);
+	uint64_t up = 0, ahead = 0, none = 0;
+	for (int round = 0; round < 60; round++) {
+		RandomSchedule r = random_schedule(rng);
+		const uint32_t nodes = r.nodes, period = r.period;
+		const auto &open = r.open;
+		const uint64_t slot = r.slot, guard = r.guard, margin = r.margin;
+		const bool at_start = r.at_start;
+		GateTables &t = r.t;
+		OpticalGate g(addrs(nodes), 10000, 1'000'000'000);
+		g.set_tables(t);
+		for (int q = 0; q < 200; q++) {
+			uint64_t now = t.timing.t0_ns + rng() % (3 * slot * period);
+			uint32_t dst = 1 + (uint32_t)(rng() % (nodes - 1));
+			uint64_t lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+			const uint64_t first = (now - t.timing.t0_ns) / slot;
+			for (uint64_t j = first; j < first + 2 * period + 1; j++) {
+				if (!open[j % period].count(dst))
+					continue;
+				uint64_t start = t.timing.t0_ns + j * slot + (at_start ? guard : 0);
+				if (now < start + (slot - guard) - margin) {
+					want_lo = start + margin;
+					want_hi = start + (slot - guard) - margin;
+					break;
+				}
+			}
+			bool got = g.circuit_window(kBase + dst, now, &lo, &hi);
+			ASSERT_EQ(got, want_hi != 0) << "round " << round << " query " << q;
+			if (!got) {
+				none++;
+				continue;
+			}
+			EXPECT_EQ(lo, want_lo) << "round " << round << " query " << q;
+			EXPECT_EQ(hi, want_hi) << "round " << round << " query " << q;
+			(now >= lo ? up : ahead)++;
+		}
+		uint64_t lo = 0, hi = 0;
+		EXPECT_FALSE(g.circuit_window(kBase, t.timing.t0_ns, &lo, &hi)); // itself
+		EXPECT_FALSE(g.circuit_window(kBase + nodes, t.timing.t0_ns, &lo, &hi)); // not a node
+		EXPECT_FALSE(g.circuit_window(kBase + 1, t.timing.t0_ns - 1, &lo, &hi)); // before t0
+		t.quiet = LUMEN_QUIET_CLOCK;
+		g.set_tables(t);
+		EXPECT_FALSE(g.circuit_window(kBase + 1, t.timing.t0_ns, &lo, &hi)); // lumend is quiet
+	}
+	EXPECT_GT(up, 500u);
+	EXPECT_GT(ahead, 500u);
+	EXPECT_GT(none, 0u);
+}
+
+// A window that ends past a pending change's instant is not told: the
+// tables after it are not here yet.
+TEST(DpOpticalGate, CircuitWindowStopsAtAPendingChange)
+{
+	GateTables t = tables({{1}, {}}, 2, 100'000, 10'000, 0, false);
+	OpticalGate g(addrs(2), 10000, 1'000'000'000);
+	g.set_tables(t);
+	uint64_t lo = 0, hi = 0, t0 = t.timing.t0_ns;
+	ASSERT_TRUE(g.circuit_window(kBase + 1, t0 + 95'000, &lo, &hi)); // slot 0's guard: slot 2's window
+	EXPECT_EQ(lo, t0 + 200'000);
+	EXPECT_EQ(hi, t0 + 290'000);
+	t.change_ns = t0 + 200'000;
+	g.set_tables(t);
+	EXPECT_FALSE(g.circuit_window(kBase + 1, t0 + 95'000, &lo, &hi));
+	ASSERT_TRUE(g.circuit_window(kBase + 1, t0 + 5'000, &lo, &hi)); // slot 0's own, before the change
+	EXPECT_EQ(hi, t0 + 90'000);
 }
 
 TEST(DpOpticalGate, AWindowCarriesItsByteBudget)

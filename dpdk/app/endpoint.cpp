@@ -187,6 +187,24 @@ void Endpoint::set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<Osche
 	gate_tables_.quiet = LUMEN_QUIET_NO_SCHEDULE; /* until the page is read */
 	if (page_ && page_->refresh(&gate_tables_))
 		hold_->gate().set_tables(gate_tables_);
+	engine_.circuit_window = nullptr;
+	if (hold_)
+		engine_.circuit_window = [this](uint32_t peer_ip, uint64_t now_ns, uint64_t *tai, uint64_t *open,
+						uint64_t *close) {
+			*tai = tai_at(now_ns);
+			return hold_->gate().circuit_window(peer_ip, *tai, open, close);
+		};
+}
+
+uint64_t Endpoint::tai_at(uint64_t now_ns)
+{
+	if (!tai_ref_ || now_ns < tai_ref_now_ || now_ns - tai_ref_now_ > 1'000'000) {
+		timespec ts{};
+		clock_gettime(CLOCK_TAI, &ts);
+		tai_ref_ = (uint64_t)ts.tv_sec * 1'000'000'000ull + (uint64_t)ts.tv_nsec;
+		tai_ref_now_ = now_ns;
+	}
+	return tai_ref_ + (now_ns - tai_ref_now_);
 }
 
 /* CLOCK_TAI (the schedule's), read at most once per poll and only when

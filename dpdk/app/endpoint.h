@@ -210,7 +210,8 @@ class Endpoint
 	 * held as transport/gate_hold.h says), the tables read from lumend's
 	 * page at every poll. */
 	/* coalesce: fold an ACK into the older one of its connection that
-	 * waits in the VOQ (transport/ack_coalescer.h) */
+	 * waits in the VOQ (transport/ack_coalescer.h). The gate is also the
+	 * engine's circuit signal (Engine::circuit_window, for reTCP). */
 	void set_gate(std::unique_ptr<OpticalGate> gate, std::unique_ptr<OschedPage> page, bool coalesce = true);
 	const OpticalGate *gate() const
 	{
@@ -268,6 +269,10 @@ class Endpoint
 	std::vector<std::unique_ptr<MemRegion>> regions_; /* id - 1; unregistered: nullptr */
 	std::vector<uint8_t> scratch_; /* multi-segment frames of a burst, made contiguous */
 	GateTables gate_tables_;
+	/* The schedule's time (CLOCK_TAI) for an engine time, for reTCP's
+	 * circuit signal: one clock_gettime per millisecond, not per ACK. */
+	uint64_t tai_at(uint64_t now_ns);
+	uint64_t tai_ref_now_ = 0, tai_ref_ = 0;
 	BurstSink sink_; /* mbufs for the engine's frames; unused ones wait for the next poll */
 	DelayLine<rte_mbuf *> held_; /* the impairment shim's delays */
 	std::vector<rte_mbuf *> pending_; /* built, not yet taken by the port */

@@ -93,6 +93,8 @@ enum Opt {
 	kTimelyBeta,
 	kTimelyHai,
 	kTimelySegment,
+	kRetcpJump,
+	kRetcpPrebuffer,
 	kCollective,
 	kSize,
 	kChannels,
@@ -177,13 +179,17 @@ const option kLong[] = {
 	{"timely-beta", required_argument, nullptr, kTimelyBeta},
 	{"timely-hai", required_argument, nullptr, kTimelyHai},
 	{"timely-segment", required_argument, nullptr, kTimelySegment},
+	{"retcp-jump", required_argument, nullptr, kRetcpJump},
+	{"retcp-prebuffer-us", required_argument, nullptr, kRetcpPrebuffer},
 	{"help", no_argument, nullptr, kHelp},
 	{nullptr, 0, nullptr, 0},
 };
 
 const char kCommonUsage[] = "transport:\n"
-			    "  --cc dctcp|powertcp|theta-powertcp|hpcc|timely   congestion control (dctcp);\n"
-			    "                      powertcp and hpcc read INT (give --int-slots)\n"
+			    "  --cc dctcp|powertcp|theta-powertcp|hpcc|timely|retcp   congestion control\n"
+			    "                      (dctcp); powertcp and hpcc read INT (give --int-slots);\n"
+			    "                      retcp: dctcp whose window jumps with the circuit to the\n"
+			    "                      peer (--optical: the gate's schedule)\n"
 			    "  --path ecmp|ops|reps|reps-freeze|ethereal\n"
 			    "                      path policy (reps). ethereal: one pinned entropy per\n"
 			    "                      connection, moved only by a NACK or a timeout on it\n"
@@ -226,6 +232,10 @@ const char kCommonUsage[] = "transport:\n"
 			    "  --timely-hai N      timely: increase events before hyperactive increase, 1..1000 (5)\n"
 			    "  --timely-segment BYTES  timely: bytes acknowledged per rate update, 1024..16777216\n"
 			    "                      (16384)\n"
+			    "  --retcp-jump N      retcp: the window's factor while the circuit is up: its\n"
+			    "                      rate over the packet network's, 1..64 (4)\n"
+			    "  --retcp-prebuffer-us N  retcp: jump this long before the circuit opens,\n"
+			    "                      0..100000 (0; the thesis runs 600 and 1800)\n"
 			    "  --no-verify         do not write and check payload patterns\n"
 			    "  --int-slots N       ask switches for N INT hop records (0)\n"
 			    "  --seed N            seed of the host's random choices (1)\n"
@@ -471,14 +481,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			std::replace(name.begin(), name.end(), '-', '_');
 			bool found = false;
 			for (CcAlgorithm x : {CcAlgorithm::kDctcp, CcAlgorithm::kPowerTcp, CcAlgorithm::kThetaPowerTcp,
-					      CcAlgorithm::kHpcc, CcAlgorithm::kTimely})
+					      CcAlgorithm::kHpcc, CcAlgorithm::kTimely, CcAlgorithm::kRetcp})
 				if (name == cc_algorithm_name(x)) {
 					o->engine.cc.algorithm = x;
 					found = true;
 				}
 			if (!found)
 				return std::string("--cc: unknown algorithm '") + a +
-				       "' (dctcp, powertcp, theta-powertcp, hpcc, timely)";
+				       "' (dctcp, powertcp, theta-powertcp, hpcc, timely, retcp)";
 			break;
 		}
 		case kHpccEta:
@@ -526,6 +536,14 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 		case kTimelySegment:
 			LIMIT(limits::kTimelySegment);
 			o->engine.cc.timely_seg_bytes = (uint32_t)v;
+			break;
+		case kRetcpJump:
+			LIMIT(limits::kRetcpJump);
+			o->engine.cc.retcp_jump = (uint32_t)v;
+			break;
+		case kRetcpPrebuffer:
+			LIMIT(limits::kRetcpPrebufferUs);
+			o->engine.cc.retcp_prebuffer_ns = v;
 			break;
 		case kPath: {
 			int m = lumen_path_mode_from_name(a);
@@ -810,6 +828,12 @@ std::string parse_options(int argc, char **argv, Options *o, bool *help)
 			      "timely-alpha", "timely-beta", "timely-hai", "timely-segment"})
 		if (o->given.count(k) && o->engine.cc.algorithm != CcAlgorithm::kTimely)
 			return std::string("--") + k + " tunes --cc timely";
+	for (const char *k : {"retcp-jump", "retcp-prebuffer-us"})
+		if (o->given.count(k) && o->engine.cc.algorithm != CcAlgorithm::kRetcp)
+			return std::string("--") + k + " tunes --cc retcp";
+	/* without a schedule reTCP would be DCTCP under another name */
+	if (o->engine.cc.algorithm == CcAlgorithm::kRetcp && o->optical_pages.empty())
+		return "--cc retcp needs a circuit schedule to follow: --optical-pages (hosts mode)";
 	return o->engine.validate();
 }
 

@@ -70,6 +70,8 @@ nlohmann::json conn_json(const ConnStats &s)
 		{"window_updates_sent", s.window_updates_sent},
 		{"window_updates_rcvd", s.window_updates_rcvd},
 		{"handshake_retries", s.handshake_retries},
+		{"circuit_up", s.circuit_up},
+		{"circuit_down", s.circuit_down},
 		{"msgs_sent", s.msgs_sent},
 		{"msgs_acked", s.msgs_acked},
 		{"msgs_delivered", s.msgs_delivered},

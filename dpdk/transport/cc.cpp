@@ -77,6 +77,8 @@ const char *cc_algorithm_name(CcAlgorithm a)
 		return "hpcc";
 	case CcAlgorithm::kTimely:
 		return "timely";
+	case CcAlgorithm::kRetcp:
+		return "retcp";
 	}
 	return "unknown";
 }
@@ -116,12 +118,22 @@ lumen_timely_params CcParams::timely_params() const
 	return p;
 }
 
+lumen_retcp_params CcParams::retcp_params() const
+{
+	lumen_retcp_params p;
+
+	lumen_retcp_params_default(&p);
+	p.jump = retcp_jump;
+	p.prebuffer_ns = retcp_prebuffer_ns;
+	return p;
+}
+
 std::string CcParams::validate() const
 {
 	if (algorithm != CcAlgorithm::kDctcp && algorithm != CcAlgorithm::kPowerTcp &&
 	    algorithm != CcAlgorithm::kThetaPowerTcp && algorithm != CcAlgorithm::kHpcc &&
-	    algorithm != CcAlgorithm::kTimely)
-		return "algorithm must be dctcp, powertcp, theta_powertcp, hpcc or timely";
+	    algorithm != CcAlgorithm::kTimely && algorithm != CcAlgorithm::kRetcp)
+		return "algorithm must be dctcp, powertcp, theta_powertcp, hpcc, timely or retcp";
 	if (mss < 64 || mss > 65535)
 		return "mss must be within [64, 65535] bytes";
 	if (host_bw_bps < LUMEN_PTCP_HOST_BW_MIN_MBPS * kMbit || host_bw_bps > LUMEN_PTCP_HOST_BW_MAX_MBPS * kMbit)
@@ -130,6 +142,13 @@ std::string CcParams::validate() const
 		return "base_rtt_ns must be 0 (auto) or within [1 us, 1 s]";
 	if (algorithm == CcAlgorithm::kDctcp)
 		return dctcp_errors(*this);
+	if (algorithm == CcAlgorithm::kRetcp) {
+		lumen_retcp_params r = retcp_params();
+		int err = lumen_retcp_params_validate(&r);
+		if (err)
+			return core_error("retcp", lumen_retcp_param_strerror(err));
+		return dctcp_errors(*this);
+	}
 	if (algorithm == CcAlgorithm::kTimely) {
 		lumen_timely_params t = timely_params();
 		int err = lumen_timely_params_validate(&t);
@@ -150,7 +169,7 @@ std::unique_ptr<CongestionControl> make_cc(const CcParams &params)
 	std::string err = params.validate();
 	if (!err.empty())
 		throw std::invalid_argument(err);
-	if (params.algorithm == CcAlgorithm::kDctcp)
+	if (params.algorithm == CcAlgorithm::kDctcp || params.algorithm == CcAlgorithm::kRetcp)
 		return std::make_unique<Dctcp>(params);
 	if (params.algorithm == CcAlgorithm::kTimely)
 		return std::make_unique<Timely>(params);

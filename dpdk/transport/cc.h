@@ -120,6 +120,18 @@
 // rate an RTO's cut took (not a fast loss's: that one was real) and closes
 // the episode; on_idle_restart forgets the RTT history (lumen_timely_restart)
 // and keeps the rate.
+//
+// reTCP (M. K. Mukerjee et al., NSDI 2020)
+// ----------------------------------------
+// DCTCP as above, plus the circuit-aware jumps of lumen/retcp.h: when the
+// circuit to the peer comes up (retcp_prebuffer_ns before it opens), cwnd
+// and ssthresh are multiplied by retcp_jump (the circuit's rate over the
+// packet network's), and divided by it when it goes; between the jumps
+// DCTCP runs unchanged. The signal is on_circuit (the engine's, from the
+// gate's schedule: OpticalGate::circuit_window), asked per ACK and at the
+// time it returns; no circuit to tell of is the packet network. The paper
+// runs the jumps on Reno; DCTCP is lumen-dp's loss- and ECN-based control
+// and reacts to neither the circuit nor its end by itself.
 #pragma once
 
 #include <cstdint>
@@ -127,6 +139,7 @@
 #include <string>
 
 #include "lumen/powertcp_ack.h"
+#include "lumen/retcp.h"
 #include "lumen/timely.h"
 
 namespace lumen::dp
@@ -138,10 +151,11 @@ enum class CcAlgorithm : uint8_t {
 	kThetaPowerTcp, // RTT-fed theta-PowerTCP
 	kHpcc, // INT-fed HPCC, the PowerTCP core's third mode
 	kTimely, // RTT-gradient TIMELY
+	kRetcp, // DCTCP with reTCP's circuit jumps
 };
 
 // "dctcp", "powertcp", "theta_powertcp" (the kernel module's names), "hpcc",
-// "timely".
+// "timely", "retcp".
 const char *cc_algorithm_name(CcAlgorithm a);
 
 struct CcParams {
@@ -187,6 +201,10 @@ struct CcParams {
 	uint32_t timely_hai_events = LUMEN_TIMELY_DEFAULT_HAI_EVENTS; // [1, 1000]
 	uint32_t timely_seg_bytes = LUMEN_TIMELY_DEFAULT_SEG_BYTES; // per completion event, [1 KiB, 16 MiB]
 
+	// reTCP (lumen_retcp_params; and DCTCP's fields above)
+	uint32_t retcp_jump = LUMEN_RETCP_DEFAULT_JUMP; // circuit rate / packet rate, [1, 64]
+	uint64_t retcp_prebuffer_ns = 0; // jump up this long before the circuit, [0, 100 ms]
+
 	// An error message naming the first bad field, or "" when the set is
 	// usable. Only the fields of the chosen algorithm are checked.
 	std::string validate() const;
@@ -196,6 +214,8 @@ struct CcParams {
 	lumen_ptcp_params ptcp_params() const;
 	// TIMELY's (host_bw_bps in Mbit/s, rounded down).
 	lumen_timely_params timely_params() const;
+	// reTCP's.
+	lumen_retcp_params retcp_params() const;
 };
 
 struct CcAck {
@@ -222,6 +242,7 @@ struct CcCounters {
 	uint64_t timeouts = 0; // on_loss(now, true)
 	uint64_t undone_timeouts = 0; // undo_timeout: episodes of RTOs found spurious
 	uint64_t idle_restarts = 0; // on_idle_restart
+	uint64_t circuit_up = 0, circuit_down = 0; // reTCP: jumps up and down
 };
 
 class CongestionControl
@@ -244,6 +265,21 @@ class CongestionControl
 	// whose timeouts take nothing (PowerTCP) has nothing to restore.
 	virtual void undo_timeout()
 	{
+	}
+	// The circuit to the peer (reTCP's signal): known, its window [open,
+	// close) (the first not yet closed) and the time, all CLOCK_TAI ns (the
+	// schedule's); not known: no circuit to tell of. Returns when (TAI) the
+	// answer next changes, 0: not before another signal. The engine asks on
+	// every ACK and at that time, so a window can change while no ACK
+	// comes (on a network of circuits only, the ACKs wait for theirs). A
+	// control that follows no circuit ignores it.
+	virtual uint64_t on_circuit(bool known, uint64_t tai_ns, uint64_t open_ns, uint64_t close_ns)
+	{
+		(void)known;
+		(void)tai_ns;
+		(void)open_ns;
+		(void)close_ns;
+		return 0;
 	}
 
 	uint64_t cwnd_bytes() const
@@ -285,12 +321,14 @@ class Dctcp final : public CongestionControl
 	static constexpr uint32_t kAlphaOne = 1u << kAlphaShift; // alpha_q20() of 1.0
 
 	// Throws std::invalid_argument when params.validate() fails.
+	// algorithm dctcp, or retcp (DCTCP with reTCP's jumps).
 	explicit Dctcp(const CcParams &params);
 
 	void on_ack(const CcAck &ack) override;
 	void on_loss(uint64_t now_ns, bool timeout) override;
 	void on_idle_restart(uint64_t now_ns) override;
 	void undo_timeout() override;
+	uint64_t on_circuit(bool known, uint64_t tai_ns, uint64_t open_ns, uint64_t close_ns) override;
 
 	uint32_t alpha_q20() const
 	{
@@ -316,6 +354,11 @@ class Dctcp final : public CongestionControl
 	uint64_t srtt_ns() const
 	{
 		return srtt_ns_;
+	}
+	// reTCP: the phase the window is in (lumen_retcp_phase)
+	uint32_t circuit_phase() const
+	{
+		return retcp_.phase;
 	}
 
       private:
@@ -355,6 +398,10 @@ class Dctcp final : public CongestionControl
 	// snd_una last moved (Linux's prior_cwnd / prior_ssthresh)
 	bool rto_episode_ = false;
 	uint64_t prior_cwnd_ = 0, prior_ssthresh_ = 0;
+	// reTCP
+	bool retcp_on_ = false;
+	lumen_retcp_params retcp_params_{};
+	lumen_retcp retcp_{};
 };
 
 class PowerTcp final : public CongestionControl

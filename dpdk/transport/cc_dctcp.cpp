@@ -12,6 +12,8 @@
 //      (unless a reduction is in force); then an ACK with CE cuts (unless a
 //      reduction is in force or WTD holds it).
 // Every window stays within [min, max]; the pacing rate follows the window.
+// As reTCP (algorithm retcp), the jumps of a change of circuit phase come
+// from on_circuit, between ACKs.
 #include "transport/cc.h"
 
 #include <stdexcept>
@@ -48,10 +50,10 @@ uint32_t ewma_q16(uint32_t avg, uint32_t sample, uint32_t weight)
 
 } // namespace
 
-Dctcp::Dctcp(const CcParams &p) : CongestionControl("dctcp")
+Dctcp::Dctcp(const CcParams &p) : CongestionControl(p.algorithm == CcAlgorithm::kRetcp ? "retcp" : "dctcp")
 {
-	if (p.algorithm != CcAlgorithm::kDctcp)
-		throw std::invalid_argument("Dctcp needs algorithm = dctcp");
+	if (p.algorithm != CcAlgorithm::kDctcp && p.algorithm != CcAlgorithm::kRetcp)
+		throw std::invalid_argument("Dctcp needs algorithm = dctcp or retcp");
 	std::string err = p.validate();
 	if (!err.empty())
 		throw std::invalid_argument(err);
@@ -66,6 +68,9 @@ Dctcp::Dctcp(const CcParams &p) : CongestionControl("dctcp")
 	wtd_ = p.dctcp_wtd;
 	wtd_weight_ = p.dctcp_wtd_weight;
 	wtd_threshold_ = p.dctcp_wtd_threshold;
+	retcp_on_ = p.algorithm == CcAlgorithm::kRetcp;
+	retcp_params_ = p.retcp_params();
+	lumen_retcp_init(&retcp_);
 	ssthresh_ = UINT64_MAX; // slow start until the first reduction
 	alpha_ = p.dctcp_alpha_init << (kAlphaShift - 16);
 	cwnd_bytes_ = init_cwnd_;
@@ -184,6 +189,32 @@ void Dctcp::grow(uint64_t acked)
 		}
 	}
 	cwnd_bytes_ = clamp(cwnd);
+}
+
+// reTCP only: the window of the circuit's phase now (lumen/retcp.h); no
+// circuit to tell of is the packet network. Windows in bytes: cwnd <= 1
+// GiB, and ssthresh either unset (UINT64_MAX: slow start) or at most a
+// window.
+uint64_t Dctcp::on_circuit(bool known, uint64_t tai_ns, uint64_t open_ns, uint64_t close_ns)
+{
+	__u64 until = 0;
+	uint32_t phase = LUMEN_RETCP_PACKET;
+
+	if (!retcp_on_)
+		return 0;
+	if (known)
+		phase = lumen_retcp_phase(open_ns, close_ns, retcp_params_.prebuffer_ns, tai_ns, &until);
+	if (phase == retcp_.phase)
+		return until;
+	uint32_t ss = ssthresh_ >= UINT32_MAX ? UINT32_MAX : (uint32_t)ssthresh_;
+	cwnd_bytes_ = lumen_retcp_on_phase(&retcp_, &retcp_params_, phase, (uint32_t)cwnd_bytes_, &ss,
+					   (uint32_t)min_cwnd_, (uint32_t)max_cwnd_, UINT32_MAX);
+	ssthresh_ = ss == UINT32_MAX ? UINT64_MAX : ss;
+	ai_acc_ = 0;
+	counters_.circuit_up = retcp_.jumps_up;
+	counters_.circuit_down = retcp_.jumps_down;
+	update_pacing();
+	return until;
 }
 
 void Dctcp::on_ack(const CcAck &ack)

@@ -292,6 +292,7 @@ void Engine::fail(Connection &c, MsgStatus status, uint64_t now_ns)
 	c.failed = true;
 	c.has_msgs = false;
 	wheel_.cancel(c.rto_timer);
+	wheel_.cancel(c.circuit_timer);
 	while (!c.msgs.empty()) {
 		Message m = c.msgs.front();
 		c.msgs.pop_front();

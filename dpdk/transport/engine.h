@@ -221,6 +221,7 @@ struct ConnStats {
 	 * posted buffer opens a window the last ACK had closed; received */
 	uint64_t window_updates_sent = 0, window_updates_rcvd = 0;
 	uint64_t handshake_retries = 0; /* SYNs and FINs resent on the timer */
+	uint64_t circuit_up = 0, circuit_down = 0; /* reTCP: the window's jumps with the circuit */
 	uint32_t reorder_max = 0;
 
 	void add(const ConnStats &o);
@@ -383,6 +384,7 @@ struct alignas(64) Connection {
 	RtoEstimator rto;
 	lumen_path path{};
 	TimerNode rto_timer{};
+	TimerNode circuit_timer{}; /* reTCP: the next change of the circuit to the peer */
 	MessageRing msgs; /* posted, not yet fully acknowledged, by id */
 	size_t cut = 0; /* index in msgs of the first message not fully cut */
 	uint32_t next_msg_id = 0;
@@ -564,6 +566,14 @@ class Engine
 	 * no better path), not counted as a reroute; kNoPathChoice leaves the
 	 * choice to the default (the shell knows no path at all). */
 	std::function<uint16_t(Connection &, uint16_t old_entropy)> choose_path;
+	/* reTCP's circuit signal (CcAck::circuit_*): for an ACK from peer_ip at
+	 * now_ns (the engine's clock), the schedule's time (CLOCK_TAI) in *tai
+	 * and the circuit window to the peer in [*open, *close), or false when
+	 * there is none to tell (the shell's gate: OpticalGate::circuit_window).
+	 * Unset: ACKs tell of no circuit. Asked per ACK of a retcp connection
+	 * only. */
+	std::function<bool(uint32_t peer_ip, uint64_t now_ns, uint64_t *tai, uint64_t *open, uint64_t *close)>
+		circuit_window;
 	/* An ethereal connection went back from `from` to `to`, the entropy a
 	 * spurious RTO's reroute had left (the shell's loads follow). */
 	std::function<void(Connection &, uint16_t from, uint16_t to)> on_reroute_undone;
@@ -624,6 +634,7 @@ class Engine
       private:
 	Connection *open(uint32_t peer_ip, const Mac &mac, uint32_t conn_id, bool client, uint64_t now_ns);
 	void mark_ready(Connection &c);
+	void circuit_update(Connection &c, uint64_t now_ns);
 	void arrive(Connection &c, uint64_t now_ns);
 	void prefetch_turn(size_t head) const;
 	void on_data(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns);

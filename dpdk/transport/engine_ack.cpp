@@ -142,6 +142,7 @@ void Engine::on_ack(Connection &c, const lumen_dp_pkt &p, uint64_t now_ns)
 	a.snd_una_bytes = c.bytes_acked_seq;
 	a.snd_nxt_bytes = c.bytes_sent_seq;
 	a.int_echo = have_int ? &echo : nullptr;
+	circuit_update(c, now_ns);
 	if (!update)
 		c.cc->on_ack(a);
 	if (upd.newly_lost) {
@@ -287,11 +288,38 @@ void Engine::spurious_rto(Connection &c, uint64_t now_ns)
 		on_reroute_undone(c, at, c.undo_entropy);
 }
 
+/* reTCP's circuit signal for c (circuit_window), asked again when the
+ * answer next changes: on a network of circuits only, no ACK may come
+ * while the circuit to the peer opens. Re-asked after 10 ms when there is
+ * nothing to tell (no circuit to the peer in the period, lumend quiet):
+ * the schedule may change. A jump may open the window: c may send. */
+void Engine::circuit_update(Connection &c, uint64_t now_ns)
+{
+	constexpr uint64_t kRecheckNs = 10'000'000;
+	uint64_t tai = 0, open = 0, close = 0;
+
+	if (!circuit_window || cfg_.cc.algorithm != CcAlgorithm::kRetcp || c.failed)
+		return;
+	const bool known = circuit_window(c.peer_ip, now_ns, &tai, &open, &close);
+	const uint64_t until = c.cc->on_circuit(known, tai, open, close);
+	c.stats.circuit_up = c.cc->counters().circuit_up;
+	c.stats.circuit_down = c.cc->counters().circuit_down;
+	wheel_.cancel(c.circuit_timer);
+	wheel_.arm(c.circuit_timer, now_ns + (until > tai ? until - tai : kRecheckNs));
+	if (c.has_msgs && c.state == ConnState::kEstablished)
+		mark_ready(c);
+}
+
 void Engine::timers(uint64_t now_ns)
 {
 	wheel_.advance(now_ns, [&](TimerNode &n) {
-		if (conns_[n.owner]) /* always: a connection's timer goes with it */
-			on_rto(*conns_[n.owner], now_ns);
+		if (!conns_[n.owner]) /* never: a connection's timers go with it */
+			return;
+		Connection &c = *conns_[n.owner];
+		if (&n == &c.circuit_timer)
+			circuit_update(c, now_ns);
+		else
+			on_rto(c, now_ns);
 	});
 	if (cfg_.idle_timeout_ns && now_ns >= next_sweep_ns_)
 		expire_idle(now_ns);

@@ -145,6 +145,7 @@ void Engine::established(Connection &c, uint64_t now_ns)
 	c.ctrl_tries = 0;
 	wheel_.cancel(c.rto_timer);
 	c.next_tx_ns = std::max(c.next_tx_ns, now_ns);
+	circuit_update(c, now_ns);
 	if (c.has_msgs)
 		mark_ready(c);
 	else if (c.closing)

@@ -24,6 +24,7 @@
 #include "lumen/int_option.h"
 #include "lumen/path_policy.h"
 #include "lumen/powertcp.h"
+#include "lumen/retcp.h"
 #include "lumen/timely.h"
 
 namespace lumen::dp
@@ -93,6 +94,9 @@ inline constexpr ParamRange kTimelyAlpha{"timely-alpha", 1, LUMEN_TIMELY_ONE, 1}
 inline constexpr ParamRange kTimelyBeta{"timely-beta", 1, LUMEN_TIMELY_ONE, 1};
 inline constexpr ParamRange kTimelyHai{"timely-hai", 1, LUMEN_TIMELY_HAI_MAX, 1};
 inline constexpr ParamRange kTimelySegment{"timely-segment", LUMEN_TIMELY_SEG_MIN_BYTES, LUMEN_TIMELY_SEG_MAX_BYTES, 1};
+/* reTCP: the circuit's rate over the packet network's; prebuffering in us */
+inline constexpr ParamRange kRetcpJump{"retcp-jump", 1, LUMEN_RETCP_JUMP_MAX, 1};
+inline constexpr ParamRange kRetcpPrebufferUs{"retcp-prebuffer-us", 0, LUMEN_RETCP_PREBUFFER_MAX_NS / 1000, 1000};
 
 /* A Q16 fraction's range as typed: "0.5..1", or "(0, 1]" from the smallest
  * positive Q16 value */

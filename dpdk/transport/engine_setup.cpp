@@ -123,6 +123,8 @@ void ConnStats::add(const ConnStats &o)
 	nacks_sent += o.nacks_sent;
 	ce_nacks_sent += o.ce_nacks_sent;
 	ooo_ignored += o.ooo_ignored;
+	circuit_up += o.circuit_up;
+	circuit_down += o.circuit_down;
 	rnr_drops += o.rnr_drops;
 	window_updates_sent += o.window_updates_sent;
 	window_updates_rcvd += o.window_updates_rcvd;
@@ -143,6 +145,7 @@ Connection::Connection(const EngineConfig &cfg, uint32_t idx)
       rto(cfg.rto), peer_rwnd(cfg.rx_window), rx(cfg.rx_window)
 {
 	rto_timer.owner = idx;
+	circuit_timer.owner = idx;
 }
 
 /* Twice the room (8 at first), the messages in order from slot 0. */

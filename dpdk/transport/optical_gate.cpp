@@ -105,6 +105,33 @@ GateVerdict OpticalGate::book(uint32_t dst_ip, uint32_t len, uint64_t now_tai, u
 	return GateVerdict::kSend;
 }
 
+bool OpticalGate::circuit_window(uint32_t dst_ip, uint64_t now_tai, uint64_t *open, uint64_t *close) const
+{
+	const int64_t node = node_of(dst_ip);
+	lumen_slot_pos pos;
+
+	if (node < 0 || t_.quiet || lumen_slot_at(&t_.timing, now_tai, &pos))
+		return false;
+	const uint32_t dst = (uint32_t)node, period = t_.timing.period;
+	const uint32_t next = pos.in_period + 1 < period ? pos.in_period + 1 : 0;
+	const uint32_t wait_now = t_.waits[(size_t)pos.in_period * t_.nodes + dst];
+	const uint32_t wait_next = t_.waits[(size_t)next * t_.nodes + dst];
+	if (wait_now >= period || wait_next >= period)
+		return false;
+	__u64 lo = 0, hi = 0;
+	if (lumen_slot_window(&t_.timing, pos.slot + wait_now, t_.margin_ns, &lo, &hi))
+		return false;
+	/* now's slot connects them but its window has closed (its guard, or
+	 * the margin): the next connecting slot after it */
+	if (now_tai >= hi && lumen_slot_window(&t_.timing, pos.slot + 1 + wait_next, t_.margin_ns, &lo, &hi))
+		return false;
+	if (t_.change_ns && hi > t_.change_ns)
+		return false;
+	*open = lo;
+	*close = hi;
+	return true;
+}
+
 GateVerdict OpticalGate::defer(uint32_t dst_ip, uint32_t len, Offer offer)
 {
 	const int64_t node = node_of(dst_ip);

@@ -150,6 +150,15 @@ class OpticalGate
 	}
 	/* The node of dst_ip, or -1: not a node of the tables, or this one. */
 	int64_t node_of(uint32_t dst_ip) const;
+	/* Is the circuit to dst_ip up, and until when: the window (shrunk by
+	 * the margin) of the first slot from now_tai's on that connects this
+	 * node to dst_ip's and has not closed yet, in [*open, *close) (open >
+	 * now_tai: not up yet). false when there is none to tell: not a node,
+	 * no slot of the period connects them, the daemon is quiet, the
+	 * schedule has not begun, or the window lies past a pending change's
+	 * instant (the next tables are not known). A congestion control's
+	 * circuit signal (reTCP, lumen/retcp.h); counts nothing. */
+	bool circuit_window(uint32_t dst_ip, uint64_t now_tai, uint64_t *open, uint64_t *close) const;
 
 	const GateStats &stats() const
 	{

@@ -63,6 +63,12 @@ e2e_check "a bad node address" e2e_fails 2 "'10.0.0.x' is not an IPv4 address" \
 	"$DP" -- hosts --optical-addrs 10.0.0.1,10.0.0.x
 e2e_check "an RTO ceiling below its floor" e2e_fails 2 "rto-max-us .100. is below --rto-min-us .300." \
 	"$DP" -- hosts --rto-min-us 300 --rto-max-us 100
+e2e_check "reTCP without a schedule to follow" e2e_fails 2 "--cc retcp needs a circuit schedule" \
+	"$DP" -- hosts --pattern pairs --host 0,10.0.0.1,$M --host 1,10.0.0.2,$M --cc retcp
+e2e_check "reTCP's options without reTCP" e2e_fails 2 "--retcp-jump tunes --cc retcp" \
+	"$DP" -- hosts --pattern pairs --host 0,10.0.0.1,$M --host 1,10.0.0.2,$M --retcp-jump 4
+e2e_check "a reTCP jump out of range" e2e_fails 2 "--retcp-jump: .65. is not a whole number in 1..64" \
+	"$DP" -- hosts --cc retcp --retcp-jump 65
 
 e2e_on_exit "'$LUMEN_BIN' testbed down '$TB' >/dev/null 2>&1"
 "$LUMEN_BIN" testbed up --topology rotor --name "$TB" --nodes 4 --slot 20ms --guard 2ms >"$tmp/up.out" 2>&1 ||
@@ -102,6 +108,23 @@ v() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['guard'] + d['p
 f() { "$LUMEN_BIN" rotor stats --json | e2e_json "d['ports'][$1]['forwarded']"; }
 e2e_check "the rotor forwarded h1's and h2's frames ($(f 0), $(f 1))" test "$(f 0)" -gt 40 -a "$(f 1)" -gt 0
 e2e_check "no frame of h1 or h2 in a guard or a wrong slot" test "$(v 0)" -eq 0 -a "$(v 1)" -eq 0
+
+# reTCP on the same transfer: the gate's schedule is its circuit signal
+# (OpticalGate::circuit_window), asked on every ACK and when it next
+# changes: h1's ACKs come back only in h2's slot to h1, so the jumps happen
+# on the engine's timer, with no ACK in sight. Each circuit from h1 to h2
+# (one slot of the 3 of each period) sends the window up and its end down.
+e2e_log "h1 -> h2 again, with reTCP (--cc retcp, 600 us of prebuffering)"
+rc=0
+timeout 120 "$DP" --no-huge --no-pci -m 512 -l 1 --log-level=error --file-prefix "lumen-op$$" "${VDEVS[@]}" -- hosts \
+	--pattern pairs --host "0,10.0.0.1,$M" --host "1,10.0.0.2,$M" --msgs 40 --msg-size 65536 --depth 4 \
+	--optical-pages "$tmp/page1,$tmp/page2" --optical-addrs "$ADDRS" --optical-rate 1000 --quiet \
+	--cc retcp --retcp-jump 4 --retcp-prebuffer-us 600 --json "$tmp/retcp.json" >"$tmp/retcp.out" 2>&1 || rc=$?
+e2e_check "reTCP: every message delivered and acknowledged (exit $rc)" test "$rc" -eq 0
+jumps="$(e2e_json "str(d['totals']['circuit_up']) + ' ' + str(d['totals']['circuit_down'])" <"$tmp/retcp.json" 2>/dev/null)"
+read -r up down <<<"${jumps:-0 0}"
+e2e_check "reTCP: the window jumped up with the circuit ($up) and back after it ($down)" \
+	test "$up" -ge 2 -a "$down" -ge 1 -a "$up" -ge "$down"
 
 # All to all, for 6 s: lumen-dp's telemetry gives each gate's bytes sent
 # to each node (at their departure) at a CLOCK_TAI instant; between a
