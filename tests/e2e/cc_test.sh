@@ -286,8 +286,11 @@ if jq -e '.flows == null' "$WORK/flows.json" >/dev/null; then
 	e2e_log "per-flow view not checked here: $(grep '^flows: unavailable' "$WORK/flows.txt")"
 else
 	e2e_check "status lists the running flow" jq -e "[$flow_sel] | length > 0" "$WORK/flows.json"
-	e2e_check "... with its ACKs, none with INT on this path (no_int == acks)" \
-		jq -e "[$flow_sel | select(.acks > 0 and .no_int == .acks and .cwnd_bytes > 0)] | length > 0" "$WORK/flows.json"
+	# the iterator reads the flow's state while an ACK may be half done on
+	# the other CPU: its acks counted, its no_int not yet (one at a time:
+	# a socket's ACKs are processed under its lock). Seen in a 6.1 guest.
+	e2e_check "... with its ACKs, none with INT on this path (no_int == acks, or one behind)" \
+		jq -e "[$flow_sel | select(.acks > 0 and .no_int <= .acks and .no_int + 1 >= .acks and .cwnd_bytes > 0)] | length > 0" "$WORK/flows.json"
 	e2e_check "... and in the text table" grep -q '10.231.0.2:5201' "$WORK/flows.txt"
 fi
 
