@@ -296,6 +296,7 @@ void Engine::spurious_rto(Connection &c, uint64_t now_ns)
 void Engine::circuit_update(Connection &c, uint64_t now_ns)
 {
 	constexpr uint64_t kRecheckNs = 10'000'000;
+	constexpr uint64_t kSameNs = 2'000; /* TAI read per ms, against monotonic now */
 	uint64_t tai = 0, open = 0, close = 0;
 
 	if (!circuit_window || cfg_.cc.algorithm != CcAlgorithm::kRetcp || c.failed)
@@ -304,8 +305,17 @@ void Engine::circuit_update(Connection &c, uint64_t now_ns)
 	const uint64_t until = c.cc->on_circuit(known, tai, open, close);
 	c.stats.circuit_up = c.cc->counters().circuit_up;
 	c.stats.circuit_down = c.cc->counters().circuit_down;
-	wheel_.cancel(c.circuit_timer);
-	wheel_.arm(c.circuit_timer, now_ns + (until > tai ? until - tai : kRecheckNs));
+	/* Asked on every ACK, the answer mostly the same: keep the timer when
+	 * it already fires at the change (within the clock's jitter), or
+	 * before the recheck when there is no change to wait for. */
+	const uint64_t at = now_ns + (until > tai ? until - tai : kRecheckNs);
+	const TimerNode &t = c.circuit_timer;
+	const bool keep = t.armed && (until > tai ? (t.expiry_ns > at ? t.expiry_ns - at : at - t.expiry_ns) <= kSameNs
+						  : t.expiry_ns <= at);
+	if (!keep) {
+		wheel_.cancel(c.circuit_timer);
+		wheel_.arm(c.circuit_timer, at);
+	}
 	if (c.has_msgs && c.state == ConnState::kEstablished)
 		mark_ready(c);
 }
