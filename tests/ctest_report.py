@@ -68,6 +68,15 @@ def skips_of(name, status, text):
     return out
 
 
+def why_failed(text, most=8):
+    """The lines of a failed test's output that say what failed (an e2e
+    suite's FAIL lines, GoogleTest's failures and assertions), so the
+    summary at the end of a long log names them."""
+    pat = re.compile(r"\bFAIL\b|Failure$|^\[  FAILED  \]|Assertion|AssertionError|Traceback")
+    lines = [ln.strip() for ln in text.splitlines() if pat.search(ln)]
+    return lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
 def read_junit(path):
     tests = []
     for tc in ET.parse(path).getroot().iter("testcase"):
@@ -81,7 +90,8 @@ def read_junit(path):
         else:
             status = "failed"  # not run for another reason (a missing executable, a failed fixture)
         tests.append({"name": tc.get("name"), "status": status, "seconds": float(tc.get("time") or 0),
-                      "skips": skips_of(tc.get("name"), status, out)})
+                      "skips": skips_of(tc.get("name"), status, out),
+                      "why": why_failed(out) if status == "failed" else []})
     return tests
 
 
@@ -109,7 +119,8 @@ def check(pass_name, junit, strict, allowed_path):
             mark = f"allowed (line {s['allowed']})" if s["allowed"] else "NOT ALLOWED" if strict else "not on the list"
             kind = "" if s["what"] == "test" else " (part)"
             print(f"    {s['test']}{kind}: {s['reason']}  [{mark}]")
-    json.dump({"pass": pass_name, "counts": count, "skips": skips, "strict": strict},
+    failed = [{"test": t["name"], "why": t["why"]} for t in tests if t["status"] == "failed"]
+    json.dump({"pass": pass_name, "counts": count, "skips": skips, "strict": strict, "failed": failed},
               open(junit + ".json", "w"), indent=1)
     if strict and bad:
         print(f"  FAIL: {bad} skip(s) not on {allowed_path}: a test that can run on this machine did not")
@@ -126,6 +137,10 @@ def summary(paths):
         c = d["counts"]
         print(f"  {d['pass']:<10} {c['passed']:5d} passed {c['failed']:4d} failed {c['skipped']:4d} skipped, "
               f"{len(d['skips'])} skip(s) reported")
+        for f in d.get("failed", []):
+            print(f"      FAILED {f['test']}")
+            for line in f["why"]:
+                print(f"        {line}")
         for s in d["skips"]:
             kind = "" if s["what"] == "test" else " (part)"
             mark = "" if s["allowed"] else "  [NOT ALLOWED]" if d["strict"] else "  [not on the list]"
