@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "experiment/experiment.h"
 #include "experiment/experiment_run.h"
+#include "testbed/testbed.h"
 
 using namespace lumen;
 
@@ -303,6 +304,45 @@ TEST(ExperimentSeeds, TimelyThresholdsFromTau)
 	EXPECT_EQ(timely_t_high_ns(20'000), 500'000u);
 	EXPECT_EQ(timely_t_low_ns(200'000), 500'000u);
 	EXPECT_EQ(timely_t_high_ns(200'000), 5'000'000u);
+}
+
+// --rate and --delay: the shared link (dumbbell: the bottleneck; leaf-spine:
+// the fabric), validated as the spec is; a bad value changes nothing.
+TEST(ExperimentOverrides, RateAndDelayOfTheSharedLink)
+{
+	const TopologySpec dumbbell = parse_topology(
+		R"({"topology": "dumbbell", "senders": 2, "bottleneck": {"rate": "1gbit", "buffer": "1m"}})");
+	RunOptions o;
+	TopologySpec t = dumbbell;
+	apply_link_overrides(t, o);
+	EXPECT_EQ(t.bottleneck.rate_mbps, 1000u);
+	EXPECT_EQ(t.bottleneck.delay_ns, 0u);
+	o.delay_ns = 250'000;
+	apply_link_overrides(t, o);
+	EXPECT_EQ(t.bottleneck.delay_ns, 250'000u);
+	EXPECT_EQ(t.bottleneck.rate_mbps, 1000u);
+	EXPECT_EQ(t.host_link.delay_ns, 0u);
+	o.rate_mbps = 100;
+	apply_link_overrides(t, o);
+	EXPECT_EQ(t.bottleneck.rate_mbps, 100u);
+
+	TopologySpec ls = parse_topology(R"({"topology": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
+					     "fabric_link": {"rate": "1gbit"}})");
+	apply_link_overrides(ls, o);
+	EXPECT_EQ(ls.fabric_link.delay_ns, 250'000u);
+	EXPECT_EQ(ls.fabric_link.rate_mbps, 100u);
+	EXPECT_EQ(ls.host_link.delay_ns, 0u);
+
+	o.rate_mbps.reset();
+	o.delay_ns = 500; // below a delay line's 1 us
+	t = dumbbell;
+	try {
+		apply_link_overrides(t, o);
+		ADD_FAILURE() << "a 500 ns delay was accepted";
+	} catch (const UsageError &e) {
+		EXPECT_NE(std::string(e.what()).find("--delay"), std::string::npos) << e.what();
+	}
+	EXPECT_EQ(t.bottleneck.delay_ns, 0u);
 }
 
 const char kSuite[] = R"({

@@ -77,6 +77,7 @@ TEST(ExperimentVm, VmRunCommandLine)
 	l.algorithms = {"powertcp", "cubic"};
 	l.smoke = true;
 	l.rate_mbps = 100;
+	l.delay_ns = 250'500;
 	l.timeout_s = 900;
 	auto argv = vm_run_argv(l);
 	ASSERT_GE(argv.size(), 2u);
@@ -98,13 +99,16 @@ TEST(ExperimentVm, VmRunCommandLine)
 	EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "--duration"), cmd.end());
 	// the inner run parses what the outer one gives it
 	EXPECT_EQ(parse_rate_mbps(after(cmd, "--rate").front(), "--rate"), 100u);
+	EXPECT_EQ(parse_duration_ns(after(cmd, "--delay").front(), "--delay", 1'000'000'000), 250'500u);
 
 	l.smoke = false;
 	l.rate_mbps.reset();
+	l.delay_ns.reset();
 	l.duration_ns = 12'500'000'000ull;
 	cmd = after(vm_run_argv(l), "--");
 	EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "--smoke"), cmd.end());
 	EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "--rate"), cmd.end());
+	EXPECT_EQ(std::find(cmd.begin(), cmd.end(), "--delay"), cmd.end());
 	EXPECT_EQ(parse_duration_ns(after(cmd, "--duration").front(), "d", 3600'000'000'000ull), 12'500'000'000ull);
 }
 

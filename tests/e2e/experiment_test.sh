@@ -66,40 +66,57 @@ run_builtin quick all 3 cwnd.png incast.png
 run_builtin fairness bpf_theta_ptcp,bbr 2 cwnd.png
 run_builtin incast bpf_timely,cubic 2 cwnd.png incast.png
 # (the web-search workload and its FCT plots run in the thesis smoke below)
-# HPCC on the INT dumbbell, long flows only, 6 s runs (not a --smoke: in
-# 3 s the first second's convergence weighs too much): its queue p99 at most
-# half of cubic's (it is 1/30 to 1/100), at 0.8 of cubic's goodput or more
-# with 2 senders and 0.75 with 4. HPCC's own ceiling here is 0.93 of cubic:
-# it aims at 95 % of the link (eta), and the INT request takes 28 of every
-# 1448 payload bytes, which cubic, running without INT, keeps. It measured
-# 0.86-0.88 with 2 senders and 0.83-0.85 with 4 (3 runs each). The rest is
-# U's queue term: Linux TCP sends each pacing turn as one burst of what the
-# window allows, which leaves a median 2-4 KB at the port, and at a BDP of
-# 25 KB (17 packets) that is 0.1-0.16 of U, inflight to HPCC. The fluid
-# model, with no bursts and no option bytes, gives 0.98.
-e2e_log "running bench-dumbbell --duration 6s --algos bpf_hpcc,cubic"
+# HPCC on the INT dumbbell, long flows only, 4 s runs (not a --smoke: in
+# 3 s the first second's convergence weighs too much), three seeds, with
+# 250 us of extra delay each way on the bottleneck (--delay: a delay line;
+# base RTT ~0.7 ms, a BDP of ~60 packets): its queue p99 at most half of
+# cubic's (it is 1/30 to 1/100), its goodput at least 0.9 of cubic's over
+# all runs and 0.85 in each case (2 and 4 senders, mean of the seeds).
+# HPCC's own ceiling is 0.93 of cubic's best: it aims at 95 % of the link (eta),
+# and the INT request takes 28 of every 1448 payload bytes, which cubic,
+# running without INT, keeps. Without the delay (base RTT ~80 us, a BDP of
+# 17 packets) it reached only 0.82-0.88: Linux TCP sends each pacing turn as
+# one burst, which leaves 2-4 KB at the port, 0.1-0.16 of such a BDP and
+# inflight to HPCC. With the delay, single runs: HPCC 767-850 Mbit/s (2
+# senders) and 767-878 (4); cubic 725-943 and 798-920, the noisier (its
+# losses at the full 1 MB buffer). Over all runs HPCC/cubic was 0.913-1.06
+# with one run per case, 0.911-0.978 with two seeds of 5 s, 0.977 and 1.019
+# with three of 4 s (this check, ~60 s).
+e2e_log "running bench-dumbbell --duration 4s --delay 250us --seeds 1,2,3 --algos bpf_hpcc,cubic"
 rc=0
-"$LUMEN_BIN" experiment run bench-dumbbell --duration 6s --algos bpf_hpcc,cubic --out "$out/bench-dumbbell" \
-	>"$out/bench-dumbbell.log" 2>&1 || rc=$?
+"$LUMEN_BIN" experiment run bench-dumbbell --duration 4s --delay 250us --seeds 1,2,3 --algos bpf_hpcc,cubic \
+	--out "$out/bench-dumbbell" >"$out/bench-dumbbell.log" 2>&1 || rc=$?
 e2e_check "bench-dumbbell: exit status 0" test "$rc" -eq 0
 ((rc == 0)) || tail -20 "$out/bench-dumbbell.log"
-e2e_check "bench-dumbbell: JSON, CSV and PNG results are well-formed" check_results "$out/bench-dumbbell" 4
+e2e_check "bench-dumbbell: JSON, CSV and PNG results are well-formed" check_results "$out/bench-dumbbell" 12
 e2e_check "bench-dumbbell: nothing left behind" nothing_new "$before"
+e2e_check "bench-dumbbell: the delay in config.json" test "$(e2e_json "d['options']['delay_override_us']" \
+	<"$out/bench-dumbbell/config.json")" = 250.0
 hpcc_vs_cubic() {
 	python3 -c '
 import json, sys
-runs = {(r["case"], r["algo"]): r for r in json.load(open(sys.argv[1]))["runs"]}
+from statistics import mean
+runs = json.load(open(sys.argv[1]))["runs"]
+def of(case, algo, key):
+    v = [key(r) for r in runs if r["case"] == case and r["algo"] == algo]
+    assert len(v) == 3, (case, algo, len(v))
+    return mean(v)
+total = {"bpf_hpcc": 0, "cubic": 0}
 for case in ("senders2", "senders4"):
-    h, c = runs[(case, "bpf_hpcc")], runs[(case, "cubic")]
-    hq, cq = h["queue_bytes"]["p99"], c["queue_bytes"]["p99"]
-    hg, cg = h["goodput_mbps"], c["goodput_mbps"]
+    hq, cq = (of(case, a, lambda r: r["queue_bytes"]["p99"]) for a in ("bpf_hpcc", "cubic"))
+    hg, cg = (of(case, a, lambda r: r["goodput_mbps"]) for a in ("bpf_hpcc", "cubic"))
+    total["bpf_hpcc"] += hg
+    total["cubic"] += cg
     print(f"  {case}: queue p99 bpf_hpcc {hq / 1024:.1f} KB, cubic {cq / 1024:.1f} KB; goodput {hg:.0f} vs {cg:.0f} Mbit/s")
     assert hq <= 0.5 * cq, case + ": HPCC queue p99 not well below cubic"
-    floor = 0.8 if case == "senders2" else 0.75
-    assert hg >= floor * cg, f"{case}: HPCC goodput below {floor} x cubic"
+    assert hg >= 0.85 * cg, f"{case}: HPCC goodput below 0.85 x cubic"
+ratio = total["bpf_hpcc"] / total["cubic"]
+print(f"  all runs: HPCC goodput {ratio:.3f} x cubic")
+assert ratio >= 0.9, "HPCC goodput below 0.9 x cubic over all runs"
 ' "$out/bench-dumbbell/summary.json"
 }
-e2e_check "bench-dumbbell: bpf_hpcc queue p99 <= 0.5 x cubic, at >= 0.8 (2 flows) and 0.75 (4) x its goodput" hpcc_vs_cubic
+e2e_check "bench-dumbbell: bpf_hpcc queue p99 <= 0.5 x cubic, at >= 0.9 x its goodput (all runs; 0.85 per case)" \
+	hpcc_vs_cubic
 # the sender sweep: each case runs exactly its number of long flows
 senders_ok() {
 	python3 -c '

@@ -29,7 +29,7 @@ const char kUsage[] =
 	R"(usage: lumen experiment list
        lumen experiment run NAME|FILE.json [--out DIR] [--algos a,b,...] [--seeds 1,2,3]
                             [--duration S] [--smoke]
-                            [--rate RATE | --vm 6.1|6.12 [--kmod PATH] | --hosts INVENTORY.json]
+                            [--rate RATE] [--delay D] [--vm 6.1|6.12 [--kmod PATH] | --hosts INVENTORY.json]
        lumen experiment hosts INVENTORY.json
 
 Runs a congestion control experiment on a testbed of network namespaces with
@@ -55,6 +55,10 @@ run    NAME (a built-in) or FILE.json (a description, see docs/experiments.md)
   --smoke          the experiment's short smoke length, first seed only (CI)
   --rate RATE      the bottleneck link (leaf-spine: the fabric links) at RATE
                    instead of the experiment's, e.g. 100mbit for a VM
+  --delay D        the same link with an extra one-way delay D (1us .. 1s, 0
+                   for none) instead of the experiment's: a userspace delay
+                   line (docs/testbeds.md), e.g. 250us for a BDP of more
+                   packets (at 1 Gbit/s: ~60 instead of ~17)
   --vm K           run it inside a QEMU VM booting Debian's kernel K (6.1 or
                    6.12, tools/vm-run) with the kernel module tcp_powertcp
                    loaded; the algorithms default to powertcp,theta_powertcp,
@@ -154,7 +158,8 @@ int cmd_list(const Args &a)
 
 int cmd_run(const Args &a)
 {
-	a.allow_only({"--out", "--algos", "--seeds", "--duration", "--smoke", "--rate", "--vm", "--kmod", "--hosts"});
+	a.allow_only({"--out", "--algos", "--seeds", "--duration", "--smoke", "--rate", "--delay", "--vm", "--kmod",
+		      "--hosts"});
 	if (a.positional.size() != 2)
 		throw UsageError("run takes one experiment: a built-in name or a FILE.json");
 	RunOptions opts;
@@ -175,13 +180,15 @@ int cmd_run(const Args &a)
 		throw UsageError("--smoke and --duration exclude each other");
 	if (a.has("--rate"))
 		opts.rate_mbps = parse_rate_mbps(*a.get("--rate"), "--rate");
+	if (a.has("--delay"))
+		opts.delay_ns = parse_duration_ns(*a.get("--delay"), "--delay", kSec);
 	if (a.has("--hosts")) {
 		opts.hosts_file = *a.get("--hosts");
 		if (opts.hosts_file.empty())
 			throw UsageError("--hosts needs an inventory file");
-		if (a.has("--vm") || a.has("--rate"))
-			throw UsageError(
-				"--hosts runs on real hosts: --vm and --rate do not apply (the links are real)");
+		if (a.has("--vm") || a.has("--rate") || a.has("--delay"))
+			throw UsageError("--hosts runs on real hosts: --vm, --rate and --delay do not apply (the links "
+					 "are real)");
 	}
 	if (a.has("--seeds") && a.has("--vm"))
 		throw UsageError("--seeds is not passed into a VM: put \"seeds\" in the description instead");

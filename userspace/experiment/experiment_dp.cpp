@@ -205,6 +205,11 @@ DpPlan prepare_dp_plan(const ExperimentSpec &spec_in, const RunOptions &opts)
 	plan.topo = parse_topology(plan.spec.topology_json);
 	if (opts.rate_mbps)
 		plan.topo.fabric_link.rate_mbps = plan.topo.host_link.rate_mbps = *opts.rate_mbps;
+	if (opts.delay_ns) { // the fabric's: DPDK hosts' own links cannot be delayed
+		RunOptions delay_only;
+		delay_only.delay_ns = opts.delay_ns;
+		apply_link_overrides(plan.topo, delay_only);
+	}
 	require_root();
 	preflight_common();
 	plan.lumen_dp = find_lumen_dp(self_exe());

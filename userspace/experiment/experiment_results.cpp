@@ -64,7 +64,8 @@ json config_json(const Plan &plan, const RunOptions &opts, Fabric &fab, const st
 		{"smoke", opts.smoke},
 		{"duration_override_s", opts.duration_ns ? json(double(*opts.duration_ns) / 1e9) : json(nullptr)},
 		{"algorithms_override", opts.algorithms},
-		{"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
+		{"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)},
+		{"delay_override_us", opts.delay_ns ? json(double(*opts.delay_ns) / 1e3) : json(nullptr)}};
 	c["lumen_version"] = lumen_version();
 	c["kernel_release"] = kernel_release();
 	c["started_utc"] = utc_timestamp("%Y-%m-%dT%H:%M:%SZ");

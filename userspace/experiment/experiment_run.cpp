@@ -498,21 +498,31 @@ std::uint32_t path_rate(const TopologySpec &t)
 	return std::min(r, t.bottleneck.rate_mbps);
 }
 
-// --rate: the link the experiment's traffic shares (dumbbell: the middle
-// link; incast: the receiver's port; leaf-spine: the fabric) at another
-// rate, e.g. one an emulated VM can fill.
-void override_bottleneck_rate(TopologySpec &topo, std::uint32_t rate_mbps)
+} // namespace
+
+// --rate (e.g. one an emulated VM can fill) and --delay (e.g. a BDP of
+// more packets than a namespace testbed's microseconds give).
+void apply_link_overrides(TopologySpec &topo, const RunOptions &opts)
 {
-	if (topo.kind == TopologyKind::LeafSpine)
-		topo.fabric_link.rate_mbps = rate_mbps;
-	else
-		topo.bottleneck.rate_mbps = rate_mbps;
+	if (!opts.rate_mbps && !opts.delay_ns)
+		return;
+	TopologySpec t = topo;
+	LinkSpec &link = t.kind == TopologyKind::LeafSpine ? t.fabric_link : t.bottleneck;
+	if (opts.rate_mbps)
+		link.rate_mbps = *opts.rate_mbps;
+	if (opts.delay_ns)
+		link.delay_ns = *opts.delay_ns;
 	try {
-		validate_topology(topo);
+		validate_topology(t);
 	} catch (const UsageError &e) {
-		throw UsageError(std::string("--rate: ") + e.what());
+		const char *what = !opts.delay_ns ? "--rate: " : opts.rate_mbps ? "--rate/--delay: " : "--delay: ";
+		throw UsageError(what + std::string(e.what()));
 	}
+	topo = t;
 }
+
+namespace
+{
 
 TopologySpec topology_for_run(const ExperimentSpec &spec, const RunOptions &opts)
 {
@@ -522,8 +532,7 @@ TopologySpec topology_for_run(const ExperimentSpec &spec, const RunOptions &opts
 	} catch (const UsageError &e) {
 		throw UsageError(spec.source + ": topology: " + e.what());
 	}
-	if (opts.rate_mbps)
-		override_bottleneck_rate(topo, *opts.rate_mbps);
+	apply_link_overrides(topo, opts);
 	// a name of our own, so concurrent runs (and other testbeds) never clash
 	char name[16];
 	std::snprintf(name, sizeof(name), "x%x", static_cast<unsigned>(::getpid()) & 0xfffffff);
@@ -786,7 +795,8 @@ std::string run_suite(const ExperimentSpec &suite, const RunOptions &opts)
 	cfg["options"] = {{"smoke", opts.smoke},
 			  {"algorithms_override", opts.algorithms},
 			  {"seeds_override", opts.seeds},
-			  {"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)}};
+			  {"rate_override_mbps", opts.rate_mbps ? json(*opts.rate_mbps) : json(nullptr)},
+			  {"delay_override_us", opts.delay_ns ? json(double(*opts.delay_ns) / 1e3) : json(nullptr)}};
 	cfg["members"] = json::array();
 	for (const auto &m : members)
 		cfg["members"].push_back({{"name", m.name}, {"source", m.source}, {"dir", m.name}});

@@ -15,6 +15,7 @@
 
 #include "experiment/experiment.h"
 #include "experiment/report.h"
+#include "testbed/testbed.h"
 
 namespace lumen
 {
@@ -26,6 +27,7 @@ struct RunOptions {
 	bool smoke = false; // --smoke: the experiment's smoke_duration, its first seed only
 	std::vector<std::uint64_t> seeds; // --seeds: empty = the experiment's
 	std::optional<std::uint32_t> rate_mbps; // --rate: the bottleneck's (fabric's) rate instead
+	std::optional<std::uint64_t> delay_ns; // --delay: the bottleneck's (fabric's) extra one-way delay instead
 	std::string vm_kernel; // --vm: "" = here; 6.1 | 6.12 (experiment_vm.h)
 	std::string kmod; // --kmod: tcp_powertcp.ko for the VM ("" = the build tree's)
 	std::string hosts_file; // --hosts: drive the hosts of this inventory over SSH (inventory.h)
@@ -43,6 +45,12 @@ ExperimentSpec load_experiment(const std::string &name_or_path);
 std::string default_out_dir(const ExperimentSpec &spec);
 // Creates the result directory; UsageError unless it is new or empty.
 void prepare_out_dir(const std::string &dir);
+
+// --rate and --delay: the link the experiment's traffic shares (dumbbell:
+// the middle link; incast: the receiver's port; leaf-spine: the fabric)
+// at another rate or extra one-way delay. UsageError (naming the option)
+// when the result is not a valid topology; topo unchanged then.
+void apply_link_overrides(TopologySpec &topo, const RunOptions &opts);
 
 // The spec as it will run: duration (--duration, --smoke), algorithms,
 // seeds (--seeds; --smoke keeps the first).

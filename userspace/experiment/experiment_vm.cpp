@@ -143,6 +143,10 @@ std::vector<std::string> vm_run_argv(const VmLaunch &l)
 		argv.push_back("--rate");
 		argv.push_back(std::to_string(*l.rate_mbps)); // Mbit/s
 	}
+	if (l.delay_ns) {
+		argv.push_back("--delay");
+		argv.push_back(std::to_string(*l.delay_ns) + "ns");
+	}
 	return argv;
 }
 
@@ -183,6 +187,7 @@ std::string run_experiment_in_vm(const std::string &experiment_file, const RunOp
 	l.smoke = opts.smoke;
 	l.duration_ns = opts.duration_ns;
 	l.rate_mbps = opts.rate_mbps;
+	l.delay_ns = opts.delay_ns;
 	l.timeout_s = vm_timeout_s(spec);
 	std::string dir = opts.out_dir.empty() ? default_out_dir(spec) : opts.out_dir;
 	prepare_out_dir(dir);

@@ -44,6 +44,7 @@ struct VmLaunch {
 	bool smoke = false;
 	std::optional<std::uint64_t> duration_ns;
 	std::optional<std::uint32_t> rate_mbps;
+	std::optional<std::uint64_t> delay_ns;
 	std::uint64_t timeout_s = 0;
 };
 
