@@ -131,6 +131,16 @@ TEST(Parse, CommaLists)
 	EXPECT_EQ(usage_error([] { parse_uint_list("32,", "--nodes", "node count", 2, 4096); }),
 		  "--nodes: an empty node count in '32,'");
 
+	// addresses: host byte order, node i's at i; no node shares one
+	using A = std::vector<std::uint32_t>;
+	EXPECT_EQ(parse_ipv4_list("10.0.0.1,10.0.0.2", "--addrs"), (A{0x0a000001, 0x0a000002}));
+	EXPECT_EQ(usage_error([] { parse_ipv4_list("10.0.0.1,10.0.0.256", "--addrs"); }),
+		  "--addrs: '10.0.0.256' is not an IPv4 address");
+	EXPECT_EQ(usage_error([] { parse_ipv4_list("10.0.0.1,10.0.0.1", "--addrs"); }),
+		  "--addrs: address '10.0.0.1' is listed twice");
+	EXPECT_EQ(usage_error([] { parse_ipv4_list("10.0.0.1,", "--addrs"); }),
+		  "--addrs: an empty address in '10.0.0.1,'");
+
 	// Args::list is the same splitter
 	Args a = Args::parse({"x", "--lumend", "a,,b"});
 	EXPECT_EQ(usage_error([&] { a.list("--lumend", "socket"); }), "--lumend: an empty socket in 'a,,b'");

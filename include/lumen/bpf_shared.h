@@ -15,6 +15,9 @@
  *                      reads lumen_int_sk on every ACK, runs
  *                      lumen_ptcp_on_ack().
  *   timely.bpf.c       struct_ops bpf_timely: RTT only, lumen/timely.h.
+ *   retcp.bpf.c        struct_ops bpf_retcp: Reno whose window jumps with
+ *                      the circuit to the destination (lumen/retcp.h), read
+ *                      from a lumend's pinned slot state (osched/<name>/).
  *   int_switch.bpf.c   tc programs turning a link into an INT switch port:
  *                      egress (enqueue) and the peer's ingress (dequeue).
  *   rotor_switch.bpf.c tc ingress of every port of an emulated optical
@@ -26,6 +29,7 @@
 
 #include "optical.h"
 #include "powertcp.h"
+#include "retcp.h"
 #include "timely.h"
 
 #ifdef LUMEN_USERSPACE
@@ -61,6 +65,7 @@
 #define LUMEN_PIN_ROTOR_DIR "rotor" /* the rotor switch's maps, in this directory */
 #define LUMEN_PIN_GATE_DIR "gate" /* the gates' maps: gate/<netns>@<dev>/{cfg,stats,waits,clock,osched} */
 #define LUMEN_PIN_OSCHED_DIR "osched" /* lumend's slot state: osched/<name>/{state,windows} */
+#define LUMEN_PIN_RETCP_DIR "retcp" /* bpf_retcp's maps: retcp/{ops,cfg,hosts,stats,osched,windows} */
 
 /* ---------------------------------------------------------------------- */
 /* INT sockops                                                             */
@@ -282,6 +287,52 @@ enum lumen_timely_counter {
 	LUMEN_TIMELY_COUNTERS(LUMEN_TIMELY_COUNTER_ENUM) LUMEN_TIMELY_CNT_MAX
 };
 #undef LUMEN_TIMELY_COUNTER_ENUM
+
+/* ---------------------------------------------------------------------- */
+/* struct_ops reTCP (retcp.bpf.c)                                          */
+
+#define LUMEN_CC_NAME_RETCP "bpf_retcp"
+
+/*
+ * Configuration (array "retcp_cfg", one entry), written once by the loader
+ * before the algorithm is registered. The circuit to a destination is
+ * lumend's window for its node (retcp_windows, lumend's own map), trusted
+ * only while lumend's state (retcp_osched, lumend's too) is not quiet and
+ * its last boundary is younger than stale_ns (lumen_osched_stale).
+ */
+struct lumen_retcp_cfg {
+	struct lumen_retcp_params params;
+	__u64 stale_ns;
+	__u32 nodes;
+	__u32 self;
+};
+
+/* Per-socket state (sk_storage "retcp_sk"). */
+struct lumen_retcp_sk {
+	struct lumen_retcp r;
+	__u64 until_ns; /* TAI: when the phase next changes (0: at lumend's next word) */
+	__u32 node; /* the destination's node, or LUMEN_RETCP_NO_NODE */
+	__u32 pad;
+};
+
+#define LUMEN_RETCP_NO_NODE 0xffffffffu
+
+/* Per-CPU counters (array "retcp_stats"), as LUMEN_CC_COUNTERS. */
+#define LUMEN_RETCP_COUNTERS(X)                                                                                        \
+	X(FLOWS, "flows", "connections initialised")                                                                   \
+	X(OFF_SCHEDULE, "off_schedule", "... to an address no node has: plain Reno")                                   \
+	X(ACKS, "acks", "ACKs processed")                                                                              \
+	X(JUMPS_UP, "jumps_up", "windows multiplied by jump: the circuit (or its prebuffering) began")                 \
+	X(JUMPS_DOWN, "jumps_down", "windows divided by jump: the circuit ended")                                      \
+	X(QUIET, "quiet", "ACKs while lumend said quiet: the packet network's window")                                 \
+	X(STALE, "stale", "ACKs while lumend's last boundary was too old: the packet network's window")                \
+	X(NO_STATE, "no_state", "ACKs or connections without socket state (Reno alone)")
+
+#define LUMEN_RETCP_COUNTER_ENUM(id, name, help) LUMEN_RETCP_CNT_##id,
+enum lumen_retcp_counter {
+	LUMEN_RETCP_COUNTERS(LUMEN_RETCP_COUNTER_ENUM) LUMEN_RETCP_CNT_MAX
+};
+#undef LUMEN_RETCP_COUNTER_ENUM
 
 /* ---------------------------------------------------------------------- */
 /* Software INT switch                                                     */

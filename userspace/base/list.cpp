@@ -5,6 +5,8 @@
 
 #include "base/units.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 namespace lumen
@@ -49,6 +51,20 @@ std::vector<std::uint64_t> parse_uint_list(std::string_view text, std::string_vi
 			throw UsageError(std::string(what) + ": " + std::string(item) + " " + std::to_string(v) +
 					 " is listed twice");
 		out.push_back(v);
+	}
+	return out;
+}
+
+std::vector<std::uint32_t> parse_ipv4_list(std::string_view text, std::string_view what)
+{
+	std::vector<std::uint32_t> out;
+	for (const std::string &one : split_list(text, what, "address")) {
+		in_addr a{};
+		if (inet_pton(AF_INET, one.c_str(), &a) != 1)
+			throw UsageError(std::string(what) + ": " + in_quotes(one) + " is not an IPv4 address");
+		if (std::find(out.begin(), out.end(), ntohl(a.s_addr)) != out.end())
+			throw UsageError(std::string(what) + ": address " + in_quotes(one) + " is listed twice");
+		out.push_back(ntohl(a.s_addr));
 	}
 	return out;
 }

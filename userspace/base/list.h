@@ -36,4 +36,8 @@ std::vector<std::uint64_t> parse_uint_list(std::string_view text, std::string_vi
 					   std::uint64_t min, std::uint64_t max,
 					   Duplicates duplicates = Duplicates::kRefuse);
 
+// Each item a dotted IPv4 address, in host byte order; one address twice is
+// refused ("--addrs" maps item i to node i: two nodes cannot share one).
+std::vector<std::uint32_t> parse_ipv4_list(std::string_view text, std::string_view what);
+
 } // namespace lumen

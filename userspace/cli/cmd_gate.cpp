@@ -134,12 +134,7 @@ Target target_of(const Args &a, bool need_schedule)
 	t.node = (std::uint32_t)parse_uint(*a.get("--node"), "--node", 0, LUMEN_GATE_MAX_NODES - 1);
 	// node i's address is the i-th item: an empty one would shift the rest,
 	// and one address for two nodes would leave the gate guessing
-	for (const std::string &one : split_list(*a.get("--addrs"), "--addrs", "address", Duplicates::kRefuse)) {
-		std::uint32_t addr = parse_addr(one);
-		if (std::find(t.addrs.begin(), t.addrs.end(), addr) != t.addrs.end())
-			throw UsageError("--addrs: address '" + one + "' is listed twice");
-		t.addrs.push_back(addr);
-	}
+	t.addrs = parse_ipv4_list(*a.get("--addrs"), "--addrs");
 	return t;
 }
 

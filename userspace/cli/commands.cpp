@@ -13,8 +13,8 @@ namespace lumen
 const std::vector<Command> &commands()
 {
 	static const std::vector<Command> table = {
-		kCcCommand,    kDelaylineCommand, kExperimentCommand, kGateCommand,    kHostCommand,	kIntCommand,
-		kRotorCommand, kSchedCommand,	  kSwitchCommand,     kTestbedCommand, kTrafficCommand,
+		kCcCommand,    kDelaylineCommand, kExperimentCommand, kGateCommand,   kHostCommand,    kIntCommand,
+		kRetcpCommand, kRotorCommand,	  kSchedCommand,      kSwitchCommand, kTestbedCommand, kTrafficCommand,
 	};
 	return table;
 }

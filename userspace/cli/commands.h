@@ -35,6 +35,7 @@ extern const Command kExperimentCommand;
 extern const Command kGateCommand;
 extern const Command kHostCommand;
 extern const Command kIntCommand;
+extern const Command kRetcpCommand;
 extern const Command kRotorCommand;
 extern const Command kSchedCommand;
 extern const Command kSwitchCommand;
